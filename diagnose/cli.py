@@ -1,0 +1,142 @@
+"""The command line: `diagnose check | triage | inspect ...`.
+
+Exit codes (see `diagnose/errors.py`): 0 success, 1 the candidate failed verification or findings were
+reported, 2 bad usage or bad input, 3 internal error or missing toolchain. Errors print one line;
+`--debug` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import typer
+from rich.console import Console
+
+from diagnose.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, DiagnoseError, UsageError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Diagnose slow Triton kernels and verify faster ones.")
+state = {"debug": False}
+
+
+@app.callback()
+def main_options(debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+    state["debug"] = debug
+
+
+def one_line_errors(command: Callable) -> Callable:
+    """Turn every error into one line on stderr and its exit code, unless --debug."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except DiagnoseError as exc:
+            if state["debug"]:
+                raise
+            typer.echo(f"diagnose: error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code)
+        except Exception as exc:  # noqa: BLE001 - an internal error still gets one line and code 3
+            if state["debug"]:
+                raise
+            typer.echo(f"diagnose: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+            raise typer.Exit(EXIT_INTERNAL)
+
+    return wrapper
+
+
+def split_codes(values: Optional[List[str]]) -> Optional[List[str]]:
+    if not values:
+        return None
+    return [code.strip() for value in values for code in value.split(",") if code.strip()]
+
+
+@app.command()
+@one_line_errors
+def check(
+    task: Path = typer.Argument(..., help="Task file (Model, get_inputs, get_init_inputs, ModelNew)."),
+    candidate: Optional[Path] = typer.Option(None, "--candidate", help="ModelNew from this file instead."),
+    device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
+    seeds: int = typer.Option(3, "--seeds", min=1, help="Random input sets per input group."),
+    group: Optional[List[str]] = typer.Option(None, "--group", help="Input group(s) to use."),
+    timeout: float = typer.Option(600.0, "--timeout", help="Seconds each worker may run."),
+    no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
+    as_json: bool = typer.Option(False, "--json", help="Print the JSON report on stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON report to this file."),
+):
+    """Verify a candidate (correctness, anti-cheat) and time it against its baselines."""
+    from diagnose.report.check_view import render_check
+    from diagnose.report.reports import check_report
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    loaded = load_task(task, candidate)
+    options = CheckOptions(device=device, seeds=tuple(range(seeds)), groups=tuple(group) if group else None,
+                           timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"))
+    verdict = verify(loaded, options)
+    report = check_report(loaded, verdict)
+    data = report.to_dict()
+    if out is not None:
+        if out.exists() and out.resolve() in (loaded.reference_path, loaded.candidate_path):
+            raise UsageError(f"{out}: refusing to overwrite the task file with the report")
+        out.write_text(json.dumps(data, indent=2))
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        render_check(report, Console())
+    raise typer.Exit(EXIT_OK if verdict.passed else EXIT_FAILED)
+
+
+@app.command()
+@one_line_errors
+def triage(
+    paths: List[Path] = typer.Argument(..., help="Python files or folders to triage."),
+    target: Optional[str] = typer.Option(None, "--target", help="cuda:sm90 (default), hip:gfx942, ascend:910b ..."),
+    fmt: str = typer.Option("text", "--format", help="text, json or sarif."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only these codes (comma-separated)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these codes (comma-separated)."),
+    fail_on: str = typer.Option("warning", "--fail-on", help="error, warning, info or never."),
+):
+    """Fast source rules (no compiler, no device): findings with line and column."""
+    from diagnose.triage.cli import triage_command
+
+    code, text = triage_command([str(p) for p in paths], target=target, fmt=fmt, select=split_codes(select),
+                                ignore=split_codes(ignore), fail_on=fail_on)
+    if text:
+        typer.echo(text)
+    raise typer.Exit(code)
+
+
+@app.command()
+@one_line_errors
+def inspect(
+    path: Path = typer.Argument(..., help="Task file, or a file of @triton.jit kernels with example specs."),
+    target: str = typer.Option("cuda:sm90", "--target", help="cuda:sm80|sm90|sm100, hip:gfx942|gfx950."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    passes: bool = typer.Option(False, "--passes", help="Print the pass timeline."),
+    diff_pass: Optional[str] = typer.Option(None, "--diff-pass", help="Print how this pass changed the module."),
+    stage: Optional[str] = typer.Option(None, "--stage", help="Print an artifact (ttir, ttgir, llir, ptx, amdgcn, sass)."),
+    kernel: Optional[str] = typer.Option(None, "--kernel", help="Only this kernel."),
+):
+    """Compile offline for a target and map IR facts to source lines."""
+    from diagnose.ir.cli import inspect_command
+
+    code, text = inspect_command(str(path), target=target, fmt="json" if as_json else "text", passes=passes,
+                                 diff_pass=diff_pass, stage=stage, kernel=kernel)
+    if text:
+        typer.echo(text)
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Running one job in a fresh worker subprocess, with a wall-clock timeout and a memory cap.
+
+Every execution of user code goes through `call`. The worker is a new process per job, in its own
+process group: a segfault, a hang, an illegal memory access, an out-of-memory or an exception becomes a
+`Failure` of that job and nothing else, and a worker whose CUDA context faulted is never reused because
+no worker is. The parent polls the child's resident memory and kills the whole group when it passes
+the cap (an address-space limit would break CUDA, which reserves huge virtual ranges).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from diagnose.records import Failure
+
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MEMORY_LIMIT = 8 * 2**30
+POLL_S = 0.05
+LOG_TAIL = 4000
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """What came back from one job: a value, or a structured failure; plus the worker's log."""
+
+    ok: bool
+    value: Any = None
+    failure: Failure | None = None
+    wall_s: float = 0.0
+    log: str = ""
+
+
+def worker_env(interpret: bool, extra: dict[str, str] | None) -> dict[str, str]:
+    """The child's environment: the parent's, with the interpreter switched on or off explicitly."""
+    env = dict(os.environ)
+    env.pop("TRITON_INTERPRET", None)
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    # The package may be run from a checkout that is not installed: make it importable in the child.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env.update(extra or {})
+    return env
+
+
+def resident_bytes(pid: int) -> int:
+    """Resident memory of a process and its children (0 once it is gone)."""
+    total = 0
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def describe_exit(returncode: int) -> tuple[str, str]:
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        return "crashed", f"worker died of {name}"
+    return "protocol", f"worker exited with code {returncode} without a result"
+
+
+def call(
+    entry: str,
+    payload: dict,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    interpret: bool = False,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    env: dict[str, str] | None = None,
+) -> WorkerResult:
+    """Run `entry` ("module:function") on `payload` in a fresh worker; never raises for user failures."""
+    with tempfile.TemporaryDirectory(prefix="diagnose-worker-") as tmp:
+        request, result, log_path = Path(tmp, "request.json"), Path(tmp, "result.json"), Path(tmp, "log")
+        request.write_text(json.dumps({"entry": entry, "payload": payload}))
+        start = time.monotonic()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "diagnose.runtime.worker", str(request), str(result)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=worker_env(interpret, env),
+                start_new_session=True,
+            )
+            failure = watch(proc, timeout_s, memory_limit)
+        wall = time.monotonic() - start
+        log_text = log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace")
+        if failure is None and result.exists():
+            data = json.loads(result.read_text())
+            if data["ok"]:
+                return WorkerResult(True, value=data["value"], wall_s=wall, log=log_text)
+            failure = Failure(data["kind"], data["message"], data.get("traceback", "")[-LOG_TAIL:])
+        elif failure is None:
+            kind, message = describe_exit(proc.returncode)
+            failure = Failure(kind, message, log_text)
+        return WorkerResult(False, failure=failure, wall_s=wall, log=log_text)
+
+
+def watch(proc: subprocess.Popen, timeout_s: float, memory_limit: int) -> Failure | None:
+    """Wait for the worker; kill its group on timeout or when it passes the memory cap."""
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None:
+        if time.monotonic() > deadline:
+            kill_group(proc)
+            return Failure("timeout", f"worker did not finish within {timeout_s:g} s")
+        used = resident_bytes(proc.pid)
+        if used > memory_limit:
+            kill_group(proc)
+            return Failure(
+                "out_of_memory",
+                f"worker used {used / 2**30:.1f} GiB, over the {memory_limit / 2**30:.1f} GiB cap",
+            )
+        time.sleep(POLL_S)
+    # The worker is gone; anything it left in its group (a stray child) goes too.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return None

@@ -1,0 +1,79 @@
+"""The worker process: runs one entry function on one JSON payload, writes one JSON result.
+
+Started by `diagnose.runtime.runner.call` as `python -m diagnose.runtime.worker REQUEST RESULT`.
+REQUEST is a JSON file `{"entry": "module:function", "payload": {...}}`; the function is imported, called
+with the payload and must return a JSON-able value. RESULT receives `{"ok": true, "value": ...}` or
+`{"ok": false, "kind": ..., "message": ..., "traceback": ...}`. The result goes to a file rather than
+stdout so that whatever the user's code prints cannot corrupt it.
+
+Environment that must hold before `triton` is imported (`TRITON_INTERPRET=1` for the CPU device) is
+set by the parent in the child's environment, never here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import traceback
+
+from diagnose.errors import UsageError
+
+
+def classify(exc: BaseException) -> str:
+    """The failure kind of an exception raised by user code or by a job."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError) or "OutOfMemoryError" in type(exc).__name__ or "out of memory" in text:
+        return "out_of_memory"
+    if "CUDA error" in text or "illegal memory access" in text or "cudaError" in text:
+        return "cuda_error"
+    if isinstance(exc, UsageError) or isinstance(exc, (ImportError, SyntaxError)):
+        return "load_error"
+    return "exception"
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+
+
+def resolve(entry: str):
+    module_name, _, function_name = entry.partition(":")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def write_result(path: str, result: dict) -> None:
+    """Write atomically: a parent that finds the file finds it whole."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as handle:
+        json.dump(result, handle)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    request_path, result_path = argv[1], argv[2]
+    with open(request_path) as handle:
+        request = json.load(handle)
+    try:
+        value = resolve(request["entry"])(request["payload"])
+        write_result(result_path, {"ok": True, "value": value})
+    except BaseException as exc:  # noqa: BLE001 - every failure of user code becomes a record
+        sys.stderr.write(traceback.format_exc())
+        write_result(
+            result_path,
+            {
+                "ok": False,
+                "kind": classify(exc),
+                "message": one_line(exc),
+                "traceback": traceback.format_exc()[-8000:],
+            },
+        )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: user code may have left threads or CUDA state that hang or crash at exit.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

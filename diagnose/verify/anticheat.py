@@ -1,0 +1,83 @@
+"""Anti-cheat checks, decided in the parent from what the workers reported.
+
+Each check is a function returning a `CheckResult` with a stable name; a candidate passes verification
+only when every check passes. The layers (notes/field.md tells how the field was burned without them):
+
+- `launches_triton`: every forward launched at least one of the candidate's own Triton kernels.
+- `ghost_replay`: with the candidate's Triton launches turned into no-ops (in a fresh process, allocator
+  poisoned), its output must no longer be correct; if it still is, the answer came from somewhere else.
+- `no_reference_call`: the candidate never constructed or called the reference `Model`.
+- `input_sensitivity`: outputs change when inputs change (no caching across calls).
+- `input_mutation`: inputs are left as the reference leaves them.
+- `recheck_after_timing`: correctness holds again after the timing loop (or, where nothing is timed, a
+  soak of repeated calls), on a fresh case.
+- `side_stream`: no work escapes the timing stream (devices only).
+
+The verdict is computed here, out of the candidate's reach: its process never holds a reference output,
+and comparison runs in this process on tensors loaded with `weights_only=True`.
+"""
+
+from __future__ import annotations
+
+from diagnose.records import CaseResult, CheckResult
+
+SIDE_STREAM_RATIO = 1.5
+SIDE_STREAM_MIN_MS = 0.05
+
+
+def launches_triton(cases: list[dict]) -> CheckResult:
+    silent = [f"{c['group']}/{c['seed']}" for c in cases if c["launches"] < 1]
+    if silent:
+        return CheckResult("launches_triton", False, f"no Triton kernel launched in case {', '.join(silent)}")
+    return CheckResult("launches_triton", True, f"{sum(c['launches'] for c in cases)} launches")
+
+
+def ghost_replay(ghost_case: CaseResult | None, ghost_failure: str | None) -> CheckResult:
+    if ghost_case is not None and ghost_case.passed:
+        return CheckResult(
+            "ghost_replay", False,
+            "output is still correct with the Triton kernels turned into no-ops: it was not computed by Triton",
+        )
+    how = f"ghost run failed ({ghost_failure})" if ghost_failure else f"ghost output wrong ({ghost_case.reason})"
+    return CheckResult("ghost_replay", True, how)
+
+
+def no_reference_call(reference_calls: int) -> CheckResult:
+    if reference_calls:
+        return CheckResult("no_reference_call", False, f"the reference Model was constructed or called {reference_calls} times")
+    return CheckResult("no_reference_call", True)
+
+
+def input_sensitivity(pairs: list[tuple[str, bool, bool]]) -> CheckResult:
+    """`pairs`: (case pair label, reference outputs differ, candidate outputs differ)."""
+    frozen = [label for label, ref_differs, cand_differs in pairs if ref_differs and not cand_differs]
+    if frozen:
+        return CheckResult("input_sensitivity", False, f"identical outputs for different inputs ({', '.join(frozen)}): cached")
+    return CheckResult("input_sensitivity", True, f"{len(pairs)} pairs of cases compared")
+
+
+def input_mutation(mutations: list[tuple[str, list[int]]]) -> CheckResult:
+    """`mutations`: (case label, indices of inputs changed differently from the reference)."""
+    bad = [f"input {i} in {label}" for label, indices in mutations for i in indices]
+    if bad:
+        return CheckResult("input_mutation", False, f"candidate changed {', '.join(bad[:4])}, the reference does not")
+    return CheckResult("input_mutation", True)
+
+
+def recheck_after_timing(case: CaseResult | None, phase: str) -> CheckResult:
+    if case is None:
+        return CheckResult("recheck_after_timing", False, f"no output after the {phase}")
+    if not case.passed:
+        return CheckResult("recheck_after_timing", False, f"wrong after the {phase}: {case.reason}")
+    return CheckResult("recheck_after_timing", True, f"correct after the {phase}")
+
+
+def side_stream(ratios: dict[str, float], medians_ms: dict[str, float]) -> CheckResult:
+    for group, ratio in ratios.items():
+        median = medians_ms.get(group, 0.0)
+        if ratio > SIDE_STREAM_RATIO and (ratio - 1.0) * median > SIDE_STREAM_MIN_MS:
+            return CheckResult(
+                "side_stream", False,
+                f"group {group}: {ratio:.2f}x slower with a device-wide sync inside the timed region: work escapes the stream",
+            )
+    return CheckResult("side_stream", True)

@@ -1,0 +1,161 @@
+"""Verifying and timing one candidate against its task: the parent side of the harness.
+
+The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
+
+1. the reference job draws every case's inputs (several seeds x the selected input groups, plus one
+   spare case for the re-check) and computes the reference outputs;
+2. the candidate job runs `ModelNew` on the same inputs, its launches counted and the reference trapped;
+   where nothing is timed it also soaks (repeated calls) and then runs the spare case;
+3. the parent compares outputs and decides the anti-cheat checks (`diagnose/verify/anticheat.py`);
+4. a correct candidate gets a ghost replay in a fresh worker;
+5. on a device, the timing job times candidate and baselines and runs the spare case after timing.
+
+Reference failures are the task's fault and raise `UsageError`; candidate failures become the verdict.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from diagnose.errors import UsageError
+from diagnose.records import CaseResult, CheckResult, Failure, Timing, Verdict
+from diagnose.runtime import call
+from diagnose.runtime.devices import interpreted, require, timed
+from diagnose.task import Task
+from diagnose.verify import anticheat, tensors
+from diagnose.verify.compare import compare_case, compare_one
+
+JOBS = "diagnose.verify.jobs"
+NOT_TIMED = "not timed: no device here (Triton interpreter on CPU)"
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """How to verify: where, how many seeds and which groups, limits, and what to time against."""
+
+    device: str = "cpu"
+    seeds: tuple[int, ...] = (0, 1, 2)
+    groups: tuple[str, ...] | None = None
+    timeout_s: float = 600.0
+    memory_limit: int = 16 * 2**30
+    soak: int = 20
+    baselines: tuple[str, ...] = ("eager", "compile")
+    initial: Path | None = None
+    recheck_seed: int = 1009
+
+
+def run_job(name: str, payload: dict, options: CheckOptions):
+    return call(f"{JOBS}:{name}", payload, timeout_s=options.timeout_s,
+                interpret=interpreted(options.device), memory_limit=options.memory_limit)
+
+
+def compare_files(case: dict, result: dict) -> CaseResult:
+    return compare_case(case["group"], case["seed"], tensors.load(case["reference"]), tensors.load(result["outputs"]))
+
+
+def sensitivity_pairs(cases: list[dict], results: list[dict]) -> list[tuple[str, bool, bool]]:
+    """Consecutive seeds of one group: do the reference outputs differ, and the candidate's?"""
+    import torch
+
+    def differs(a: list, b: list) -> bool:
+        return len(a) != len(b) or any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(a, b))
+
+    pairs = []
+    for (c1, r1), (c2, r2) in zip(zip(cases, results), zip(cases[1:], results[1:])):
+        if c1["group"] == c2["group"]:
+            label = f"{c1['group']} seeds {c1['seed']}/{c2['seed']}"
+            pairs.append((label,
+                          differs(tensors.load(c1["reference"]), tensors.load(c2["reference"])),
+                          differs(tensors.load(r1["outputs"]), tensors.load(r2["outputs"]))))
+    return pairs
+
+
+def mutations(cases: list[dict], results: list[dict]) -> list[tuple[str, list[int]]]:
+    """Inputs the candidate left differently from how the reference leaves them."""
+    out = []
+    for case, result in zip(cases, results):
+        expected = tensors.load(case.get("reference_post_inputs") or case["inputs"])
+        actual = tensors.load(result["post_inputs"])
+        bad = [i for i, (e, a) in enumerate(zip(expected, actual))
+               if hasattr(e, "shape") and not compare_one(e, a)[0]]
+        out.append((f"{case['group']}/{case['seed']}", bad))
+    return out
+
+
+def not_timed(groups: list[str], options: CheckOptions) -> tuple[Timing, ...]:
+    variants = ["candidate", *(["initial"] if options.initial else []), *options.baselines]
+    return tuple(Timing(v, g, note=NOT_TIMED) for g in groups for v in variants)
+
+
+def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
+    """Correctness, anti-cheat and (on a device) timing of the task's candidate."""
+    require(options.device)
+    with tempfile.TemporaryDirectory(prefix="diagnose-check-") as job:
+        common = {"device": options.device, "job_dir": job}
+        ref = run_job("reference_job", {**common, "reference": str(task.reference_path),
+                                        "groups": list(options.groups) if options.groups else None,
+                                        "seeds": list(options.seeds), "recheck_seed": options.recheck_seed}, options)
+        if not ref.ok:
+            raise UsageError(f"{task.reference_path}: the reference failed: {ref.failure.message}")
+        versions = tuple(sorted(ref.value["versions"].items()))
+        notes = tuple(ref.value["notes"])
+        cases = [c for c in ref.value["cases"] if c["role"] == "check"]
+        spare = next(c for c in ref.value["cases"] if c["role"] == "recheck")
+        on_device = timed(options.device)
+        cand = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "check",
+                                         "cases": cases + ([] if on_device else [spare]),
+                                         "soak": 0 if on_device else options.soak}, options)
+        if not cand.ok:
+            return Verdict(False, options.device, failure=cand.failure, versions=versions, notes=notes)
+        results = [r for r in cand.value["cases"] if r["role"] == "check"]
+        case_results = tuple(compare_files(c, r) for c, r in zip(cases, results))
+        checks = [
+            anticheat.launches_triton(results),
+            anticheat.no_reference_call(cand.value["reference_calls"]),
+            anticheat.input_sensitivity(sensitivity_pairs(cases, results)),
+            anticheat.input_mutation(mutations(cases, results)),
+        ]
+        correct = all(c.passed for c in case_results)
+        timings: tuple[Timing, ...] = not_timed(ref.value["selected"], options)
+        if correct:
+            checks.append(ghost_check(cases[0], common, task, options))
+            if on_device:
+                timings, timing_checks, timing_notes = time_candidate(task, ref.value, spare, common, options)
+                checks += timing_checks
+                notes += timing_notes
+            else:
+                after = next(r for r in cand.value["cases"] if r["role"] == "recheck")
+                checks.append(anticheat.recheck_after_timing(compare_files(spare, after), f"soak of {options.soak} calls"))
+        passed = correct and all(c.passed for c in checks)
+        return Verdict(passed, options.device, case_results, tuple(checks), timings,
+                       versions=versions, notes=notes)
+
+
+def ghost_check(case: dict, common: dict, task: Task, options: CheckOptions) -> CheckResult:
+    ghost = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "ghost",
+                                      "cases": [case], "soak": 0}, options)
+    if not ghost.ok:
+        return anticheat.ghost_replay(None, ghost.failure.message)
+    return anticheat.ghost_replay(compare_files(case, ghost.value["cases"][0]), None)
+
+
+def time_candidate(task: Task, ref: dict, spare: dict, common: dict, options: CheckOptions):
+    """Timings, the timing-phase checks and notes, from one timing worker."""
+    result = run_job("timing_job", {**common, "reference": str(task.reference_path),
+                                    "candidate": str(task.candidate_path),
+                                    "initial": str(options.initial) if options.initial else None,
+                                    "groups": ref["selected"], "seed": options.seeds[0],
+                                    "baselines": list(options.baselines), "recheck": spare}, options)
+    if not result.ok:
+        failure: Failure = result.failure
+        checks = [CheckResult("recheck_after_timing", False, f"timing run failed: {failure.kind}: {failure.message}")]
+        return not_timed(ref["selected"], options), checks, ()
+    timings = tuple(Timing(**t) for t in result.value["timings"])
+    medians = {t.group: t.median_ms for t in timings if t.variant == "candidate" and t.median_ms}
+    after = compare_case(spare["group"], spare["seed"], tensors.load(spare["reference"]),
+                         tensors.load(result.value["recheck_outputs"]))
+    checks = [anticheat.recheck_after_timing(after, "timing loop"),
+              anticheat.side_stream(result.value["side_stream_ratio"], medians)]
+    return timings, checks, tuple(result.value["notes"])

@@ -1,0 +1,84 @@
+"""Drawing the inputs of every case: fresh random values for every (group, seed), never zeros.
+
+Worker side (it calls the task's own `get_inputs` / `get_input_groups`). The task's functions are called
+after `torch.manual_seed(seed)`, so each seed gives a fresh draw. A floating-point tensor that comes out
+constant (`torch.zeros`, `torch.ones`, `torch.full`) is redrawn from a standard normal, and a constant
+boolean tensor from a fair coin: constant inputs hide unwritten outputs and wrong indexing. Integer
+tensors are kept as drawn, since they are often indices whose range only the task knows.
+
+Group selection: groups named `test...` are small (CPU interpreter, CI); on the `cpu` device only those
+run when there are any, on a device only the others do. A task without `get_input_groups` has one group,
+`default`, from `get_inputs()`.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Iterator
+
+DEFAULT_GROUP = "default"
+
+
+def group_table(module: ModuleType) -> dict[str, Any]:
+    """The task's groups: name -> list of inputs, or a function returning one."""
+    if hasattr(module, "get_input_groups"):
+        groups = module.get_input_groups()
+        if isinstance(groups, (list, tuple)):
+            groups = {str(i): g for i, g in enumerate(groups)}
+        if not isinstance(groups, dict) or not groups:
+            raise TypeError("get_input_groups() must return a non-empty dict of name -> inputs")
+        return groups
+    return {DEFAULT_GROUP: module.get_inputs}
+
+
+def select_groups(names: list[str], device: str, wanted: list[str] | None) -> list[str]:
+    if wanted:
+        unknown = [w for w in wanted if w not in names]
+        if unknown:
+            raise ValueError(f"no input group {', '.join(unknown)}; the task has {', '.join(names)}")
+        return list(wanted)
+    small = [n for n in names if n.startswith("test")]
+    large = [n for n in names if not n.startswith("test")]
+    if device == "cpu":
+        return small or names
+    return large or names
+
+
+def redrawn_if_constant(value: Any, generator) -> tuple[Any, bool]:
+    """Replace a constant float/bool tensor by random values; say whether it was replaced."""
+    import torch
+
+    if not isinstance(value, torch.Tensor) or value.numel() < 2:
+        return value, False
+    flat = value.reshape(-1)
+    if not bool((flat == flat[0]).all()):
+        return value, False
+    if value.dtype.is_floating_point:
+        fresh = torch.randn(value.shape, generator=generator, dtype=torch.float32).to(value.dtype)
+        return fresh, True
+    if value.dtype == torch.bool:
+        return torch.rand(value.shape, generator=generator) < 0.5, True
+    return value, False
+
+
+def draw(module: ModuleType, group: str, seed: int) -> tuple[list[Any], list[str]]:
+    """The inputs of one case and notes on what was redrawn."""
+    import torch
+
+    torch.manual_seed(seed)
+    value = group_table(module)[group]
+    inputs = list(value() if callable(value) else value)
+    generator = torch.Generator().manual_seed(seed + 7919)
+    notes = []
+    for i, item in enumerate(inputs):
+        inputs[i], replaced = redrawn_if_constant(item, generator)
+        if replaced:
+            notes.append(f"input {i} of group {group} was constant; redrawn at random")
+    return inputs, notes
+
+
+def cases(module: ModuleType, groups: list[str], seeds: list[int]) -> Iterator[tuple[str, int, list, list[str]]]:
+    for group in groups:
+        for seed in seeds:
+            inputs, notes = draw(module, group, seed)
+            yield group, seed, inputs, notes

@@ -1,0 +1,168 @@
+"""The harness's worker entries: each runs in its own fresh subprocess (`diagnose.runtime.call`).
+
+- `reference_job` imports the reference file, draws every case's inputs, runs `Model`, and writes inputs,
+  reference outputs and the reference's state to the job folder.
+- `candidate_job` imports the candidate file, builds `ModelNew` with the reference's state, and runs it
+  on the saved inputs with its Triton launches counted (or, in `ghost` mode, turned into no-ops). It
+  never sees a reference output: those stay in files only the parent reads.
+- `timing_job` times the candidate beside its baselines on a device, then runs the candidate once more
+  on a fresh case whose reference output exists only in the parent (the re-check after timing).
+
+Values travel as files (`diagnose/verify/tensors.py`); the returned dicts carry only paths and counts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from diagnose.runtime.devices import poison_allocator, synchronize, torch_device, versions
+from diagnose.task import import_task_file
+from diagnose.verify import instrument, tensors
+from diagnose.verify.inputs import draw, group_table, select_groups
+
+INIT_SEED = 42
+
+
+def build_model(cls, init_inputs: list, device: str, state: dict | None = None):
+    """Construct a model the way both sides do (same seed), then copy the reference's state in."""
+    import torch
+
+    torch.manual_seed(INIT_SEED)
+    model = cls(*init_inputs).to(torch_device(device))
+    if state is not None:
+        own = model.state_dict()
+        if own and all(k in state and state[k].shape == v.shape for k, v in own.items()):
+            model.load_state_dict({k: state[k] for k in own}, strict=False)
+    return model
+
+
+def input_bytes(values: list) -> int:
+    import torch
+
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def run_forward(model, inputs: list, device: str) -> list:
+    import torch
+
+    with torch.no_grad():
+        out = model(*inputs)
+    synchronize(device)
+    return tensors.to_cpu(tensors.flatten(out))
+
+
+def reference_job(payload: dict) -> dict:
+    """Draw the inputs of every case and compute the reference outputs."""
+    device, job = payload["device"], Path(payload["job_dir"])
+    module = import_task_file(payload["reference"])
+    names = list(group_table(module))
+    groups = select_groups(names, device, payload.get("groups"))
+    init_inputs = list(module.get_init_inputs())
+    model = build_model(module.Model, init_inputs, device)
+    tensors.save(init_inputs, job / "init_inputs.pt")
+    tensors.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, job / "state.pt")
+    plan = [(g, s, "check") for g in groups for s in payload["seeds"]]
+    plan.append((groups[0], payload["recheck_seed"], "recheck"))
+    cases, notes = [], []
+    for group, seed, role in plan:
+        inputs, drawn_notes = draw(module, group, seed)
+        notes += drawn_notes
+        stem = f"{group}_{seed}"
+        pristine = tensors.to_cpu([v.clone() if hasattr(v, "clone") else v for v in inputs])
+        case = {"group": group, "seed": seed, "role": role,
+                "inputs": tensors.save(pristine, job / f"inputs_{stem}.pt")}
+        device_inputs = tensors.to_device(inputs, torch_device(device))
+        case["reference"] = tensors.save(run_forward(model, device_inputs, device), job / f"ref_{stem}.pt")
+        post = tensors.to_cpu(device_inputs)
+        case["mutated"] = tensors.changed(pristine, post)
+        if case["mutated"]:
+            case["reference_post_inputs"] = tensors.save(post, job / f"ref_post_{stem}.pt")
+        cases.append(case)
+        del inputs, device_inputs, post, pristine
+    return {"groups": names, "selected": groups, "cases": cases, "notes": sorted(set(notes)),
+            "versions": versions(device)}
+
+
+def run_case(model, case: dict, device: str, job: Path, mode: str, log: instrument.LaunchLog) -> dict:
+    inputs = tensors.to_device(tensors.load(case["inputs"]), torch_device(device))
+    # Memory a kernel forgets to write should read as NaN, not as zeros or an earlier result.
+    poison_allocator(device, 4 * input_bytes(inputs))
+    before = log.total()
+    outputs = run_forward(model, inputs, device)
+    stem = f"{mode}_{case['group']}_{case['seed']}"
+    return {
+        "group": case["group"], "seed": case["seed"], "role": case["role"],
+        "outputs": tensors.save(outputs, job / f"out_{stem}.pt"),
+        "post_inputs": tensors.save(tensors.to_cpu(inputs), job / f"post_{stem}.pt"),
+        "launches": log.total() - before,
+    }
+
+
+def candidate_job(payload: dict) -> dict:
+    """Run ModelNew on every saved case; `mode` is `check` (launches counted) or `ghost` (no-ops)."""
+    device, job, mode = payload["device"], Path(payload["job_dir"]), payload["mode"]
+    module = import_task_file(payload["candidate"])
+    log = instrument.LaunchLog()
+    kernels = instrument.user_kernels()
+    (instrument.ghost if mode == "ghost" else instrument.count_launches)(kernels, log)
+    instrument.trap_reference(module, log)
+    init_inputs = tensors.load(job / "init_inputs.pt")
+    model = build_model(module.ModelNew, init_inputs, device, tensors.load(job / "state.pt"))
+    results = []
+    checks = [c for c in payload["cases"] if c["role"] == "check"]
+    rechecks = [c for c in payload["cases"] if c["role"] != "check"]
+    for case in checks:
+        results.append(run_case(model, case, device, job, mode, log))
+    if payload.get("soak") and checks:
+        # Stand-in for a timing loop where nothing is timed: a candidate that changes behaviour
+        # after many calls is caught by the re-check case that follows.
+        inputs = tensors.to_device(tensors.load(checks[-1]["inputs"]), torch_device(device))
+        for _ in range(payload["soak"]):
+            run_forward(model, inputs, device)
+    for case in rechecks:
+        results.append(run_case(model, case, device, job, mode, log))
+    return {"cases": results, "reference_calls": log.reference_calls,
+            "kernels": sorted(instrument.kernel_name(k) for k in kernels), "launches": dict(log.launches)}
+
+
+def timing_job(payload: dict) -> dict:
+    """Time candidate, initial kernel, eager and torch.compile side by side, then re-check the candidate."""
+    import torch
+
+    from diagnose.verify import timing
+
+    device, job = payload["device"], Path(payload["job_dir"])
+    reference = import_task_file(payload["reference"])
+    candidate = import_task_file(payload["candidate"])
+    state = tensors.load(job / "state.pt")
+    init_inputs = tensors.load(job / "init_inputs.pt")
+    models = {"candidate": build_model(candidate.ModelNew, init_inputs, device, state)}
+    if payload.get("initial"):
+        initial = import_task_file(payload["initial"])
+        models["initial"] = build_model(initial.ModelNew, init_inputs, device, state)
+    eager = build_model(reference.Model, init_inputs, device)
+    timer = timing.EventTimer(device)
+    timings, notes, side_streams = [], [], {}
+    for group in payload["groups"]:
+        inputs, _ = draw(reference, group, payload["seed"])
+        inputs = tensors.to_device(inputs, torch_device(device))
+        variants = {name: (lambda m=m: m(*inputs)) for name, m in models.items()}
+        variants["eager"] = lambda: eager(*inputs)
+        if "compile" in payload["baselines"]:
+            try:
+                compiled = torch.compile(eager)
+                with torch.no_grad():
+                    compiled(*inputs)
+                variants["compile"] = lambda: compiled(*inputs)
+            except Exception as exc:  # noqa: BLE001 - a baseline that cannot compile is reported, not fatal
+                notes.append(f"torch.compile failed on group {group}: {type(exc).__name__}: {exc}"[:300])
+        with torch.no_grad():
+            for t in timing.measure(timer, variants, group):
+                timings.append(t.to_dict())
+            side_streams[group] = timing.side_stream_ratio(timer, variants["candidate"])
+        del inputs, variants
+        torch.cuda.empty_cache() if device == "cuda" else None
+    recheck = payload["recheck"]
+    inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
+    outputs = run_forward(models["candidate"], inputs, device)
+    return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams,
+            "recheck_outputs": tensors.save(outputs, job / "out_recheck_after_timing.pt")}

@@ -1,0 +1,64 @@
+"""Moving values between processes and devices: outputs flattened to a list of CPU tensors.
+
+Files are written with `torch.save` and read back with `torch.load(weights_only=True)`, which refuses
+arbitrary pickled objects: a candidate cannot smuggle code into the process that judges it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def flatten(value: Any) -> list:
+    """A forward's result as a flat list of tensors (numbers become 0-d tensors)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in flatten(item)]
+    if isinstance(value, dict):
+        return [t for key in sorted(value) for t in flatten(value[key])]
+    if isinstance(value, (bool, int, float)):
+        return [torch.tensor(value)]
+    if value is None:
+        return []
+    raise TypeError(f"forward returned a {type(value).__name__}, not tensors")
+
+
+def to_device(values: list, device: str) -> list:
+    import torch
+
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def to_cpu(values: list) -> list:
+    import torch
+
+    return [v.detach().to("cpu") if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def save(values: Any, path: Path) -> str:
+    import torch
+
+    torch.save(values, path)
+    return str(path)
+
+
+def load(path: str | Path) -> Any:
+    import torch
+
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def changed(before: list, after: list) -> list[int]:
+    """Indices of tensor inputs whose contents differ (bitwise; NaN equal to NaN)."""
+    import torch
+
+    out = []
+    for i, (a, b) in enumerate(zip(before, after)):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or not torch.equal(torch.nan_to_num(a.cpu()), torch.nan_to_num(b.cpu())):
+                out.append(i)
+    return out
