@@ -66,6 +66,7 @@ def check(
     seeds: int = typer.Option(3, "--seeds", min=1, help="Random input sets per input group."),
     group: Optional[List[str]] = typer.Option(None, "--group", help="Input group(s) to use."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds each worker may run."),
+    memory_limit: float = typer.Option(16.0, "--memory-limit", help="GiB of host memory each worker may use."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON report on stdout."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON report to this file."),
@@ -78,7 +79,8 @@ def check(
 
     loaded = load_task(task, candidate)
     options = CheckOptions(device=device, seeds=tuple(range(seeds)), groups=tuple(group) if group else None,
-                           timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"))
+                           timeout_s=timeout, memory_limit=int(memory_limit * 2**30),
+                           baselines=("eager",) if no_compile else ("eager", "compile"))
     verdict = verify(loaded, options)
     report = check_report(loaded, verdict)
     data = report.to_dict()

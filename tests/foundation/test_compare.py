@@ -1,0 +1,67 @@
+"""Correctness decisions of the comparator, on constructed tensors."""
+
+import pytest
+import torch
+
+from diagnose.verify.compare import compare_case, compare_one
+from diagnose.verify.tolerances import tolerance
+
+
+def test_equal_tensors_pass_with_zero_error():
+    ref = torch.randn(100)
+    ok, max_abs, max_rel, reason = compare_one(ref, ref.clone())
+    assert ok and max_abs == 0 and max_rel == 0 and reason is None
+
+
+@pytest.mark.parametrize("dtype, inside, outside", [
+    (torch.float32, 5e-5, 1e-3),
+    (torch.float16, 4e-3, 5e-2),
+    (torch.bfloat16, 4e-3, 1e-1),
+])
+def test_per_dtype_tolerance(dtype, inside, outside):
+    ref = torch.full((64,), 0.5, dtype=dtype)
+    assert compare_one(ref, (ref.float() + inside).to(dtype))[0]
+    ok, _, _, reason = compare_one(ref, (ref.float() + outside).to(dtype))
+    assert not ok and "outside atol" in reason
+
+
+def test_integers_must_match_exactly():
+    ref = torch.arange(10)
+    out = ref.clone()
+    out[3] += 1
+    assert not compare_one(ref, out)[0]
+    assert tolerance("torch.int64") == (0.0, 0.0)
+
+
+def test_shape_and_dtype_mismatches_fail():
+    ref = torch.randn(4, 5)
+    assert "shape" in compare_one(ref, torch.randn(5, 4))[3]
+    assert "dtype" in compare_one(ref, ref.double())[3]
+
+
+def test_nan_where_reference_has_none_fails():
+    ref = torch.randn(8)
+    out = ref.clone()
+    out[2] = float("nan")
+    ok, _, _, reason = compare_one(ref, out)
+    assert not ok and "NaN" in reason
+
+
+def test_nan_where_reference_has_nan_passes():
+    ref = torch.tensor([1.0, float("nan"), 3.0])
+    assert compare_one(ref, ref.clone())[0]
+    assert not compare_one(ref, torch.tensor([1.0, 2.0, 3.0]))[0]
+
+
+def test_inf_of_the_other_sign_fails():
+    ref = torch.tensor([1.0, float("inf")])
+    assert compare_one(ref, ref.clone())[0]
+    assert not compare_one(ref, torch.tensor([1.0, float("-inf")]))[0]
+    assert not compare_one(torch.tensor([1.0, 2.0]), torch.tensor([1.0, float("inf")]))[0]
+
+
+def test_case_reports_worst_error_and_count_mismatch():
+    refs = [torch.ones(3), torch.zeros(2)]
+    case = compare_case("g", 0, refs, [torch.ones(3) + 1e-5, torch.zeros(2)])
+    assert case.passed and case.max_abs_err == pytest.approx(1e-5, rel=1e-2)
+    assert not compare_case("g", 0, refs, refs[:1]).passed

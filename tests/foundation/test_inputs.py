@@ -1,0 +1,49 @@
+"""Drawing inputs: fresh per seed, never constant, groups chosen by device."""
+
+import types
+
+import torch
+
+from diagnose.verify.inputs import draw, select_groups
+
+
+def task_module(**functions):
+    return types.SimpleNamespace(**functions)
+
+
+def test_each_seed_draws_fresh_values():
+    module = task_module(get_inputs=lambda: [torch.randn(16)])
+    a, _ = draw(module, "default", 0)
+    b, _ = draw(module, "default", 1)
+    again, _ = draw(module, "default", 0)
+    assert not torch.equal(a[0], b[0])
+    assert torch.equal(a[0], again[0])
+
+
+def test_zeros_and_constant_booleans_are_redrawn_integers_kept():
+    module = task_module(get_inputs=lambda: [torch.zeros(64), torch.ones(8, dtype=torch.bool),
+                                             torch.zeros(5, dtype=torch.int64), 3])
+    inputs, notes = draw(module, "default", 0)
+    assert inputs[0].std() > 0.5
+    assert inputs[1].any() and not inputs[1].all()
+    assert torch.equal(inputs[2], torch.zeros(5, dtype=torch.int64))
+    assert inputs[3] == 3
+    assert len(notes) == 2
+
+
+def test_groups_may_be_functions_and_only_selected_ones_are_drawn():
+    drawn = []
+    module = task_module(get_input_groups=lambda: {
+        "big": lambda: drawn.append("big") or [torch.randn(4)],
+        "test_small": lambda: drawn.append("small") or [torch.randn(2)],
+    })
+    inputs, _ = draw(module, "test_small", 0)
+    assert drawn == ["small"] and inputs[0].shape == (2,)
+
+
+def test_group_selection_by_device():
+    names = ["big", "test_small", "huge"]
+    assert select_groups(names, "cpu", None) == ["test_small"]
+    assert select_groups(names, "cuda", None) == ["big", "huge"]
+    assert select_groups(["only"], "cpu", None) == ["only"]
+    assert select_groups(names, "cpu", ["big"]) == ["big"]

@@ -1,0 +1,75 @@
+"""The runner's isolation: every misbehaving worker becomes a structured failure, the parent survives."""
+
+import os
+import time
+
+from diagnose.runtime import call
+
+ENTRIES = "tests.foundation.runner_entries"
+
+
+def test_value_comes_back_despite_noise_on_stdout():
+    result = call(f"{ENTRIES}:echo", {"x": [1, 2]}, timeout_s=30)
+    assert result.ok, result.failure
+    assert result.value == {"echo": {"x": [1, 2]}}
+    assert "noise on stdout" in result.log
+
+
+def test_segfault_is_a_crash_of_that_job():
+    result = call(f"{ENTRIES}:segfault", {}, timeout_s=30)
+    assert not result.ok
+    assert result.failure.kind == "crashed"
+    assert "SIGSEGV" in result.failure.message
+
+
+def test_hang_is_killed_at_the_timeout():
+    start = time.monotonic()
+    result = call(f"{ENTRIES}:hang", {}, timeout_s=2)
+    assert time.monotonic() - start < 10
+    assert result.failure.kind == "timeout"
+    assert "2 s" in result.failure.message
+
+
+def test_memory_hog_is_killed_at_the_cap():
+    result = call(f"{ENTRIES}:eat_memory", {}, timeout_s=60, memory_limit=512 * 2**20)
+    assert result.failure.kind == "out_of_memory"
+    assert "cap" in result.failure.message
+
+
+def test_exception_is_reported_with_its_message():
+    result = call(f"{ENTRIES}:raise_error", {}, timeout_s=30)
+    assert result.failure.kind == "exception"
+    assert result.failure.message == "ValueError: bad value 42"
+    assert "raise_error" in result.failure.log_tail
+
+
+def test_hard_exit_without_result_is_a_protocol_failure():
+    result = call(f"{ENTRIES}:exit_hard", {}, timeout_s=30)
+    assert result.failure.kind == "protocol"
+    assert "code 7" in result.failure.message
+
+
+def test_children_left_behind_are_killed():
+    result = call(f"{ENTRIES}:spawn_orphan", {}, timeout_s=30)
+    assert result.ok
+    pid = result.value["child"]
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        # A zombie still answers kill(0) until reaped by init; check its state.
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().split()[2] == "Z":
+                    break
+        except OSError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"child {pid} still running")
+
+
+def test_interpreter_flag_is_set_only_when_asked():
+    assert call(f"{ENTRIES}:interpreter_flag", {}, timeout_s=30, interpret=True).value == "1"
+    assert call(f"{ENTRIES}:interpreter_flag", {}, timeout_s=30, interpret=False).value is None

@@ -1,0 +1,101 @@
+"""End-to-end verification on the CPU interpreter: broken candidates fail in the right way, cheats are
+caught by the check meant for them, honest candidates pass every check. Each fixture says in its
+docstring what it does."""
+
+import functools
+
+import pytest
+
+from diagnose.errors import UsageError
+from diagnose.task import load_task
+from diagnose.verify.harness import CheckOptions, verify
+from tests.conftest import FIXTURES
+
+OPTIONS = CheckOptions(device="cpu", timeout_s=60, memory_limit=2 * 2**30)
+
+
+@functools.lru_cache(maxsize=None)
+def verdict_of(relative: str, candidate: str | None = None, timeout_s: float = 60):
+    task = load_task(FIXTURES / relative, FIXTURES / candidate if candidate else None)
+    return verify(task, CheckOptions(device="cpu", timeout_s=timeout_s, memory_limit=2 * 2**30))
+
+
+def failed_checks(verdict):
+    return {c.name for c in verdict.checks if not c.passed}
+
+
+@pytest.mark.parametrize("relative, candidate", [("cheats/honest.py", None),
+                                                 ("tasks/two_files/reference.py", "tasks/two_files/candidate.py")])
+def test_honest_candidates_pass_every_check(relative, candidate):
+    verdict = verdict_of(relative, candidate)
+    assert verdict.passed, (verdict.failure, verdict.checks, verdict.cases)
+    names = {c.name for c in verdict.checks}
+    assert names == {"launches_triton", "no_reference_call", "input_sensitivity", "input_mutation",
+                     "ghost_replay", "recheck_after_timing"}
+    assert len(verdict.cases) == 3 and all(c.max_abs_err == 0 for c in verdict.cases)
+    assert all(t.median_ms is None and "not timed" in t.note for t in verdict.timings)
+
+
+@pytest.mark.parametrize("fixture, check", [
+    ("torch_only", "launches_triton"),
+    ("decoy_kernel", "ghost_replay"),
+    ("caches_output", "input_sensitivity"),
+    ("calls_reference", "no_reference_call"),
+    ("degrades_after_warmup", "recheck_after_timing"),
+])
+def test_each_cheat_is_caught_by_its_check(fixture, check):
+    verdict = verdict_of(f"cheats/{fixture}.py")
+    assert not verdict.passed
+    assert check in failed_checks(verdict)
+
+
+@pytest.mark.parametrize("fixture", ["patches_allclose", "hunts_tensors", "empty_like_reuse"])
+def test_cheats_on_the_comparison_fail_correctness(fixture):
+    # The comparison runs in the parent on tensors from files, and no reference output is ever alive in
+    # the candidate's process: patching torch.allclose or hunting live tensors gains nothing.
+    verdict = verdict_of(f"cheats/{fixture}.py")
+    assert not verdict.passed
+    assert not all(c.passed for c in verdict.cases)
+
+
+@pytest.mark.parametrize("fixture, reason", [
+    ("wrong_shape", "shape"),
+    ("wrong_dtype", "dtype"),
+    ("wrong_values", "outside atol"),
+    ("nan_output", "NaN"),
+])
+def test_wrong_outputs_fail_with_a_reason(fixture, reason):
+    verdict = verdict_of(f"tasks/{fixture}.py")
+    assert not verdict.passed and verdict.failure is None
+    assert all(not c.passed and reason in c.reason for c in verdict.cases)
+
+
+def test_mutating_an_input_is_caught():
+    verdict = verdict_of("tasks/mutates_input.py")
+    assert all(c.passed for c in verdict.cases)
+    assert "input_mutation" in failed_checks(verdict)
+
+
+@pytest.mark.parametrize("fixture, kind, words", [
+    ("model_new_raises", "exception", "boom"),
+    ("worker_segfaults", "crashed", "SIGSEGV"),
+    ("worker_eats_memory", "out_of_memory", "cap"),
+])
+def test_runtime_failures_are_structured(fixture, kind, words):
+    verdict = verdict_of(f"tasks/{fixture}.py")
+    assert not verdict.passed
+    assert verdict.failure.kind == kind
+    assert words in verdict.failure.message
+
+
+@pytest.mark.parametrize("fixture", ["kernel_hangs", "worker_sleeps"])
+def test_hangs_time_out(fixture):
+    verdict = verdict_of(f"tasks/{fixture}.py", timeout_s=8)
+    assert verdict.failure.kind == "timeout"
+
+
+@pytest.mark.parametrize("fixture, words", [("get_inputs_raises", "get_inputs"), ("import_error", "ModuleNotFoundError")])
+def test_reference_failures_are_bad_input(fixture, words):
+    with pytest.raises(UsageError, match="the reference failed") as error:
+        verdict_of(f"tasks/{fixture}.py")
+    assert "\n" not in str(error.value)
