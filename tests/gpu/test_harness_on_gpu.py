@@ -1,0 +1,47 @@
+"""The harness on a real CUDA device: honest candidates are timed beside their baselines, cheats are
+caught, including the ones that only a device allows (side streams, reused freed memory)."""
+
+import functools
+
+import pytest
+
+from diagnose.task import load_task
+from diagnose.verify.harness import CheckOptions, verify
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.gpu
+
+
+@functools.lru_cache(maxsize=None)
+def verdict_of(fixture: str):
+    return verify(load_task(FIXTURES / "cheats" / f"{fixture}.py"),
+                  CheckOptions(device="cuda", seeds=(0, 1, 2), timeout_s=300, baselines=("eager",)))
+
+
+def test_honest_is_timed_with_baselines():
+    verdict = verdict_of("honest")
+    assert verdict.passed, (verdict.failure, verdict.checks, verdict.cases)
+    candidate = verdict.timing("candidate", "default")
+    eager = verdict.timing("eager", "default")
+    assert candidate.median_ms > 0 and eager.median_ms > 0 and candidate.reps >= 10
+    assert {c.name for c in verdict.checks} >= {"side_stream", "recheck_after_timing", "ghost_replay"}
+
+
+@pytest.mark.parametrize("fixture, check", [
+    ("torch_only", "launches_triton"),
+    ("decoy_kernel", "ghost_replay"),
+    ("caches_output", "input_sensitivity"),
+    ("calls_reference", "no_reference_call"),
+    ("degrades_after_warmup", "recheck_after_timing"),
+    ("side_stream", "side_stream"),
+])
+def test_cheats_are_caught_on_the_device(fixture, check):
+    verdict = verdict_of(fixture)
+    assert not verdict.passed
+    assert check in {c.name for c in verdict.checks if not c.passed}, verdict.checks
+
+
+@pytest.mark.parametrize("fixture", ["patches_allclose", "hunts_tensors", "empty_like_reuse"])
+def test_memory_and_comparison_cheats_fail_correctness(fixture):
+    verdict = verdict_of(fixture)
+    assert not verdict.passed and not all(c.passed for c in verdict.cases)
