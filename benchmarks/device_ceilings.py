@@ -30,7 +30,7 @@ def main() -> int:
     (copy,) = measure(timer, {"copy": lambda: dst.copy_(src)}, "4GiB")
     moved = 2 * n * src.element_size()
     rows.append(("copy 4 GiB fp32", copy.median_ms, moved / copy.median_ms / 1e9, "TB/s"))
-    del src, dst
+    src = dst = None  # free 8 GiB before the matmuls
     for dtype, label in ((torch.bfloat16, "bf16"), (torch.float16, "fp16")):
         m = k = nn = 8192
         a, b = torch.randn(m, k, device="cuda", dtype=dtype), torch.randn(k, nn, device="cuda", dtype=dtype)

@@ -1,0 +1,72 @@
+"""The project-local cache for IR work: where it lives and how it is marked.
+
+`.diagnose_cache/ir/` under the current directory unless `DIAGNOSE_CACHE_DIR` names another root
+(the `ir/` folder is created inside it). The root gets a `.gitignore` holding `*` and a `CACHEDIR.TAG`
+so that git and backup tools skip it. Two sub-folders:
+
+- `kernels/`: Triton's own cache directory during our compiles, so every compile group
+  (`<base32 hash>/<name>.{ttir,ttgir,llir,ptx,cubin,json}`) is keyed by Triton's hash over source,
+  options, target, environment and Triton version; `diagnose.json` beside them holds what we add.
+- `inspect/`: whole `inspect` results, keyed by the request and validated against the hashes of
+  the user files they were computed from (the warm path, which never imports torch or triton).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+CACHE_ENV = "DIAGNOSE_CACHE_DIR"
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by diagnose.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+
+
+def cache_root() -> Path:
+    """The cache root (created and marked on first use)."""
+    root = Path(os.environ.get(CACHE_ENV) or Path.cwd() / ".diagnose_cache")
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", CACHEDIR_TAG)):
+        marker = root / name
+        if not marker.exists():
+            marker.write_text(text)
+    return root
+
+
+def ir_cache_dir(sub: str) -> Path:
+    path = cache_root() / "ir" / sub
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def sha256_file(path: str | os.PathLike) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temporary file and a rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def read_json(path: Path) -> Any | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

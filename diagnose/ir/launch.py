@@ -1,0 +1,205 @@
+"""Example launches: where the arguments of an offline compile come from.
+
+A compile reproduces what one real launch would compile, so it needs that launch's arguments. They
+come from the user's file, in one of two ways (importing the file runs user code: call this inside a
+worker process):
+
+(a) A KernelBench task (`class Model`, `get_inputs()`, `get_init_inputs()`, `class ModelNew`):
+    `ModelNew(*get_init_inputs())` is built and its `forward(*get_inputs())` is called on CPU tensors
+    while every kernel the file defines has an instance attribute `run` that records the launch
+    (kernel, args, kwargs, grid) and returns None instead of launching. `kernel[grid](...)` calls
+    `self.run(...)`, so the outermost wrapper (`Autotuner`, `Heuristics` or `JITFunction`) is
+    the one that records; its configs are expanded later.
+
+(b) A plain file of `@triton.jit` kernels with an example spec: a module-level `DIAGNOSE_EXAMPLES`
+    dict, or a function `diagnose_examples()` returning one (preferred: nothing is allocated at
+    import). Keys are the names the file binds its kernels to; each value is one example or a list
+    of them::
+
+        def diagnose_examples():
+            x = torch.empty(4096, dtype=torch.float32)          # CPU tensors: only dtype, shape,
+            return {                                             # strides and alignment matter
+                "add_kernel": dict(
+                    args=[x, x, x, 4096],                        # positional kernel arguments
+                    kwargs=dict(BLOCK=1024, num_warps=4),        # constexprs and launch options
+                    grid=(4,),                                   # or lambda meta: (cdiv(...),)
+                    label="aligned",                             # optional, names the example
+                ),
+            }
+
+    `grid` may be omitted (launch-shape facts are then skipped) or be a callable taking the dict of
+    named arguments and constexprs, as Triton's grid functions do. A view such as `x[1:]` keeps its
+    real offset, so it loses the 16-byte alignment a fresh tensor has, exactly as on a GPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from diagnose.errors import UsageError
+
+SPEC_NAMES = ("diagnose_examples", "DIAGNOSE_EXAMPLES")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch of a kernel as the user's file makes it, before autotune configs are expanded.
+
+    `fn` is the outermost wrapper (`Autotuner`, `Heuristics` or `JITFunction`); `kwargs` holds the
+    constexprs and launch options given at the call; `grid` a tuple, a callable, or None.
+    """
+
+    kernel: str
+    fn: Any
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    grid: Any = None
+    origin: str = ""
+    label: str = ""
+
+
+def load_module(path: str) -> Any:
+    """Import the user's file as a module named after its stem, its folder first on `sys.path`."""
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise UsageError(f"no such file: {path}")
+    if file.suffix != ".py":
+        raise UsageError(f"not a Python file: {path}")
+    folder = str(file.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = file.stem if file.stem not in sys.modules else f"{file.stem}__diagnose"
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise UsageError(f"{path}:{e.lineno}: syntax error: {e.msg}") from e
+    return module
+
+
+def find_kernels(module: Any) -> dict[str, Any]:
+    """Kernels bound by the user's module and by user modules it imported (same folder tree)."""
+    from triton.runtime.jit import KernelInterface
+
+    root = Path(module.__file__).resolve().parent
+    found: dict[str, Any] = {}
+    user_modules = [module] + [
+        m
+        for m in list(sys.modules.values())
+        if m is not module and _is_under(getattr(m, "__file__", None), root)
+    ]
+    for mod in user_modules:
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, KernelInterface) and name not in found:
+                found[name] = value
+    return found
+
+
+def _is_under(file: str | None, root: Path) -> bool:
+    if not file or "site-packages" in file:
+        return False
+    try:
+        return Path(file).resolve().is_relative_to(root)
+    except OSError:
+        return False
+
+
+def collect_launches(path: str, kernel: str | None = None) -> list[Launch]:
+    """The example launches of the file at `path` (spec first, then a task's `ModelNew`)."""
+    module = load_module(path)
+    kernels = find_kernels(module)
+    if not kernels:
+        raise UsageError(f"{path}: no @triton.jit kernels found")
+    if any(hasattr(module, name) for name in SPEC_NAMES):
+        launches = launches_from_spec(module, kernels)
+    elif hasattr(module, "ModelNew") and hasattr(module, "get_inputs"):
+        launches = capture_task_launches(module, kernels)
+    else:
+        raise UsageError(
+            f"{path}: no example arguments: define diagnose_examples() or DIAGNOSE_EXAMPLES, "
+            "or make it a task (ModelNew, get_inputs, get_init_inputs)"
+        )
+    if kernel is not None:
+        launches = [launch for launch in launches if launch.kernel == kernel]
+        if not launches:
+            raise UsageError(f"{path}: no example launch of kernel {kernel!r}; kernels: {', '.join(kernels)}")
+    if not launches:
+        raise UsageError(f"{path}: the example launched no Triton kernel")
+    return launches
+
+
+def launches_from_spec(module: Any, kernels: dict[str, Any]) -> list[Launch]:
+    spec = getattr(module, "diagnose_examples", None)
+    spec = spec() if callable(spec) else module.DIAGNOSE_EXAMPLES
+    if not isinstance(spec, dict):
+        raise UsageError("DIAGNOSE_EXAMPLES must be a dict: kernel name -> dict(args=..., kwargs=..., grid=...)")
+    launches = []
+    for name, examples in spec.items():
+        if name not in kernels:
+            raise UsageError(f"DIAGNOSE_EXAMPLES names {name!r}, which is not a kernel; kernels: {', '.join(kernels)}")
+        for i, example in enumerate(examples if isinstance(examples, (list, tuple)) else [examples]):
+            if not isinstance(example, dict) or "args" not in example:
+                raise UsageError(f"DIAGNOSE_EXAMPLES[{name!r}] entry {i} needs a dict with 'args'")
+            unknown = set(example) - {"args", "kwargs", "grid", "label"}
+            if unknown:
+                raise UsageError(f"DIAGNOSE_EXAMPLES[{name!r}] entry {i}: unknown keys {sorted(unknown)}")
+            launches.append(
+                Launch(
+                    kernel=name,
+                    fn=kernels[name],
+                    args=tuple(example["args"]),
+                    kwargs=dict(example.get("kwargs", {})),
+                    grid=example.get("grid"),
+                    origin="DIAGNOSE_EXAMPLES",
+                    label=str(example.get("label", "")),
+                )
+            )
+    return launches
+
+
+def capture_task_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
+    """Run `ModelNew(...).forward(*get_inputs())` with every kernel's `run` recording, not launching."""
+    import torch
+
+    launches: list[Launch] = []
+    names = {id(fn): name for name, fn in kernels.items()}
+
+    def recorder(fn: Any):
+        def run(*args, grid=None, warmup=False, **kwargs):
+            launches.append(Launch(names[id(fn)], fn, args, kwargs, grid, origin="ModelNew.forward"))
+
+        return run
+
+    patched = []
+    try:
+        for fn in kernels.values():
+            fn.run = recorder(fn)  # an instance attribute shadows the class's run
+            patched.append(fn)
+        init_inputs = module.get_init_inputs() if hasattr(module, "get_init_inputs") else []
+        with torch.no_grad():
+            model = module.ModelNew(*init_inputs)
+            try:
+                model(*module.get_inputs())
+            except Exception:
+                # Outputs are never computed (nothing launches), so code after the launches may
+                # fail on them; the launches recorded before that are what we need.
+                if not launches:
+                    raise
+    finally:
+        for fn in patched:
+            del fn.run
+    return launches
+
+
+def named_arguments(jit: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Kernel parameters by name, defaults applied, as Triton's grid callables receive them."""
+    bound = inspect.signature(jit.fn).bind_partial(*args, **{k: v for k, v in kwargs.items() if k in jit.arg_names})
+    bound.apply_defaults()
+    return {**kwargs, **bound.arguments}

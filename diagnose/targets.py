@@ -1,0 +1,200 @@
+"""The target registry: every device `diagnose` knows, its hardware limits and nominal peaks.
+
+A `Target` is a frozen record per device family: the limits a compiled kernel is checked against
+(shared memory / LDS / UB per block and per SM, registers, SM or CU count, warp size, L2), the
+*nominal* datasheet peaks a roofline starts from (HBM bandwidth, dense TFLOP/s per dtype), where the
+numbers come from (`source`), and how to compile for it (`gpu_target()`, `can_compile_here`).
+
+Peaks are nominal: vendor datasheet numbers, not measurements. Measured ceilings (an H200 copies at
+about 4.25 TB/s and reaches ~700-790 TFLOP/s in a bf16 matmul) belong to the profiling layer. `None`
+means the datasheet gives no number, or the concept does not apply (registers on an Ascend core).
+
+    >>> lookup("cuda:sm90").sm_count
+    132
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from diagnose.errors import UsageError
+
+KIB = 1024
+MIB = 1024 * 1024
+
+DEFAULT_TARGET = "cuda:sm90"
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """Nominal dense peaks from a datasheet: HBM bytes/s and TFLOP/s per input dtype."""
+
+    hbm_bytes_per_s: float | None
+    bf16_tflops: float | None
+    fp16_tflops: float | None
+    tf32_tflops: float | None
+    fp32_tflops: float | None
+    source: str
+    nominal: bool = True
+
+
+@dataclass(frozen=True)
+class Target:
+    """One device family: limits, nominal peaks, and the Triton target to compile for.
+
+    `arch` is what Triton's `GPUTarget` takes (an int capability for CUDA, a gfx name for HIP, an
+    Ascend SoC name for NPUs). `sm_count` counts SMs, CUs or AI cores. Per-SM registers count 32-bit
+    registers (AMD: VGPR file of one CU); `regs_per_thread` is the most one thread may address.
+    """
+
+    name: str
+    backend: str
+    arch: int | str
+    device: str
+    warp_size: int | None
+    sm_count: int
+    shared_per_block: int
+    shared_per_sm: int
+    regs_per_thread: int | None
+    regs_per_sm: int | None
+    l2_bytes: int
+    peaks: Peaks
+    can_compile_here: bool = True
+    notes: str = ""
+
+    def gpu_target(self) -> Any:
+        """Triton's `GPUTarget` for this device (imports triton, so only call it in a worker)."""
+        from triton.backends.compiler import GPUTarget
+
+        return GPUTarget(self.backend, self.arch, self.warp_size or 0)
+
+    @property
+    def is_nvidia(self) -> bool:
+        return self.backend == "cuda"
+
+    @property
+    def is_amd(self) -> bool:
+        return self.backend == "hip"
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target(
+            name="cuda:sm80",
+            backend="cuda",
+            arch=80,
+            device="NVIDIA A100 SXM4 80GB",
+            warp_size=32,
+            sm_count=108,
+            shared_per_block=163 * KIB,
+            shared_per_sm=164 * KIB,
+            regs_per_thread=255,
+            regs_per_sm=65536,
+            l2_bytes=40 * MIB,
+            peaks=Peaks(2.039e12, 312.0, 312.0, 156.0, 19.5, "NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB)"),
+        ),
+        Target(
+            name="cuda:sm90",
+            backend="cuda",
+            arch=90,
+            device="NVIDIA H200 SXM (H100 shares the limits)",
+            warp_size=32,
+            sm_count=132,
+            shared_per_block=227 * KIB,
+            shared_per_sm=228 * KIB,
+            regs_per_thread=255,
+            regs_per_sm=65536,
+            l2_bytes=60 * MIB,
+            peaks=Peaks(4.8e12, 989.5, 989.5, 494.7, 66.9, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"),
+            notes="H100 SXM: 3.35 TB/s HBM3, 80 GB; same SM count and per-SM limits.",
+        ),
+        Target(
+            name="cuda:sm100",
+            backend="cuda",
+            arch=100,
+            device="NVIDIA B200",
+            warp_size=32,
+            sm_count=148,
+            shared_per_block=227 * KIB,
+            shared_per_sm=228 * KIB,
+            regs_per_thread=255,
+            regs_per_sm=65536,
+            l2_bytes=126 * MIB,
+            peaks=Peaks(8.0e12, 2250.0, 2250.0, 1100.0, 75.0, "NVIDIA HGX B200 datasheet (per GPU)"),
+            notes="Tensor memory (TMEM) 256 KB per SM.",
+        ),
+        Target(
+            name="hip:gfx942",
+            backend="hip",
+            arch="gfx942",
+            device="AMD Instinct MI300X",
+            warp_size=64,
+            sm_count=304,
+            shared_per_block=64 * KIB,
+            shared_per_sm=64 * KIB,
+            regs_per_thread=512,
+            regs_per_sm=131072,
+            l2_bytes=32 * MIB,
+            peaks=Peaks(5.3e12, 1307.4, 1307.4, 653.7, 163.4, "AMD Instinct MI300X data sheet"),
+            notes="L2 is 4 MB per XCD (8 XCDs), plus 256 MB Infinity Cache; 512 registers = 256 VGPR + 256 AGPR.",
+        ),
+        Target(
+            name="hip:gfx950",
+            backend="hip",
+            arch="gfx950",
+            device="AMD Instinct MI355X",
+            warp_size=64,
+            sm_count=256,
+            shared_per_block=160 * KIB,
+            shared_per_sm=160 * KIB,
+            regs_per_thread=512,
+            regs_per_sm=131072,
+            l2_bytes=32 * MIB,
+            peaks=Peaks(8.0e12, 2516.6, 2516.6, None, 157.3, "AMD Instinct MI355X data sheet"),
+            notes="No TF32 matrix path on CDNA4; L2 4 MB per XCD plus 256 MB Infinity Cache.",
+        ),
+        Target(
+            name="ascend:910b",
+            backend="npu",
+            arch="Ascend910B2",
+            device="Huawei Ascend 910B2",
+            warp_size=None,
+            sm_count=24,
+            shared_per_block=192 * KIB,
+            shared_per_sm=192 * KIB,
+            regs_per_thread=None,
+            regs_per_sm=None,
+            l2_bytes=192 * MIB,
+            peaks=Peaks(None, None, None, None, None, "third-party spec sheets (mindspore-ai/akg hardware docs)"),
+            can_compile_here=False,
+            notes="24 AI cores (1 cube + 2 vector each, 48 vector cores); shared = Unified Buffer per vector core; "
+            "L1 1 MB, L0A/L0B 64 KB, L0C 128 KB; no official HBM bandwidth (docs' example: 1.8 TB/s).",
+        ),
+        Target(
+            name="ascend:950",
+            backend="npu",
+            arch="Ascend910_9589",
+            device="Huawei Ascend 950PR (Ascend910_9589)",
+            warp_size=None,
+            sm_count=32,
+            shared_per_block=248 * KIB,
+            shared_per_sm=248 * KIB,
+            regs_per_thread=None,
+            regs_per_sm=None,
+            l2_bytes=128 * MIB,
+            peaks=Peaks(1.6e12, None, None, None, None, "Huawei Connect 2025 announcement (950PR, HiBL 1.0 HBM)"),
+            can_compile_here=False,
+            notes="32 AI cores, 64 vector cores; shared = Unified Buffer (248 KB); L0C 256 KB; FP8 1 PFLOP/s.",
+        ),
+    )
+}
+
+
+def lookup(name: str) -> Target:
+    """The target called `name` (e.g. `cuda:sm90`); a `UsageError` listing the known names otherwise."""
+    target = TARGETS.get(name.strip().lower())
+    if target is None:
+        raise UsageError(f"unknown target {name!r}; known targets: {', '.join(TARGETS)}")
+    return target
