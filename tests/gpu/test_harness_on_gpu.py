@@ -45,3 +45,11 @@ def test_cheats_are_caught_on_the_device(fixture, check):
 def test_memory_and_comparison_cheats_fail_correctness(fixture):
     verdict = verdict_of(fixture)
     assert not verdict.passed and not all(c.passed for c in verdict.cases)
+
+
+@pytest.mark.parametrize("fixture, kind", [("gpu_illegal_access", "cuda_error"), ("gpu_out_of_memory", "out_of_memory")])
+def test_device_faults_are_structured_failures(fixture, kind):
+    verdict = verify(load_task(FIXTURES / "tasks" / f"{fixture}.py"),
+                     CheckOptions(device="cuda", timeout_s=300, baselines=("eager",)))
+    assert not verdict.passed
+    assert verdict.failure is not None and verdict.failure.kind == kind, verdict.failure
