@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import math
+
+from diagnose.triage.rule import Rule
+
+
+class GridExceedsCoreCount(Rule):
+    """## What it finds
+    A launch whose grid, evaluated from the input shapes, has more programs than the NPU has cores
+    (vector cores for vector-only kernels, AI cores for kernels with `tl.dot`), for a kernel that
+    does not loop over programs (`tl.num_programs`).
+
+    ## Why it is slow
+    Ascend binds each program to a physical core; extra programs run in further rounds, each paying
+    launch and initialization again, and the last round leaves most cores idle. The idiom is a grid
+    of exactly the core count with a loop over blocks inside the kernel (notes/ascend.md R1). For
+    1e5-1e6 elements the best grid can be below the core count; measure.
+
+    ## Example
+    ```python
+    softmax_kernel[(n_rows,)](x, out, n_cols, BLOCK=BLOCK)          # n_rows = 16384
+    ```
+
+    ## Use instead
+    ```python
+    softmax_kernel[(num_vectorcore,)](x, out, n_rows, n_cols, BLOCK=BLOCK)
+    # in the kernel: for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+    ```
+
+    ## Targets
+    ascend.
+
+    ## References
+    notes/ascend.md R1 and section 4 (core counts); triton-ascend "Setting the Maximum Number of
+    Hardware Cores".
+    """
+
+    code = "ASC002"
+    name = "grid-exceeds-core-count"
+    message = "grid of {programs} programs on {cores} {kind} cores runs in {rounds} rounds; launch one program per core and loop"
+    fix_title = "Use grid=(num_cores,) and loop over blocks with tl.num_programs"
+    targets = ("ascend",)
+
+    def check(self, ctx):
+        for kernel in ctx.kernels.values():
+            if kernel.calls("num_programs"):
+                continue
+            kind = "AI" if kernel.has_dot else "vector"
+            cores = ctx.target.ai_cores if kernel.has_dot else ctx.target.vector_cores
+            for v in sorted(ctx.variants(kernel), key=lambda v: -math.prod(v.grid or (0,))):
+                if v.grid is None or v.launch is None:
+                    continue
+                programs = math.prod(v.grid)
+                if cores < programs <= 65535:  # above 65535 grid-over-65535 says it fails outright
+                    yield self.hit(v.launch.grid, programs=programs, cores=cores, kind=kind,
+                                   rounds=-(-programs // cores))
