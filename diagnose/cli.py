@@ -136,6 +136,58 @@ def inspect(
     raise typer.Exit(code)
 
 
+@app.command()
+@one_line_errors
+def bench(
+    suite: str = typer.Argument(..., help="Suite folder (e.g. benchmarks/npukernel), or `report`."),
+    mode: str = typer.Option("score", "--mode", help="score (verify and time as given) or optimize (the agent)."),
+    device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (CPU only; a device runs one)."),
+    filter_: Optional[str] = typer.Option(None, "--filter", help="Only entries whose id contains this."),
+    redo: bool = typer.Option(False, "--redo", help="Run entries again even when done for this version."),
+    seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group."),
+    timeout: float = typer.Option(600.0, "--timeout", help="Seconds each worker may run."),
+    no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
+    store_path: Path = typer.Option(Path(".diagnose_cache/bench.sqlite"), "--store", help="SQLite results store."),
+    fmt: str = typer.Option("md", "--format", help="Report format: md, html, json or csv (with `report`)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Write the report here instead of stdout."),
+):
+    """Sweep a suite into the results store (`diagnose bench SUITE`), or render it (`diagnose bench report`)."""
+    from diagnose.bench import report as bench_report
+    from diagnose.bench import store
+    from diagnose.bench.sweep import SweepOptions, sweep
+
+    if suite == "report":
+        if fmt not in ("md", "html", "json", "csv"):
+            raise UsageError(f"unknown report format {fmt!r}; choose md, html, json or csv")
+        if not store_path.exists():
+            raise UsageError(f"{store_path}: no results store (run `diagnose bench SUITE` first)")
+        text = bench_report.render(store.rows(store.connect(store_path), mode=mode), fmt)
+        if out is not None:
+            out.write_text(text)
+        else:
+            typer.echo(text, nl=False)
+        raise typer.Exit(EXIT_OK)
+    from rich.progress import Progress
+
+    from diagnose.bench.suite import load_suite
+
+    console = Console(stderr=True)
+    options = SweepOptions(mode=mode, device=device, jobs=jobs, pattern=filter_, redo=redo, seeds=seeds,
+                           timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"))
+    total = len(load_suite(suite, filter_))
+    with Progress(console=console, transient=False) as bar:
+        task_bar = bar.add_task("sweep", total=total)
+
+        def progress(entry, outcome):
+            bar.console.print(f"{entry.id}: {outcome}", markup=False)
+            bar.advance(task_bar)
+
+        summary = sweep(suite, store_path, options, progress)
+    console.print(f"{summary.ran} run, {summary.skipped} already done, {summary.failed} failed; store {store_path}")
+    raise typer.Exit(EXIT_FAILED if summary.failed else EXIT_OK)
+
+
 def main() -> None:
     app()
 

@@ -1,0 +1,200 @@
+"""Sweep reports: per entry and input group, the distribution of speedups, and, in the open, every entry
+that did not improve and why. Rendered as Markdown, HTML (with a histogram), JSON and CSV.
+
+Metrics (over all entry x group rows, as KernelBench's fast_p divides by the total):
+- geometric mean and median speedup over eager and over `torch.compile`, over correct timed rows;
+- counts above 2x and above 5x;
+- fast_p: the share of rows that are correct and faster than p times the baseline, p = 1, 1.5, 2.
+In score mode the candidate is the initial kernel, so "speedup over initial" is 1 by definition and the
+optimized columns stay empty; rows that were not timed (CPU) say so instead of a number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import statistics
+from dataclasses import dataclass
+
+from diagnose.bench.store import Row
+
+FAST_P = (1.0, 1.5, 2.0)
+COLUMNS = ("entry", "group", "status", "initial_ms", "optimized_ms", "speedup_vs_initial", "speedup_vs_eager",
+           "speedup_vs_compile", "roofline_fraction", "deepest_level", "rewrites", "why")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One report row: an entry on one input group."""
+
+    entry: str
+    group: str
+    status: str
+    initial_ms: float | None
+    optimized_ms: float | None
+    speedup_vs_initial: float | None
+    speedup_vs_eager: float | None
+    speedup_vs_compile: float | None
+    roofline_fraction: float | None
+    deepest_level: str | None
+    rewrites: str
+    why: str
+
+
+def why_not(row: Row) -> str:
+    data = row.data
+    if data.get("failure"):
+        return f"{data['failure']['kind']}: {data['failure']['message']}"
+    parts = list(data.get("reasons", [])) + list(data.get("failed_checks", []))
+    if not parts and not data.get("timed"):
+        parts.append("not timed (no device)")
+    elif not parts and (data.get("speedup_vs_eager") or 0) < 1.0:
+        parts.append("slower than eager")
+    return "; ".join(parts)
+
+
+def lines(rows: list[Row]) -> list[Line]:
+    out = []
+    for row in rows:
+        data = row.data
+        medians = data.get("medians_ms", {})
+        candidate = medians.get("candidate")
+        out.append(Line(
+            entry=row.entry, group=row.group, status=row.status,
+            initial_ms=medians.get("initial", candidate) if row.mode == "score" else medians.get("initial"),
+            optimized_ms=candidate if row.mode == "optimize" else None,
+            speedup_vs_initial=1.0 if row.mode == "score" and candidate else data.get("speedup_vs_initial"),
+            speedup_vs_eager=data.get("speedup_vs_eager"),
+            speedup_vs_compile=data.get("speedup_vs_compile"),
+            roofline_fraction=data.get("roofline_fraction"),
+            deepest_level=data.get("deepest_level"),
+            rewrites=", ".join(data.get("rewrites", [])),
+            why=why_not(row),
+        ))
+    return out
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+
+
+def distribution(report_lines: list[Line], baseline: str) -> dict:
+    key = f"speedup_vs_{baseline}"
+    speedups = [getattr(line, key) for line in report_lines
+                if line.status == "passed" and getattr(line, key) is not None]
+    total = len(report_lines)
+    return {
+        "baseline": baseline,
+        "rows": total,
+        "timed_correct": len(speedups),
+        "geomean": geomean(speedups),
+        "median": statistics.median(speedups) if speedups else None,
+        "above_2x": sum(s > 2 for s in speedups),
+        "above_5x": sum(s > 5 for s in speedups),
+        # Nothing timed (CPU): fast_p is unknown, not zero.
+        "fast_p": {str(p): (sum(s > p for s in speedups) / total if speedups else None) for p in FAST_P},
+    }
+
+
+def summary(rows: list[Row]) -> dict:
+    report_lines = lines(rows)
+    return {
+        "rows": [line.__dict__ for line in report_lines],
+        "passed": sum(line.status == "passed" for line in report_lines),
+        "failed": sum(line.status != "passed" for line in report_lines),
+        "distribution": [distribution(report_lines, b) for b in ("eager", "compile", "initial")],
+        "not_improved": [{"entry": line.entry, "group": line.group, "why": line.why}
+                         for line in report_lines if line.why],
+    }
+
+
+def cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def render_markdown(data: dict, title: str) -> str:
+    out = [f"# {title}", "", f"{data['passed']} passed, {data['failed']} failed.", "",
+           "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in data["rows"]:
+        out.append("| " + " | ".join(cell(row[c]).replace("|", "\\|") for c in COLUMNS) + " |")
+    out += ["", "## Distribution", "", "| over | timed and correct | geomean | median | >2x | >5x | fast_1 | fast_1.5 | fast_2 |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for d in data["distribution"]:
+        fast = [cell(d["fast_p"][str(p)]) for p in FAST_P]
+        out.append(f"| {d['baseline']} | {d['timed_correct']}/{d['rows']} | {cell(d['geomean'])} | {cell(d['median'])} | "
+                   f"{d['above_2x']} | {d['above_5x']} | " + " | ".join(fast) + " |")
+    out += ["", "## Not improved, and why", ""]
+    out += [f"- {r['entry']} [{r['group']}]: {r['why']}" for r in data["not_improved"]] or ["(none)"]
+    return "\n".join(out) + "\n"
+
+
+def render_csv(data: dict) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
+    writer.writeheader()
+    for row in data["rows"]:
+        writer.writerow({c: row[c] for c in COLUMNS})
+    return buffer.getvalue()
+
+
+def histogram_svg(data: dict) -> str:
+    """An inline SVG histogram of log2 speedups over eager (empty when nothing was timed)."""
+    speedups = [r["speedup_vs_eager"] for r in data["rows"] if r["speedup_vs_eager"] and r["status"] == "passed"]
+    if not speedups:
+        return "<p>Nothing was timed: no histogram.</p>"
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3))
+    axis.hist([math.log2(s) for s in speedups], bins=20)
+    axis.axvline(0, color="black", linewidth=0.8)
+    axis.set_xlabel("log2 speedup over eager")
+    axis.set_ylabel("entries x groups")
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    plt.close(figure)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def render_html(data: dict, title: str) -> str:
+    import html
+
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell(row[c]))}</td>" for c in COLUMNS) + "</tr>" for row in data["rows"]
+    )
+    dist = "".join(
+        f"<tr><td>{d['baseline']}</td><td>{d['timed_correct']}/{d['rows']}</td><td>{cell(d['geomean'])}</td>"
+        f"<td>{cell(d['median'])}</td><td>{d['above_2x']}</td><td>{d['above_5x']}</td>"
+        + "".join(f"<td>{cell(d['fast_p'][str(p)])}</td>" for p in FAST_P) + "</tr>"
+        for d in data["distribution"]
+    )
+    missed = "".join(f"<li>{html.escape(r['entry'])} [{html.escape(r['group'])}]: {html.escape(r['why'])}</li>"
+                     for r in data["not_improved"]) or "<li>(none)</li>"
+    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px}table{border-collapse:collapse}</style>"
+            f"</head><body><h1>{html.escape(title)}</h1><p>{data['passed']} passed, {data['failed']} failed.</p>"
+            f"<table><tr>{head}</tr>{body}</table><h2>Distribution</h2>"
+            "<table><tr><th>over</th><th>timed and correct</th><th>geomean</th><th>median</th><th>&gt;2x</th>"
+            f"<th>&gt;5x</th><th>fast_1</th><th>fast_1.5</th><th>fast_2</th></tr>{dist}</table>"
+            f"{histogram_svg(data)}<h2>Not improved, and why</h2><ul>{missed}</ul></body></html>\n")
+
+
+def render(rows: list[Row], fmt: str, title: str = "diagnose bench") -> str:
+    data = summary(rows)
+    if fmt == "json":
+        return json.dumps(data, indent=2)
+    if fmt == "csv":
+        return render_csv(data)
+    if fmt == "html":
+        return render_html(data, title)
+    return render_markdown(data, title)

@@ -1,0 +1,90 @@
+"""The results store of benchmark sweeps: SQLite in WAL mode, one row per entry x input group x mode x version.
+
+`version` joins the entry's source hash and the toolchain fingerprint (diagnose, torch and triton
+versions, device), so a changed kernel or a new toolchain is measured again while a finished entry is
+never redone unless asked. All rows of one entry are written in one transaction: an entry is either
+done or not, and a sweep killed mid-way resumes at the first entry that is not.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    suite TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    grp TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    version TEXT NOT NULL,
+    status TEXT NOT NULL,
+    data TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (suite, entry, grp, mode, version)
+)
+"""
+
+
+@dataclass(frozen=True)
+class Row:
+    suite: str
+    entry: str
+    group: str
+    mode: str
+    version: str
+    status: str
+    data: dict
+    created: float
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, timeout=30)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute(SCHEMA)
+    return connection
+
+
+def is_done(connection: sqlite3.Connection, suite: str, entry: str, mode: str, version: str) -> bool:
+    found = connection.execute(
+        "SELECT 1 FROM results WHERE suite=? AND entry=? AND mode=? AND version=? LIMIT 1",
+        (suite, entry, mode, version),
+    ).fetchone()
+    return found is not None
+
+
+def write_entry(connection: sqlite3.Connection, suite: str, entry: str, mode: str, version: str,
+                groups: list[tuple[str, str, dict]]) -> None:
+    """Replace every row of (suite, entry, mode, version) with `groups`: (group, status, data)."""
+    now = time.time()
+    with connection:
+        connection.execute("DELETE FROM results WHERE suite=? AND entry=? AND mode=? AND version=?",
+                           (suite, entry, mode, version))
+        connection.executemany(
+            "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(suite, entry, group, mode, version, status, json.dumps(data), now) for group, status, data in groups],
+        )
+
+
+def rows(connection: sqlite3.Connection, suite: str | None = None, mode: str | None = None) -> list[Row]:
+    """Every row, newest version per (entry, group, mode) only."""
+    query = "SELECT suite, entry, grp, mode, version, status, data, created FROM results"
+    clauses, params = [], []
+    if suite:
+        clauses.append("suite=?")
+        params.append(suite)
+    if mode:
+        clauses.append("mode=?")
+        params.append(mode)
+    if clauses:
+        query += " WHERE " + " AND ".join(clauses)
+    latest: dict[tuple, Row] = {}
+    for record in connection.execute(query + " ORDER BY created", params):
+        row = Row(*record[:6], json.loads(record[6]), record[7])
+        latest[(row.suite, row.entry, row.group, row.mode)] = row
+    return sorted(latest.values(), key=lambda r: (r.suite, r.entry, r.group))

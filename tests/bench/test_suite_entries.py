@@ -1,0 +1,33 @@
+"""The NPUKernelBench-derived suite: its shape, and every entry passing verification on the CPU interpreter."""
+
+from collections import Counter
+
+import pytest
+
+from diagnose.bench import store
+from diagnose.bench.suite import load_suite
+from diagnose.bench.sweep import SweepOptions, sweep
+from tests.conftest import ROOT
+
+SUITE = ROOT / "benchmarks" / "npukernel"
+
+
+def test_suite_spans_levels_and_categories():
+    entries = load_suite(SUITE)
+    assert len(entries) >= 40
+    levels = Counter(e.level for e in entries)
+    assert set(levels) == {1, 2, 3}
+    categories = {e.category for e in entries}
+    for wanted in ("math", "comparison", "condition", "index", "creation", "activation", "foreach", "norm",
+                   "loss", "mask", "optim", "reduce", "tensor_move", "matmul", "attention", "sort"):
+        assert wanted in categories, wanted
+
+
+@pytest.mark.slow
+def test_every_entry_passes_check_on_the_interpreter(tmp_path):
+    db = tmp_path / "suite.sqlite"
+    summary = sweep(SUITE, db, SweepOptions(device="cpu", jobs=2, seeds=2, timeout_s=120))
+    rows = store.rows(store.connect(db))
+    failed = [(r.entry, r.group, r.data) for r in rows if r.status != "passed"]
+    assert not failed, failed
+    assert summary.failed == 0 and summary.ran == len(load_suite(SUITE))

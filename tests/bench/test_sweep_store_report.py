@@ -1,0 +1,110 @@
+"""Sweeps resume after being killed; the store keeps one row per entry x group x mode x version; reports."""
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from diagnose.bench import report, store
+from diagnose.bench.sweep import SweepOptions, sweep
+from diagnose.errors import UsageError
+from tests.conftest import FIXTURES, ROOT
+
+
+@pytest.fixture
+def small_suite(tmp_path):
+    suite = tmp_path / "mini"
+    (suite / "level1").mkdir(parents=True)
+    for name in ("honest", "torch_only", "caches_output"):
+        shutil.copy(FIXTURES / "cheats" / f"{name}.py", suite / "level1" / f"{name}.py")
+    return suite
+
+
+def test_sweep_records_each_entry_once_and_skips_done_ones(small_suite, tmp_path):
+    db = tmp_path / "r.sqlite"
+    first = sweep(small_suite, db, SweepOptions(seeds=2, jobs=2))
+    assert (first.ran, first.skipped, first.failed) == (3, 0, 2)
+    status = {r.entry: r.status for r in store.rows(store.connect(db))}
+    assert status == {"level1/honest": "passed", "level1/torch_only": "failed", "level1/caches_output": "failed"}
+    again = sweep(small_suite, db, SweepOptions(seeds=2))
+    assert (again.ran, again.skipped) == (0, 3)
+    # A changed entry has a new version: it alone is run again.
+    path = small_suite / "level1" / "honest.py"
+    path.write_text(path.read_text() + "\n# edited\n")
+    third = sweep(small_suite, db, SweepOptions(seeds=2))
+    assert (third.ran, third.skipped) == (1, 2)
+
+
+def test_killed_sweep_resumes_where_it_stopped(small_suite, tmp_path):
+    db = tmp_path / "r.sqlite"
+    command = [sys.executable, "-m", "diagnose.cli", "bench", str(small_suite), "--seeds", "2", "--store", str(db)]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    done = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        if db.exists():
+            try:
+                done = sqlite3.connect(db).execute("SELECT COUNT(DISTINCT entry) FROM results").fetchone()[0]
+            except sqlite3.OperationalError:
+                done = 0
+            if done >= 1:
+                break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 1 <= done < 3, "the sweep should be killed after its first entry"
+    before = {r.entry: r.created for r in store.rows(store.connect(db))}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1  # two cheats fail
+    after = {r.entry: r.created for r in store.rows(store.connect(db))}
+    assert len(after) == 3
+    for entry, created in before.items():
+        assert after[entry] == created, f"{entry} was redone"
+    assert f"{len(before)} already done" in result.stderr
+
+
+def timed_row(entry, group, eager, compile_, status="passed"):
+    return store.Row("s", entry, group, "score", "v", status,
+                     {"correct": status == "passed", "medians_ms": {"candidate": 1.0, "eager": eager, "compile": compile_},
+                      "speedup_vs_eager": eager, "speedup_vs_compile": compile_, "timed": True,
+                      "reasons": [], "failed_checks": []}, 0.0)
+
+
+def test_distribution_metrics():
+    failed = timed_row("d", "g", 9.0, 9.0, status="failed")
+    failed.data["failed_checks"] = ["ghost_replay: still correct"]
+    rows = [timed_row("a", "g", 4.0, 1.0), timed_row("b", "g", 0.8, 0.5), timed_row("c", "g", 6.0, 3.0), failed]
+    data = report.summary(rows)
+    eager = data["distribution"][0]
+    assert eager["timed_correct"] == 3 and eager["geomean"] == pytest.approx(19.2 ** (1 / 3))
+    assert eager["median"] == 4.0 and eager["above_2x"] == 2 and eager["above_5x"] == 1
+    assert eager["fast_p"] == {"1.0": 0.5, "1.5": 0.5, "2.0": 0.5}  # 2 of all 4 rows
+    assert {r["entry"]: r["why"] for r in data["not_improved"]} == {"b": "slower than eager",
+                                                                   "d": "ghost_replay: still correct"}
+
+
+@pytest.mark.parametrize("fmt, marker", [("md", "| entry |"), ("csv", "entry,group"), ("html", "<svg"), ("json", "{")])
+def test_report_formats(fmt, marker):
+    text = report.render([timed_row("a", "g", 2.0, 1.5), timed_row("b", "g", 0.5, 0.4)], fmt)
+    assert marker in text
+    if fmt == "json":
+        assert json.loads(text)["passed"] == 2
+
+
+def test_optimize_mode_says_it_is_not_built(small_suite, tmp_path):
+    with pytest.raises(UsageError, match="not built yet"):
+        sweep(small_suite, tmp_path / "r.sqlite", SweepOptions(mode="optimize"))
+
+
+def test_report_cli(cli, small_suite, tmp_path):
+    db = tmp_path / "r.sqlite"
+    assert cli("bench", "report", "--store", str(db)).returncode == 2
+    sweep(small_suite, db, SweepOptions(seeds=2, pattern="honest"))
+    result = cli("bench", "report", "--store", str(db), "--format", "csv")
+    assert result.returncode == 0 and "level1/honest" in result.stdout
