@@ -94,15 +94,20 @@ def call(
     interpret: bool = False,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     env: dict[str, str] | None = None,
+    python: str | None = None,
 ) -> WorkerResult:
-    """Run `entry` ("module:function") on `payload` in a fresh worker; never raises for user failures."""
+    """Run `entry` ("module:function") on `payload` in a fresh worker; never raises for user failures.
+
+    `python` is the interpreter of the worker (default: this one); another toolchain's environment
+    (triton-ascend lives in its own) runs the same worker module and protocol.
+    """
     with tempfile.TemporaryDirectory(prefix="diagnose-worker-") as tmp:
         request, result, log_path = Path(tmp, "request.json"), Path(tmp, "result.json"), Path(tmp, "log")
         request.write_text(json.dumps({"entry": entry, "payload": payload}))
         start = time.monotonic()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "diagnose.runtime.worker", str(request), str(result)],
+                [python or sys.executable, "-m", "diagnose.runtime.worker", str(request), str(result)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
