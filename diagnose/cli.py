@@ -188,6 +188,74 @@ def bench(
     raise typer.Exit(EXIT_FAILED if summary.failed else EXIT_OK)
 
 
+@app.command()
+@one_line_errors
+def optimize(
+    task: Optional[Path] = typer.Argument(None, help="Task file (Model, get_inputs, get_init_inputs, ModelNew)."),
+    target: str = typer.Option("cuda:sm90", "--target", help="cuda:sm80|sm90|sm100, hip:gfx942|gfx950, ascend:910b|950."),
+    device: str = typer.Option("cpu", "--device", help="Where candidates run and are timed: cuda, npu, or cpu (not timed)."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Resume the run with this id."),
+    write: bool = typer.Option(False, "--write", help="Write the optimized kernel over the input file."),
+    max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Candidates to verify at most."),
+    max_wall: float = typer.Option(1800.0, "--max-wall", help="Seconds of wall time at most."),
+):
+    """Escalate from cheap to expensive evidence, propose rewrites, verify and time them."""
+    from diagnose.agent.run import optimize as run_optimize
+    from diagnose.agent.state import Budget
+    from diagnose.targets import lookup
+
+    if task is None and resume is None:
+        raise UsageError("give a task file, or --resume RUN_ID")
+    lookup(target)
+    console = Console(stderr=True)
+
+    def on_step(node, values):
+        for step in values.get("trace", []):
+            console.print(f"[{step['level']}] {step['action']}: {step['reason']}", markup=False)
+
+    result = run_optimize(str(task) if task else "", target=target, device=device, resume=resume, write=write,
+                          budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), on_step=on_step)
+    from diagnose.report.run_view import outcome
+
+    typer.echo(outcome(result.report))
+    typer.echo(f"run {result.run_id}: report {result.run_dir / 'report.json'} (also .md, .html)")
+    if result.optimized:
+        typer.echo(f"optimized task: {result.optimized}; diff: {result.diff}")
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command()
+@one_line_errors
+def report(
+    run_id: str = typer.Argument(..., help="The run id that `diagnose optimize` printed."),
+    fmt: str = typer.Option("md", "--format", help="md, html, json or sarif."),
+):
+    """Render a finished run's report again."""
+    from diagnose.agent.run import run_dir
+    from diagnose.report import run_view
+
+    path = run_dir(run_id) / "report.json"
+    if not path.exists():
+        raise UsageError(f"no report for run {run_id!r} ({path} does not exist)")
+    data = json.loads(path.read_text())
+    if fmt == "json":
+        typer.echo(json.dumps(data, indent=2))
+    elif fmt == "md":
+        typer.echo(run_view.render_markdown(data), nl=False)
+    elif fmt == "html":
+        typer.echo(run_view.render_html(data), nl=False)
+    elif fmt == "sarif":
+        from diagnose.records import finding_from_dict
+        from diagnose.triage.sarif import render_sarif
+
+        findings = [finding_from_dict(f) for f in data["findings"]]
+        sources = {p: Path(p).read_text() for p in {f.location.path for f in findings} if Path(p).exists()}
+        typer.echo(json.dumps(render_sarif(findings, sources, str(Path.cwd())), indent=2))
+    else:
+        raise UsageError(f"unknown format {fmt!r}; choose md, html, json or sarif")
+    raise typer.Exit(EXIT_OK)
+
+
 def main() -> None:
     app()
 

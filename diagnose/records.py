@@ -228,3 +228,19 @@ class Report(Record):
             {"candidate": c.to_dict(), "verdict": v.to_dict()} for c, v in self.candidates
         ]
         return data
+
+
+def location_from_dict(data: dict | None) -> Location | None:
+    return Location(**data) if data else None
+
+
+def evidence_from_dict(data: dict) -> Evidence:
+    return Evidence(data["stage"], data["source"], data["name"], data["kind"], location_from_dict(data.get("location")),
+                    tuple(tuple(pair) for pair in data.get("args", [])), data.get("raw"))
+
+
+def finding_from_dict(data: dict) -> Finding:
+    """A `Finding` back from `Finding.to_dict()` (reports, checkpoints)."""
+    return Finding(data["code"], data["message"], data["severity"], data["confidence"],
+                   location_from_dict(data["location"]), tuple(evidence_from_dict(e) for e in data["evidence"]),
+                   tuple(location_from_dict(s) for s in data.get("secondary", [])), tuple(data.get("rewrites", [])))

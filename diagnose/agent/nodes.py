@@ -1,0 +1,96 @@
+"""The agent's nodes: small functions named by verbs, each returning the part of the state it changes.
+
+Nodes call the layers through `Context.tools` (see `diagnose/agent/tools.py`), so they know nothing of
+how triage, the IR layer, profiling, rewrites or the harness work, and the policy decides in
+`diagnose/agent/policy.py`. Every decision lands in the trace with its reason.
+"""
+
+from __future__ import annotations
+
+import time
+
+from langgraph.runtime import Runtime
+
+from diagnose.agent import policy
+from diagnose.agent.state import LEVELS, Context, State
+
+
+def step(level: str, action: str, reason: str) -> dict:
+    return {"level": level, "action": action, "reason": reason}
+
+
+def measure_baseline(state: State, runtime: Runtime[Context]) -> dict:
+    verdict = runtime.context.tools.verify_task(state["task"], state["device"], state["target"])
+    timed = any(t.get("median_ms") for t in verdict["timings"])
+    how = "timed on the device" if timed else "not timed (no device): ranking will use the static estimate"
+    return {"baseline": verdict, "base": state["task"], "level": -1, "started": state.get("started") or time.time(),
+            "trace": [step("baseline", "verify the task as given", f"passed={verdict['passed']}; {how}")]}
+
+
+def triage(state: State, runtime: Runtime[Context]) -> dict:
+    findings = runtime.context.tools.triage(state["base"], state["target"])
+    return {"findings": findings, "level": 0,
+            "trace": [step("triage", "run source rules", f"{len(findings)} findings: "
+                           + ", ".join(sorted({f['code'] for f in findings})) if findings else "no findings")]}
+
+
+def profile(state: State, runtime: Runtime[Context]) -> dict:
+    findings, evidence, roofline, note = runtime.context.tools.profile(state["base"], state["device"], state["target"])
+    return {"findings": findings, "evidence": evidence, "roofline": roofline, "level": 1,
+            "trace": [step("profile", "roofline and bottleneck", note)]}
+
+
+def inspect_ir(state: State, runtime: Runtime[Context]) -> dict:
+    evidence = runtime.context.tools.inspect(state["base"], state["target"], deep=False)
+    missed = sum(e["kind"] == "missed" for e in evidence)
+    return {"evidence": evidence, "level": 2,
+            "trace": [step("ir", f"compile offline for {state['target']}", f"{len(evidence)} facts, {missed} missed")]}
+
+
+def analyze_passes(state: State, runtime: Runtime[Context]) -> dict:
+    evidence = runtime.context.tools.inspect(state["base"], state["target"], deep=True)
+    effects = [e for e in evidence if e["name"] == "OptionEffect"]
+    return {"evidence": [e for e in evidence if e["stage"] == "pass"], "level": 3,
+            "trace": [step("passes", "controlled recompiles and pass timeline", f"{len(effects)} option effects")]}
+
+
+def propose(state: State, runtime: Runtime[Context]) -> dict:
+    tried = set(state.get("tried", []))
+    candidates = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
+                                               state.get("evidence", []), state["target"], sorted(tried))
+    fresh = [c for c in candidates if c["id"] not in tried]
+    level = LEVELS[max(state.get("level", 0), 0)]
+    reason = (f"{len(fresh)} untried: " + ", ".join(c["id"] for c in fresh)) if fresh else "nothing untried"
+    return {"pending": fresh, "tried": [c["id"] for c in fresh], "trace": [step(level, "propose rewrites", reason)]}
+
+
+def verify(state: State, runtime: Runtime[Context]) -> dict:
+    results = runtime.context.tools.evaluate(state["task"], state["pending"], state["device"], state["target"])
+    level = LEVELS[max(state.get("level", 0), 0)]
+    lines = []
+    for r in results:
+        value, how = policy.score(r)
+        lines.append(f"{r['candidate']['id']}: {'passed' if r['verdict']['passed'] else 'FAILED'}"
+                     + (f", {value:.2f}x {how}" if r["verdict"]["passed"] else ""))
+    everything = state.get("results", []) + results
+    best = policy.best_result(everything)
+    update = {"results": results, "pending": [], "trace": [step(level, "verify and time", "; ".join(lines) or "none")]}
+    if best is not None:
+        update["best"], update["base"] = best["candidate"]["id"], best["path"]
+    return update
+
+
+def escalate(state: State, runtime: Runtime[Context]) -> dict:
+    target, reason = policy.escalation(state, runtime.context.budget)
+    return {"next": target, "trace": [step(LEVELS[max(state.get("level", 0), 0)], f"decide: {target}", reason)]}
+
+
+def decide(state: State, runtime: Runtime[Context]) -> dict:
+    target, reason = policy.after_verify(state, runtime.context.budget)
+    return {"next": target, "trace": [step(LEVELS[max(state.get("level", 0), 0)], f"decide: {target}", reason)]}
+
+
+def finish(state: State, runtime: Runtime[Context]) -> dict:
+    best = policy.best_result(state.get("results", []))
+    reason = f"best: {best['candidate']['id']} ({policy.score(best)[1]})" if best else "no candidate passed; the task stays as given"
+    return {"trace": [step(LEVELS[max(state.get("level", 0), 0)], "finish", reason)]}

@@ -1,0 +1,72 @@
+"""The escalation policy, in one place: when to go one level deeper, when to stop, which candidate is best.
+
+Go one level deeper when the evidence so far yields no untried candidate (the proposer returned
+nothing new), or after a round of verification whose best result fell short of its prediction; stop
+when the best candidate is within `roofline_fraction` of the roofline bound, when the budget is spent
+(candidates verified, wall time), or when the deepest level has been reached and nothing is left to
+try. Every decision comes with its reason, which the node writes into the trace.
+
+Ranking uses `diagnose/report/scores.py`: measured speedup over the initial kernel where timed, the
+predicted gain (an estimate, said so) where not.
+"""
+
+from __future__ import annotations
+
+import time
+
+from diagnose.agent.state import LEVELS, Budget, State
+from diagnose.report.scores import score
+
+LEVEL_NODES = {"profile": "profile", "ir": "inspect_ir", "passes": "analyze_passes"}
+
+
+def best_result(results: list[dict]) -> dict | None:
+    passed = [r for r in results if r["verdict"]["passed"]]
+    if not passed:
+        return None
+    return max(passed, key=lambda r: score(r)[0])
+
+
+def stop_reason(state: State, budget: Budget, now: float | None = None) -> str | None:
+    now = time.time() if now is None else now
+    results = state.get("results", [])
+    if len(results) >= budget.max_candidates:
+        return f"budget spent: {len(results)} candidates verified (limit {budget.max_candidates})"
+    if now - state.get("started", now) > budget.max_wall_s:
+        return f"budget spent: wall time over {budget.max_wall_s:g} s"
+    roofline = state.get("roofline") or {}
+    best = best_result(results)
+    bound = roofline.get("bound_ms")
+    if best and bound:
+        medians = [t["median_ms"] for t in best["verdict"]["timings"]
+                   if t["variant"] == "candidate" and t.get("median_ms") and t["group"] == roofline.get("group")]
+        if medians and bound / medians[0] >= budget.roofline_fraction:
+            return f"best candidate reaches {bound / medians[0]:.0%} of the roofline bound"
+    return None
+
+
+def escalation(state: State, budget: Budget, now: float | None = None) -> tuple[str, str]:
+    """Where to go when the proposer had nothing new: the next level's node, or finish."""
+    reason = stop_reason(state, budget, now)
+    if reason:
+        return "finish", reason
+    level = state.get("level", 0)
+    if level + 1 >= len(LEVELS):
+        return "finish", f"deepest level ({LEVELS[level]}) reached and no untried candidate is left"
+    deeper = LEVELS[level + 1]
+    return LEVEL_NODES[deeper], f"no untried candidate from the evidence up to {LEVELS[level]}: go to {deeper}"
+
+
+def after_verify(state: State, budget: Budget, now: float | None = None) -> tuple[str, str]:
+    """After a round of verification: stop, or ask the proposer again (it escalates if nothing is new)."""
+    reason = stop_reason(state, budget, now)
+    if reason:
+        return "finish", reason
+    best = best_result(state.get("results", []))
+    if best is None:
+        return "propose", "no candidate passed verification yet"
+    value, how = score(best)
+    predicted = best["candidate"].get("predicted_gain")
+    if how == "measured" and predicted and value < predicted:
+        return "propose", f"best {best['candidate']['id']} measured {value:.2f}x, short of its predicted {predicted:.2f}x"
+    return "propose", f"best so far {best['candidate']['id']}: {value:.2f}x ({how})"

@@ -1,0 +1,134 @@
+"""One `diagnose optimize` run: its folder, its durable checkpoints, resuming, and the files it leaves.
+
+A run lives in `<cache>/runs/<run id>/` (cache: `DIAGNOSE_CACHE_DIR` or `.diagnose_cache/`): the SQLite
+checkpoints (LangGraph's `SqliteSaver`, written synchronously after every node, so a run killed at any
+node resumes from the last one that finished), the candidate files, and the report (`report.json`, the
+source of truth, plus Markdown and HTML renderings). The optimized task goes next to the input as
+`<name>.optimized.py` with its diff beside it — never over the input unless `write=True`, and never over
+an existing file (a run-specific name is used instead).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from diagnose.agent import policy
+from diagnose.agent.graph import build_graph
+from diagnose.agent.state import Budget, Context
+from diagnose.agent.tools import Tools
+from diagnose.errors import UsageError
+from diagnose.report.reports import environment
+from diagnose.records import SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    run_dir: Path
+    report: dict
+    optimized: Path | None
+    diff: Path | None
+
+
+def runs_root() -> Path:
+    return Path(os.environ.get("DIAGNOSE_CACHE_DIR") or ".diagnose_cache") / "runs"
+
+
+def run_dir(run_id: str) -> Path:
+    return runs_root() / run_id
+
+
+def open_graph(folder: Path):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    connection = sqlite3.connect(folder / "checkpoints.sqlite", check_same_thread=False)
+    return build_graph(SqliteSaver(connection)), connection
+
+
+def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: Budget = Budget(),
+             resume: str | None = None, write: bool = False, tools: Tools | None = None,
+             on_step: Callable[[str, dict], None] | None = None) -> RunResult:
+    """Run (or resume) the agent on a task and write its outputs."""
+    if resume:
+        folder = run_dir(resume)
+        if not (folder / "checkpoints.sqlite").exists():
+            raise UsageError(f"no run {resume!r} in {runs_root()}")
+        run_id = resume
+        meta = json.loads((folder / "run.json").read_text())
+        task, target, device, write = meta["task"], meta["target"], meta["device"], meta["write"]
+    else:
+        from diagnose.task import load_task
+
+        load_task(task)  # bad input fails here, in one line, before a run exists
+        run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        folder = run_dir(run_id)
+        folder.mkdir(parents=True)
+        task = str(Path(task).resolve())
+        (folder / "run.json").write_text(json.dumps({"task": task, "target": target, "device": device, "write": write}))
+    graph, connection = open_graph(folder)
+    config = {"configurable": {"thread_id": run_id}}
+    context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(str(folder)))
+    first = None if resume else {"task": task, "target": target, "device": device, "started": time.time()}
+    try:
+        for update in graph.stream(first, config, context=context, stream_mode="updates", durability="sync"):
+            for node, values in update.items():
+                if on_step:
+                    on_step(node, values or {})
+        state = graph.get_state(config).values
+    finally:
+        connection.close()
+    report = report_from_state(state)
+    (folder / "report.json").write_text(json.dumps(report, indent=2))
+    from diagnose.report.run_view import render_html, render_markdown
+
+    (folder / "report.md").write_text(render_markdown(report))
+    (folder / "report.html").write_text(render_html(report))
+    optimized, diff = write_outputs(state, write, run_id)
+    return RunResult(run_id, folder, report, optimized, diff)
+
+
+def report_from_state(state: dict) -> dict:
+    """The run's report, in the schema of `diagnose/report/report.schema.json`."""
+    results = state.get("results", [])
+    best = policy.best_result(results)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "task": state["task"],
+        "target": state["target"],
+        "device": state["device"],
+        "findings": state.get("findings", []),
+        "trace": state.get("trace", []),
+        "candidates": [{"candidate": r["candidate"], "verdict": r["verdict"]} for r in results],
+        "best": best["candidate"]["id"] if best else None,
+        "environment": [list(pair) for pair in environment()],
+        "baseline": state.get("baseline"),
+        "evidence": state.get("evidence", []),
+    }
+
+
+def free_name(path: Path, run_id: str) -> Path:
+    return path if not path.exists() else path.with_name(f"{path.stem}-{run_id}{path.suffix}")
+
+
+def write_outputs(state: dict, write: bool, run_id: str) -> tuple[Path | None, Path | None]:
+    best = policy.best_result(state.get("results", []))
+    if best is None:
+        return None, None
+    original = Path(state["task"])
+    new_source = Path(best["path"]).read_text()
+    old_source = original.read_text()
+    diff_text = "".join(difflib.unified_diff(old_source.splitlines(True), new_source.splitlines(True),
+                                             str(original.name), f"{original.stem}.optimized.py"))
+    target = original if write else free_name(original.with_name(f"{original.stem}.optimized.py"), run_id)
+    target.write_text(new_source)
+    diff = free_name(original.with_name(f"{original.stem}.optimized.diff"), run_id)
+    diff.write_text(diff_text)
+    return target, diff

@@ -1,0 +1,51 @@
+"""The agent's typed state and its per-run context.
+
+State travels through the LangGraph checkpointer, so it holds only JSON-ready values: records as
+dicts (`Finding.to_dict()`, `Evidence.to_dict()`, ...). Lists that grow over a run use an appending
+reducer; everything else is replaced by the node that owns it.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypedDict
+
+LEVELS = ("triage", "profile", "ir", "passes")
+
+
+class State(TypedDict, total=False):
+    task: str                     # the original task file
+    target: str
+    device: str
+    base: str                     # the file rewrites apply to: the original or the best candidate
+    level: int                    # deepest level reached (index into LEVELS), -1 before triage
+    findings: Annotated[list[dict], operator.add]
+    evidence: Annotated[list[dict], operator.add]
+    trace: Annotated[list[dict], operator.add]
+    results: Annotated[list[dict], operator.add]   # {"candidate": ..., "verdict": ..., "path": ...}
+    tried: Annotated[list[str], operator.add]      # candidate ids already proposed
+    pending: list[dict]                             # candidates proposed and not yet verified
+    baseline: dict                                  # verdict of the task as given
+    roofline: dict                                  # {"bound_ms": ..., "group": ...} when known
+    best: str | None                                # id of the best verified candidate
+    started: float
+    next: str                                       # the decision of `decide`, read by its router
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one run: candidates verified, levels, wall time."""
+
+    max_candidates: int = 12
+    max_wall_s: float = 1800.0
+    roofline_fraction: float = 0.9   # stop once the best reaches this fraction of the bound
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a run needs that is not state: where it lives, its budget, and the tools the nodes call."""
+
+    run_dir: str
+    budget: Budget = Budget()
+    tools: Any = field(default=None)

@@ -1,0 +1,78 @@
+"""The layers as the agent's nodes see them: one method per kind of evidence or action, JSON in and out.
+
+Each method calls the layer that owns the work (triage, the IR layer through a worker, profiling,
+rewrites, the harness); none of them knows about LangGraph. Values are plain dicts so that they travel
+through the checkpointer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from diagnose.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Tools:
+    """The real layers; `run_dir` is where this run writes candidate files."""
+
+    run_dir: str
+
+    def verify_task(self, task: str, device: str, target: str) -> dict:
+        from diagnose.task import load_task
+        from diagnose.verify.harness import CheckOptions, verify
+
+        return verify(load_task(task), CheckOptions(device=device)).to_dict()
+
+    def triage(self, path: str, target: str) -> list[dict]:
+        from diagnose.triage.cli import triage_source
+
+        return [f.to_dict() for f in triage_source(Path(path).read_text(), path, target=target)]
+
+    def inspect(self, path: str, target: str, deep: bool) -> list[dict]:
+        """IR facts of every kernel launch; `deep` adds controlled recompiles and the pass timeline."""
+        if target.startswith("ascend"):
+            return self.inspect_ascend(path, target)
+        from diagnose.ir.cli import run_worker
+        from diagnose.ir.cache import cache_root
+
+        payload = {"path": str(Path(path).resolve()), "target": target, "passes": deep, "diff_pass": None,
+                   "stage": None, "kernel": None, "experiments": deep, "cache_root": str(cache_root().resolve())}
+        result = run_worker(payload)
+        return [e for kernel in result["kernels"] for e in kernel.get("evidence", [])]
+
+    def inspect_ascend(self, path: str, target: str) -> list[dict]:
+        raise UsageError(f"{target}: IR inspection for Ascend is not wired into the agent yet")
+
+    def profile(self, path: str, device: str, target: str) -> tuple[list[dict], list[dict], dict, str]:
+        """Findings, evidence, the roofline bound (when known) and a one-line note."""
+        return [], [], {}, "profiling layer not available yet"
+
+    def propose(self, task: str, base: str, findings: list[dict], evidence: list[dict], target: str,
+                tried: list[str]) -> list[dict]:
+        from diagnose import rewrite
+
+        if not hasattr(rewrite, "propose"):
+            return []
+        candidates = rewrite.propose(base, findings, evidence, target)
+        out = []
+        folder = Path(self.run_dir, "candidates")
+        folder.mkdir(parents=True, exist_ok=True)
+        for candidate in candidates:
+            path = folder / f"{candidate.id}.py"
+            path.write_text(candidate.source)
+            out.append({**candidate.to_dict(), "path": str(path)})
+        return out
+
+    def evaluate(self, task: str, candidates: list[dict], device: str, target: str) -> list[dict]:
+        from diagnose.task import load_task
+        from diagnose.verify.harness import CheckOptions, verify
+
+        results = []
+        for candidate in candidates:
+            verdict = verify(load_task(task, candidate["path"]),
+                             CheckOptions(device=device, initial=Path(task), baselines=("eager",)))
+            results.append({"candidate": {k: v for k, v in candidate.items() if k != "path"},
+                            "verdict": verdict.to_dict(), "path": candidate["path"]})
+        return results

@@ -1,0 +1,66 @@
+"""The agent's shape and its escalation decisions, on constructed state: no device, no LLM, no workers."""
+
+from pathlib import Path
+
+from diagnose.agent import policy
+from diagnose.agent.graph import build_graph
+from diagnose.agent.state import Budget
+
+SNAPSHOT = Path(__file__).with_name("graph.mmd")
+
+
+def test_graph_shape_matches_its_snapshot():
+    assert build_graph().get_graph().draw_mermaid() == SNAPSHOT.read_text()
+
+
+def timed_verdict(candidate_ms, initial_ms=2.0, passed=True, group="g"):
+    return {"passed": passed, "timings": [
+        {"variant": "candidate", "group": group, "median_ms": candidate_ms},
+        {"variant": "initial", "group": group, "median_ms": initial_ms}]}
+
+
+def result(id_, verdict, predicted=None):
+    return {"candidate": {"id": id_, "predicted_gain": predicted, "made_by": [id_]}, "verdict": verdict, "path": f"{id_}.py"}
+
+
+def test_escalates_level_by_level_then_finishes():
+    budget = Budget()
+    assert policy.escalation({"level": 0, "started": 0}, budget, now=1) [0] == "profile"
+    assert policy.escalation({"level": 1, "started": 0}, budget, now=1)[0] == "inspect_ir"
+    assert policy.escalation({"level": 2, "started": 0}, budget, now=1)[0] == "analyze_passes"
+    target, reason = policy.escalation({"level": 3, "started": 0}, budget, now=1)
+    assert target == "finish" and "deepest level" in reason
+
+
+def test_stops_when_the_budget_is_spent():
+    state = {"level": 0, "started": 0, "results": [result(str(i), timed_verdict(1.0)) for i in range(3)]}
+    target, reason = policy.escalation(state, Budget(max_candidates=3), now=1)
+    assert target == "finish" and "3 candidates" in reason
+    target, reason = policy.after_verify({"level": 0, "started": 0}, Budget(max_wall_s=10), now=11)
+    assert target == "finish" and "wall time" in reason
+
+
+def test_stops_near_the_roofline():
+    state = {"level": 1, "started": 0, "roofline": {"bound_ms": 0.95, "group": "g"},
+             "results": [result("fast", timed_verdict(1.0))]}
+    target, reason = policy.after_verify(state, Budget(roofline_fraction=0.9), now=1)
+    assert target == "finish" and "95% of the roofline" in reason
+    state["roofline"]["bound_ms"] = 0.5
+    assert policy.after_verify(state, Budget(roofline_fraction=0.9), now=1)[0] == "propose"
+
+
+def test_a_prediction_missed_is_said():
+    state = {"level": 0, "started": 0, "results": [result("a", timed_verdict(1.6), predicted=3.0)]}
+    target, reason = policy.after_verify(state, Budget(), now=1)
+    assert target == "propose" and "short of its predicted 3.00x" in reason
+
+
+def test_best_is_measured_where_timed_and_estimated_where_not():
+    timed = [result("slow", timed_verdict(1.9)), result("fast", timed_verdict(0.5)),
+             result("broken", timed_verdict(0.1, passed=False))]
+    assert policy.best_result(timed)["candidate"]["id"] == "fast"
+    untimed = [result("a", {"passed": True, "timings": []}, predicted=1.5),
+               result("b", {"passed": True, "timings": []}, predicted=3.0)]
+    best = policy.best_result(untimed)
+    assert best["candidate"]["id"] == "b" and policy.score(best) == (3.0, "estimated (nothing timed)")
+    assert policy.best_result([result("x", timed_verdict(1.0, passed=False))]) is None
