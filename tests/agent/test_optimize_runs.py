@@ -1,0 +1,85 @@
+"""`diagnose optimize` end to end on the CPU: reports that validate, and a run killed mid-way that resumes
+to the same result as one left alone."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from diagnose.report.reports import validate
+from tests.conftest import EXAMPLES, ROOT
+
+
+def optimize_cli(*args, cache, **kwargs):
+    return subprocess.run([sys.executable, "-m", "diagnose.cli", "optimize", *args], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)}, **kwargs)
+
+
+def only_run(cache: Path) -> Path:
+    (run,) = list((cache / "runs").iterdir())
+    return run
+
+
+def comparable(report: dict) -> dict:
+    return {"trace": report["trace"], "best": report["best"], "findings": report["findings"],
+            "candidates": [(c["candidate"]["id"], c["verdict"]["passed"]) for c in report["candidates"]]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["vector_add", "softmax", "layernorm", "matmul"])
+def test_optimize_each_example_on_cpu(example, tmp_path):
+    task = tmp_path / f"{example}.py"
+    task.write_text((EXAMPLES / f"{example}.py").read_text())
+    result = optimize_cli(str(task), cache=tmp_path / "cache", timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads((only_run(tmp_path / "cache") / "report.json").read_text())
+    validate(report)
+    assert report["device"] == "cpu" and report["target"] == "cuda:sm90"
+    assert [s["level"] for s in report["trace"]][:2] == ["baseline", "triage"]
+    assert "not timed" in report["trace"][0]["reason"]
+    assert task.read_text() == (EXAMPLES / f"{example}.py").read_text(), "the input is never overwritten"
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_same_result(tmp_path):
+    task = tmp_path / "vector_add.py"
+    task.write_text((EXAMPLES / "vector_add.py").read_text())
+    alone = optimize_cli(str(task), cache=tmp_path / "alone", timeout=900)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    expected = json.loads((only_run(tmp_path / "alone") / "report.json").read_text())
+
+    cache = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "optimize", str(task)], cwd=ROOT,
+                            env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, checkpoints = time.monotonic() + 300, 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        db = next(iter((cache / "runs").glob("*/checkpoints.sqlite")), None) if (cache / "runs").exists() else None
+        if db is not None:
+            try:
+                checkpoints = sqlite3.connect(db).execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
+            except sqlite3.OperationalError:
+                checkpoints = 0
+            if checkpoints >= 4:  # past baseline and triage
+                break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    run = only_run(cache)
+    assert checkpoints >= 4 and not (run / "report.json").exists(), "killed before the end"
+    resumed = optimize_cli("--resume", run.name, cache=cache, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert comparable(json.loads((run / "report.json").read_text())) == comparable(expected)
+
+
+def test_bad_input_and_unknown_run_are_one_line(tmp_path):
+    result = optimize_cli(str(tmp_path / "missing.py"), cache=tmp_path)
+    assert result.returncode == 2 and "no such file" in result.stderr and "Traceback" not in result.stderr
+    result = optimize_cli("--resume", "nope", cache=tmp_path)
+    assert result.returncode == 2 and "no run 'nope'" in result.stderr
