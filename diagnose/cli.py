@@ -127,6 +127,16 @@ def inspect(
     kernel: Optional[str] = typer.Option(None, "--kernel", help="Only this kernel."),
 ):
     """Compile offline for a target and map IR facts to source lines."""
+    if target.startswith("ascend:"):
+        from diagnose.ascend.inspect import inspect_ascend
+
+        if diff_pass:
+            raise UsageError("--diff-pass is not available for Ascend targets; --passes shows the pass timeline")
+        code, text = inspect_ascend(str(path), target=target, fmt="json" if as_json else "text", passes=passes,
+                                    stage=stage, kernel=kernel)
+        if text:
+            typer.echo(text)
+        raise typer.Exit(code)
     from diagnose.ir.cli import inspect_command
 
     code, text = inspect_command(str(path), target=target, fmt="json" if as_json else "text", passes=passes,
@@ -254,6 +264,33 @@ def report(
     else:
         raise UsageError(f"unknown format {fmt!r}; choose md, html, json or sarif")
     raise typer.Exit(EXIT_OK)
+
+
+toolchain_app = typer.Typer(no_args_is_help=True, help="Toolchains in their own environments (triton-ascend).")
+app.add_typer(toolchain_app, name="toolchain")
+
+
+@toolchain_app.command("setup")
+@one_line_errors
+def toolchain_setup(name: str = typer.Argument(..., help="ascend"),
+                    rebuild: bool = typer.Option(False, "--rebuild", help="Build the environment again.")):
+    """Create (or reuse) a toolchain's virtual environment and record it."""
+    from diagnose.toolchain import toolchain_setup as setup
+
+    code, text = setup(name, rebuild=rebuild)
+    typer.echo(text)
+    raise typer.Exit(code)
+
+
+@toolchain_app.command("list")
+@one_line_errors
+def toolchain_list():
+    """What is configured and what each toolchain can do here."""
+    from diagnose.toolchain import toolchain_list as listing
+
+    code, text = listing()
+    typer.echo(text)
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -46,6 +46,8 @@ class Target:
     `arch` is what Triton's `GPUTarget` takes (an int capability for CUDA, a gfx name for HIP, an
     Ascend SoC name for NPUs). `sm_count` counts SMs, CUs or AI cores. Per-SM registers count 32-bit
     registers (AMD: VGPR file of one CU); `regs_per_thread` is the most one thread may address.
+    `vector_cores` counts an Ascend part's vector (AIV) cores, the grid a vector-only kernel should
+    have (a `tl.dot` kernel's is `sm_count`, the AI cores); None for GPUs.
     """
 
     name: str
@@ -62,6 +64,7 @@ class Target:
     peaks: Peaks
     can_compile_here: bool = True
     notes: str = ""
+    vector_cores: int | None = None
 
     def gpu_target(self) -> Any:
         """Triton's `GPUTarget` for this device (imports triton, so only call it in a worker)."""
@@ -155,6 +158,10 @@ TARGETS: dict[str, Target] = {
             peaks=Peaks(8.0e12, 2516.6, 2516.6, None, 157.3, "AMD Instinct MI355X data sheet"),
             notes="No TF32 matrix path on CDNA4; L2 4 MB per XCD plus 256 MB Infinity Cache.",
         ),
+        # Ascend numbers: mindspore-ai/akg akg_agents/python/akg_agents/op/resources/docs/hardware/<SoC>.md
+        # (third-party spec sheets by the MindSpore team, not Huawei datasheets); see notes/ascend.md section 4.
+        # `can_compile_here` is about the main environment: Ascend compiles through the triton-ascend
+        # toolchain (`diagnose toolchain setup ascend`, diagnose/ascend/).
         Target(
             name="ascend:910b",
             backend="npu",
@@ -162,15 +169,24 @@ TARGETS: dict[str, Target] = {
             device="Huawei Ascend 910B2",
             warp_size=None,
             sm_count=24,
+            vector_cores=48,
             shared_per_block=192 * KIB,
             shared_per_sm=192 * KIB,
             regs_per_thread=None,
             regs_per_sm=None,
             l2_bytes=192 * MIB,
-            peaks=Peaks(None, None, None, None, None, "third-party spec sheets (mindspore-ai/akg hardware docs)"),
+            peaks=Peaks(
+                1.8e12,
+                None,
+                None,
+                None,
+                None,
+                "HBM: the illustrative 1.8 TB/s of triton-ascend docs/en/debug_guide/profiling.md (Huawei publishes "
+                "no 910B bandwidth); cores, UB, L2: mindspore-ai/akg hardware/Ascend910B2.md",
+            ),
             can_compile_here=False,
-            notes="24 AI cores (1 cube + 2 vector each, 48 vector cores); shared = Unified Buffer per vector core; "
-            "L1 1 MB, L0A/L0B 64 KB, L0C 128 KB; no official HBM bandwidth (docs' example: 1.8 TB/s).",
+            notes="24 AI cores (1 cube + 2 vector each, 48 vector cores); shared = Unified Buffer per vector core "
+            "(192 KB); L1 1 MB, L0A/L0B 64 KB, L0C 128 KB; 910B3/B4: 20 AI cores.",
         ),
         Target(
             name="ascend:950",
@@ -179,14 +195,25 @@ TARGETS: dict[str, Target] = {
             device="Huawei Ascend 950PR (Ascend910_9589)",
             warp_size=None,
             sm_count=32,
+            vector_cores=64,
             shared_per_block=248 * KIB,
             shared_per_sm=248 * KIB,
             regs_per_thread=None,
             regs_per_sm=None,
             l2_bytes=128 * MIB,
-            peaks=Peaks(1.6e12, None, None, None, None, "Huawei Connect 2025 announcement (950PR, HiBL 1.0 HBM)"),
+            peaks=Peaks(
+                1.6e12,
+                None,
+                None,
+                None,
+                None,
+                "HBM: Huawei Connect 2025 announcement (950PR, HiBL 1.0, 128 GB at 1.6 TB/s); cores, UB, L2: "
+                "mindspore-ai/akg hardware/Ascend950PR_9589.md",
+            ),
             can_compile_here=False,
-            notes="32 AI cores, 64 vector cores; shared = Unified Buffer (248 KB); L0C 256 KB; FP8 1 PFLOP/s.",
+            notes="32 AI cores, 64 vector cores; shared = Unified Buffer (248 KB, 16 banks x 4 KB); L1 512 KB, "
+            "L0A/L0B 64 KB, L0C 256 KB; 1650 MHz; FP8 1 PFLOP/s (press); triton-ascend 3.2.0 compiles it with "
+            "compile_on_910_95=True.",
         ),
     )
 }

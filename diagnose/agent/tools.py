@@ -7,10 +7,9 @@ through the checkpointer.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-
-from diagnose.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,11 @@ class Tools:
         return [e for kernel in result["kernels"] for e in kernel.get("evidence", [])]
 
     def inspect_ascend(self, path: str, target: str) -> list[dict]:
-        raise UsageError(f"{target}: IR inspection for Ascend is not wired into the agent yet")
+        from diagnose.ascend.inspect import inspect_ascend
+
+        code, text = inspect_ascend(path, target=target, fmt="json")
+        data = json.loads(text)
+        return [e for kernel in data.get("kernels", []) for e in kernel.get("evidence", [])]
 
     def profile(self, path: str, device: str, target: str) -> tuple[list[dict], list[dict], dict, str]:
         """Findings, evidence, the roofline bound (when known) and a one-line note."""

@@ -31,7 +31,7 @@ LOC_DEF = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
 # %offs_m_3 = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #blocked> loc(#loc54)
 OP_LINE = re.compile(r"^\s*(?:(?P<res>%[-\w#:, %]+?)\s*=\s*)?(?P<name>\"[\w.]+\"|[a-z_]\w*\.[\w.]+)")
 # ... : tensor<128xf32> loc(#loc12)      or      } loc("k.py":3:1)
-TRAIL_LOC = re.compile(r"\s*loc\((#loc\d*|.*)\)\s*$")
+TRAIL_LOC = re.compile(r"\s*\bloc\((#loc\d*|.*)\)\s*$")
 # "/tmp/k.py":17:27
 FILE_LINE_COL = re.compile(r'"([^"]+)":(\d+):(\d+)')
 # loc("acc"(#loc3))  -> the Python variable name "acc"
@@ -138,7 +138,8 @@ def parse_mlir_ops(text: str) -> list[IROp]:
             stack.append(len(pending) - 1)
     ops = []
     for index, p in enumerate(pending):
-        expanded = resolve_loc(p.pop("loc"), aliases) if p.get("loc") else ""
+        loc = p.pop("loc")
+        expanded = resolve_loc(loc, aliases) if loc else ""
         frames = tuple((f, int(ln), int(c)) for f, ln, c in FILE_LINE_COL.findall(expanded))
         names = LOC_NAME.findall(expanded)
         ops.append(IROp(index=index, location=user_location(frames), frames=frames, var=names[-1] if names else None, **p))
