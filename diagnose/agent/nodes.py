@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 
 from diagnose.agent import policy
 from diagnose.agent.state import LEVELS, Context, State
+from diagnose.errors import DiagnoseError
 
 
 def step(level: str, action: str, reason: str) -> dict:
@@ -40,15 +41,26 @@ def profile(state: State, runtime: Runtime[Context]) -> dict:
             "trace": [step("profile", "roofline and bottleneck", note)]}
 
 
+def unavailable(level: str, index: int, action: str, error: DiagnoseError) -> dict:
+    """A level whose toolchain is missing here: say so in the trace and let the policy go on."""
+    return {"level": index, "trace": [step(level, action, f"not available here: {error}")]}
+
+
 def inspect_ir(state: State, runtime: Runtime[Context]) -> dict:
-    evidence = runtime.context.tools.inspect(state["base"], state["target"], deep=False)
+    try:
+        evidence = runtime.context.tools.inspect(state["base"], state["target"], deep=False)
+    except DiagnoseError as error:
+        return unavailable("ir", 2, f"compile offline for {state['target']}", error)
     missed = sum(e["kind"] == "missed" for e in evidence)
     return {"evidence": evidence, "level": 2,
             "trace": [step("ir", f"compile offline for {state['target']}", f"{len(evidence)} facts, {missed} missed")]}
 
 
 def analyze_passes(state: State, runtime: Runtime[Context]) -> dict:
-    evidence = runtime.context.tools.inspect(state["base"], state["target"], deep=True)
+    try:
+        evidence = runtime.context.tools.inspect(state["base"], state["target"], deep=True)
+    except DiagnoseError as error:
+        return unavailable("passes", 3, "controlled recompiles and pass timeline", error)
     effects = [e for e in evidence if e["name"] == "OptionEffect"]
     return {"evidence": [e for e in evidence if e["stage"] == "pass"], "level": 3,
             "trace": [step("passes", "controlled recompiles and pass timeline", f"{len(effects)} option effects")]}
