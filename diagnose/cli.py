@@ -266,6 +266,15 @@ def report(
     raise typer.Exit(EXIT_OK)
 
 
+@app.command()
+def lsp():
+    """Language server for editors (LSP over stdio)."""
+    from diagnose.lsp import main as lsp_main
+
+    # Pass no arguments: the server's own parser would otherwise read `lsp` from sys.argv.
+    raise typer.Exit(lsp_main([]))
+
+
 toolchain_app = typer.Typer(no_args_is_help=True, help="Toolchains in their own environments (triton-ascend).")
 app.add_typer(toolchain_app, name="toolchain")
 

@@ -1,1 +1,15 @@
-"""lsp"""
+"""The language server: `diagnose lsp` (or `python -m diagnose.lsp`) over stdio.
+
+A thin adapter over the code the command line uses: triage findings as diagnostics on open and on
+change, IR facts from `diagnose inspect` on save and on hover, suppression (and, once they exist,
+rewrite) quick fixes, and a `diagnose.optimize` command. Modules: `server` (state and startup),
+`lifecycle`, `diagnostics`, `hover`, `code_actions`, `optimize` (one LSP feature each), and the
+pure helpers they share: `settings`, `convert`, `ir_facts`, `fixes`, `rule_docs`.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start the server (imports pygls only when called, so `diagnose --help` stays fast)."""
+    from diagnose.lsp.server import main as serve
+
+    return serve(argv)

@@ -1,0 +1,154 @@
+"""Quick fixes for triage findings, as plain edits the code-action handler turns into WorkspaceEdits.
+
+Two kinds:
+- rewrites from `diagnose.rewrite` (a `Rewrite` whose `codes` list the finding's code, whose
+  precondition holds on the document): applied as the line edits that turn the document into the
+  rewritten source; labelled unsafe, and never preferred, when the rewrite may change numerics.
+  `rewrites_for` is the seam to the rewrite table; `candidate_fix` does the same for a rewritten
+  kernel (`Candidate`) that comes from elsewhere (the agent).
+- the suppression that always exists: a `# diagnose: ignore[CODE]` comment on the finding's line,
+  which triage honours.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import tokenize
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import TYPE_CHECKING, Literal
+
+from diagnose.records import Candidate, Finding
+from diagnose.triage.engine import SUPPRESSION
+
+if TYPE_CHECKING:
+    from diagnose.rewrite.rewrite import Rewrite, RewriteContext
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """Replace the characters [start_col, end_col) from `start_line` to `end_line` (0-based) by `text`."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    edits: tuple[LineEdit, ...]
+    safety: Literal["safe", "unsafe"] = "safe"
+    preferred: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.title} (unsafe: changes numerics)" if self.safety == "unsafe" else self.title
+
+
+def rewrite_fixes(finding: Finding, source: str, path: str, target: str) -> list[Fix]:
+    """The rewrites that answer `finding` and apply to `source`, as edits."""
+    rewrites = rewrites_for(finding.code)
+    if not rewrites:
+        return []
+    from diagnose.errors import DiagnoseError
+    from diagnose.rewrite.rewrite import RewriteContext
+    from diagnose.targets import lookup
+
+    try:
+        ctx = RewriteContext(source=source, path=path, target=lookup(target), findings=(finding,))
+    except DiagnoseError:  # a triage target the rewrites do not know
+        return []
+    fixes = [rewrite_fix(rewrite(), ctx) for rewrite in rewrites]
+    return [f for f in fixes if f is not None]
+
+
+def rewrites_for(code: str) -> list[type[Rewrite]]:
+    """Rewrites whose `codes` include `code`. `diagnose.rewrite` has no table of rewrites yet; once
+    it has one, this is `[r for r in TABLE.values() if code in r.codes]`."""
+    return []
+
+
+def rewrite_fix(rewrite: Rewrite, ctx: RewriteContext) -> Fix | None:
+    """The rewrite as a fix when its precondition holds; a rewrite that fails is logged and skipped."""
+    from diagnose.rewrite.rewrite import NotApplicable
+
+    try:
+        new = rewrite.apply(ctx)
+    except NotApplicable:
+        return None
+    except Exception as err:  # noqa: BLE001 - a broken rewrite must not take the code actions with it
+        log.warning("rewrite %s failed on %s: %s", rewrite.id, ctx.path, err)
+        return None
+    return source_fix(rewrite.title, ctx.source, new, rewrite.safety)
+
+
+def candidate_fix(candidate: Candidate, source: str) -> Fix | None:
+    """A rewritten kernel from elsewhere (the agent) as a fix."""
+    made_by = f" ({', '.join(candidate.made_by)})" if candidate.made_by else ""
+    return source_fix(f"Apply rewrite {candidate.id}{made_by}", source, candidate.source, candidate.safety)
+
+
+def source_fix(title: str, old: str, new: str, safety: Literal["safe", "unsafe"]) -> Fix | None:
+    """The smallest line edits from `old` to `new`; None when they are the same."""
+    edits = line_edits(old, new)
+    if not edits:
+        return None
+    return Fix(title, edits, safety, preferred=safety == "safe")
+
+
+def line_edits(old: str, new: str) -> tuple[LineEdit, ...]:
+    """Whole-line replacements that turn `old` into `new`."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    edits = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            edits.append(LineEdit(i1, 0, i2, 0, "".join(b[j1:j2])))
+    return tuple(edits)
+
+
+def suppression_fix(code: str, source: str, line: int) -> Fix | None:
+    """`# diagnose: ignore[CODE]` on 0-based `line`, or None where a comment cannot go.
+
+    An existing `ignore[...]` on the line gets the code added; a line continued with a backslash
+    cannot take a comment, and neither can a line that ends inside a multi-line string (the comment
+    would become part of the string).
+    """
+    if code == "TRI000":  # a syntax error is fixed, not silenced
+        return None
+    lines = source.splitlines()
+    if not 0 <= line < len(lines):
+        return None
+    text = lines[line]
+    match = SUPPRESSION.search(text)
+    if match:
+        listed = [c.strip() for c in (match.group("codes") or "").split(",") if c.strip()]
+        if match.group("codes") is None or code in {c.upper() for c in listed}:
+            return None
+        edit = LineEdit(line, match.start(), line, match.end(), f"# diagnose: ignore[{', '.join(listed + [code])}]")
+    else:
+        body = text.rstrip()
+        if body.endswith("\\") or not body:
+            return None
+        edit = LineEdit(line, len(body), line, len(text), f"  # diagnose: ignore[{code}]")
+    if _ends_inside_token(source, line + 1):
+        return None
+    return Fix(f"Suppress {code} on this line", (edit,))
+
+
+def _ends_inside_token(source: str, line: int) -> bool:
+    """Whether 1-based `line` ends inside a token that goes on to the next line (a string)."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.start[0] > line:
+                return False
+            if token.start[0] <= line < token.end[0]:
+                return True
+    except (tokenize.TokenError, SyntaxError):  # a broken file: nothing to tell, the comment is offered
+        return False
+    return False
