@@ -267,6 +267,27 @@ def report(
 
 
 @app.command()
+@one_line_errors
+def profile(
+    task: Path = typer.Argument(..., help="Task file."),
+    device: str = typer.Option("cuda", "--device", help="cuda, or cpu (static estimate only)."),
+    ncu: bool = typer.Option(False, "--ncu", help="Read hardware counters with Nsight Compute."),
+    target: Optional[str] = typer.Option(None, "--target", help="Target whose limits to use (default: the device's)."),
+    plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write the roofline plot (PNG, SVG) here."),
+    group: Optional[List[str]] = typer.Option(None, "--group", help="Input group(s) to use."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+):
+    """Roofline position, bottleneck classification and evidence (L1)."""
+    from diagnose.profiling.cli import profile_command
+
+    code, text = profile_command(str(task), device=device, ncu=ncu, target=target,
+                                 plot_dir=str(plot_dir) if plot_dir else None,
+                                 fmt="json" if as_json else "text", groups=group or None)
+    typer.echo(text, nl=False)
+    raise typer.Exit(code)
+
+
+@app.command()
 def lsp():
     """Language server for editors (LSP over stdio)."""
     from diagnose.lsp import main as lsp_main

@@ -50,7 +50,21 @@ class Tools:
 
     def profile(self, path: str, device: str, target: str) -> tuple[list[dict], list[dict], dict, str]:
         """Findings, evidence, the roofline bound (when known) and a one-line note."""
-        return [], [], {}, "profiling layer not available yet"
+        from diagnose.profiling.profile import ProfileOptions, profile_task
+
+        if target.startswith("ascend"):
+            return [], [], {}, "no NPU here: Ascend profiling needs torch_npu and a device"
+        result = profile_task(path, ProfileOptions(device=device, target=target))
+        findings = [f.to_dict() for _, group_findings in result.findings for f in group_findings]
+        evidence = [e.to_dict() for e in result.evidence]
+        roofline, note = {}, "not timed: static estimate only" if not result.timed else ""
+        candidate = [p for p in result.positions if p.variant == "candidate"]
+        if candidate:
+            first = candidate[0]
+            roofline = {"bound_ms": first.bound_s * 1e3, "group": first.group}
+            note = f"{first.fraction:.0%} of the roofline bound on {first.group} ({first.regime})"
+        codes = sorted({f["code"] for f in findings})
+        return findings, evidence, roofline, f"{note}; findings: {', '.join(codes) or 'none'}"
 
     def propose(self, task: str, base: str, findings: list[dict], evidence: list[dict], target: str,
                 tried: list[str]) -> list[dict]:
