@@ -268,6 +268,26 @@ def report(
 
 @app.command()
 @one_line_errors
+def rewrite(
+    task: Path = typer.Argument(..., help="Task file."),
+    apply: Optional[List[str]] = typer.Option(None, "--apply", help="Rewrite ids or finding codes (comma-separated)."),
+    write: bool = typer.Option(False, "--write", help="Write over the input file instead of next to it."),
+    target: str = typer.Option("cuda:sm90", "--target", help="Target for preconditions and the config search."),
+    device: str = typer.Option("cpu", "--device", help="Where the candidate is verified (and timed, on a device)."),
+    list_only: bool = typer.Option(False, "--list", help="Show which rewrites apply and why, change nothing."),
+):
+    """Apply evidence-backed rewrites; the verified result goes next to the input with its diff."""
+    from diagnose.rewrite import rewrite_command
+
+    code, text = rewrite_command(str(task), apply=split_codes(apply), write=write, target=target, device=device,
+                                 list_only=list_only)
+    if text:
+        typer.echo(text)
+    raise typer.Exit(code)
+
+
+@app.command()
+@one_line_errors
 def profile(
     task: Path = typer.Argument(..., help="Task file."),
     device: str = typer.Option("cuda", "--device", help="cuda, or cpu (static estimate only)."),

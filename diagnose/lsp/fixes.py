@@ -64,14 +64,15 @@ def rewrite_fixes(finding: Finding, source: str, path: str, target: str) -> list
         ctx = RewriteContext(source=source, path=path, target=lookup(target), findings=(finding,))
     except DiagnoseError:  # a triage target the rewrites do not know
         return []
-    fixes = [rewrite_fix(rewrite(), ctx) for rewrite in rewrites]
+    fixes = [rewrite_fix(rewrite, ctx) for rewrite in rewrites]
     return [f for f in fixes if f is not None]
 
 
-def rewrites_for(code: str) -> list[type[Rewrite]]:
-    """Rewrites whose `codes` include `code`. `diagnose.rewrite` has no table of rewrites yet; once
-    it has one, this is `[r for r in TABLE.values() if code in r.codes]`."""
-    return []
+def rewrites_for(code: str) -> list[Rewrite]:
+    """The rewrites of the central table (`diagnose/rewrite/table.py`) that answer finding `code`."""
+    from diagnose.rewrite import table
+
+    return [table.REWRITES[rewrite_id] for rewrite_id in table.rewrites_for(code)]
 
 
 def rewrite_fix(rewrite: Rewrite, ctx: RewriteContext) -> Fix | None:

@@ -90,7 +90,7 @@ def test_rewrites_for_the_finding_become_fixes(monkeypatch):
         def transform(self, ctx, plan):
             raise ValueError("bug in the rewrite")
 
-    monkeypatch.setattr(fixes, "rewrites_for", lambda code: [BiggerBlock, Broken] if code == "TRI001" else [])
+    monkeypatch.setattr(fixes, "rewrites_for", lambda code: [BiggerBlock(), Broken()] if code == "TRI001" else [])
     (finding,) = [f for f in triage_source(KERNEL, "k.py") if f.code == "TRI001"]
     (fix,) = fixes.rewrite_fixes(finding, KERNEL, "k.py", "cuda:sm90")  # the broken one is skipped
     assert fix.title == "Use BLOCK_SIZE = 1024" and fix.preferred

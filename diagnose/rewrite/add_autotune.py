@@ -1,0 +1,197 @@
+"""add-autotune: `@triton.autotune` over block sizes, warps and stages, keyed on the problem's sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from diagnose.rewrite import retune_launch, wgmma_tiles
+from diagnose.rewrite.launch_values import slots
+from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.source import (
+    Kernel, LaunchSite, calls, code, drop_keyword, insert_before, kernels, literal_binding, module_names,
+    model_forward, names, pointer_params, replace, resolve_grid, sites_of, statements, unique_name, walk,
+)
+
+MAX_CONFIGS = 6
+BENCH = '''
+def {name}(kernel_call, quantiles):
+    """Triton's benchmarker on a device; the interpreter has none, so there each config just runs once."""
+    if triton.knobs.runtime.interpret:
+        kernel_call()
+        return [0.0, 0.0, 0.0]
+    return triton.runtime.driver.active.get_benchmarker()(kernel_call, quantiles=quantiles)
+'''
+
+
+@dataclass(frozen=True)
+class AutotunePlan:
+    kernel: Kernel
+    site: LaunchSite
+    tuned: tuple[str, ...]           # the constexprs the configs set
+    options: tuple[str, ...]         # num_warps / num_stages the configs set
+    key: tuple[str, ...]
+    space: tuple[dict, ...]
+
+
+class AddAutotune(Rewrite):
+    """## What it changes
+    The kernel gets `@triton.autotune(configs=[triton.Config({...}, num_warps=..., num_stages=...)],
+    key=[sizes])`: the configs are the launch-config search's survivors (IR-pruned, best estimate
+    first), the key the integer arguments that bound masks and loops (the problem's sizes, so a new
+    shape is tuned again, strides excluded). The launch stops passing the tuned constexprs and
+    options, and its grid becomes `lambda meta: ...` with each tuned host name read from `meta`.
+    A small `do_bench` helper, added before `ModelNew`, uses Triton's benchmarker on a device and
+    just runs each config once in the interpreter, where nothing can be timed.
+
+    ## When it is valid
+    As for `retune-launch` / `wgmma-tiles` (every access masked, so every config computes the same
+    result; the tuned values set once on the host), plus: the kernel has no atomics (autotuning
+    runs it several times on the same outputs) and is not autotuned yet; the grid is a tuple or a
+    name bound once to one; the tuned host names are used only by the grid and the launch.
+
+    ## Why it is faster
+    The best block size depends on the shape and the device; autotuning measures the candidates on
+    the real device for every new key instead of trusting one static choice.
+
+    ## Safety
+    Safe: every config computes the same values (block sizes change only the reduction order).
+
+    ## Answers
+    TRI001, TRI005, TRI006 (like the retunes), TRI024 (autotune-empty-key) by construction.
+
+    ## References
+    notes/triton-internals.md section 8 (autotune configs); Triton `triton.autotune`.
+    """
+
+    id = "add-autotune"
+    title = "Add @triton.autotune over the launch-config search's survivors, keyed on the sizes"
+    codes = ("TRI001", "TRI005", "TRI006", "TRI024")
+    conflicts = ("retune-launch", "wgmma-tiles")
+    tunable = True
+
+    def precondition(self, ctx: RewriteContext) -> Precondition:
+        reasons = []
+        for kernel in kernels(ctx.module).values():
+            plan = _plan(ctx, kernel)
+            if isinstance(plan, AutotunePlan):
+                return Precondition.yes(f"{kernel.name}: tune {', '.join(plan.tuned + plan.options)} keyed on "
+                                        f"{', '.join(plan.key)}", (kernel.name,), plan)
+            if plan:
+                reasons.append(f"{kernel.name}: {plan}")
+        return Precondition.no("; ".join(reasons) or "no launched kernel with block sizes to tune")
+
+    def search_space(self, ctx: RewriteContext, plan: AutotunePlan) -> list[dict[str, Any]]:
+        return list(plan.space)
+
+    def transform(self, ctx: RewriteContext, plan: AutotunePlan) -> str:
+        configs = ctx.param("configs") or list(plan.space[:MAX_CONFIGS])
+        taken = module_names(ctx.module)
+        bench = unique_name(taken, "_autotune_bench")
+        lines = []
+        for values in configs:
+            constexprs = ", ".join(f'"{k}": {int(v)}' for k, v in values.items() if k in plan.tuned)
+            options = "".join(f", {k}={int(v)}" for k, v in values.items() if k in ("num_warps", "num_stages"))
+            lines.append(f"triton.Config({{{constexprs}}}{options})")
+        key = ", ".join(f'"{k}"' for k in plan.key)
+        decorator = cst.Decorator(cst.parse_expression(
+            "triton.autotune(\n    configs=[\n" + "".join(f"        {line},\n" for line in lines)
+            + f"    ],\n    key=[{key}],\n    do_bench={bench},\n)"))
+        node = plan.kernel.node
+        new_kernel = node.with_changes(decorators=[decorator, *node.decorators])
+        forward = model_forward(ctx.module)
+        grid, grid_statement = resolve_grid(forward, plan.site)
+        found = slots(ctx.module, plan.kernel, plan.site, plan.tuned)
+        host_names = {s.host_name: p for p, s in found.items() if s.kind == "host"}
+        meta = unique_name(names(forward), "meta")
+        lambda_grid = cst.parse_expression(f"lambda {meta}: {_meta_grid(grid, host_names, meta)}")
+        call = plan.site.call
+        for param in (*plan.tuned, *plan.options):
+            call = drop_keyword(call, param)
+        mapping: dict = {node: new_kernel}
+        if grid_statement is not None:
+            mapping[grid] = lambda_grid
+            mapping[plan.site.call] = call
+        else:
+            mapping[plan.site.call] = call.with_changes(func=call.func.with_changes(
+                slice=[cst.SubscriptElement(cst.Index(lambda_grid))]))
+        for host in host_names:  # `BLOCK_SIZE = 128` is now the autotuner's business
+            binding = literal_binding(forward, host)
+            if binding is not None and isinstance(binding.statement.body[0].targets[0].target, cst.Name):
+                mapping[binding.statement] = cst.RemoveFromParent()
+        module = replace(ctx.module, mapping)
+        # the decorator reads the helper when the kernel is defined: it goes right above the kernel
+        anchor = next(n for n in module.body if isinstance(n, cst.FunctionDef) and n.name.value == plan.kernel.name)
+        return insert_before(module, anchor, statements(BENCH.format(name=bench))).code
+
+
+def _meta_grid(grid: cst.BaseExpression, host_names: dict[str, str], meta: str) -> str:
+    class Sub(cst.CSTTransformer):
+        def leave_Name(self, original_node, updated_node):
+            param = host_names.get(updated_node.value)
+            return cst.parse_expression(f'{meta}["{param}"]') if param else updated_node
+
+    return code(grid.visit(Sub()))
+
+
+def size_arguments(kernel: Kernel) -> list[str]:
+    """Integer arguments that bound a mask comparison or a loop: the problem's sizes."""
+    pointers = set(pointer_params(kernel))
+    found = set()
+    for node in walk(kernel.node.body):
+        if isinstance(node, cst.Comparison):
+            for c in node.comparisons:
+                found |= names(c.comparator)
+        if isinstance(node, cst.For) and isinstance(node.iter, cst.Call):
+            found |= names(node.iter)
+    return [p for p in kernel.params if p in found and p not in pointers and p not in kernel.constexprs]
+
+
+def _plan(ctx: RewriteContext, kernel: Kernel) -> AutotunePlan | str | None:
+    if not sites_of(ctx.module, kernel.name):
+        return None
+    if kernel.autotuned:
+        return "already autotuned"
+    if calls(kernel.node.body, *[f"atomic_{op}" for op in ("add", "max", "min", "and", "or", "xor", "xchg", "cas")]):
+        return "has atomics (autotuning reruns it on the same outputs)"
+    if "triton" not in module_names(ctx.module):
+        return "the module does not import triton"
+    if calls(kernel.node.body, "dot"):
+        base = wgmma_tiles.WgmmaTiles()
+    else:
+        base = retune_launch.RetuneLaunch()
+    pre = base.precondition(ctx)
+    if not pre.holds or pre.kernels != (kernel.name,):
+        return pre.reason if not pre.holds else None
+    space = base.search_space(ctx, pre.plan)
+    tuned = tuple(k for k in space[0] if k not in ("num_warps", "num_stages"))
+    options = tuple(k for k in space[0] if k in ("num_warps", "num_stages"))
+    site = sites_of(ctx.module, kernel.name)[0]
+    found = slots(ctx.module, kernel, site, tuned)
+    if isinstance(found, str):
+        return found
+    forward = model_forward(ctx.module)
+    grid, _ = resolve_grid(forward, site)
+    reads = _reads(code(forward))
+    for param, slot in found.items():
+        if slot.kind == "host":
+            # read by the launch and the grid only: nothing else may depend on the tuned value
+            if reads.get(slot.host_name, 0) - _reads(code(grid)).get(slot.host_name, 0) > 1:
+                return f"{slot.host_name} is used beyond the grid and the launch"
+    key = size_arguments(kernel)
+    if not key:
+        return "no size argument to key the tuning on"
+    return AutotunePlan(kernel, site, tuned, options, tuple(key), tuple(space))
+
+
+def _reads(text: str) -> dict[str, int]:
+    import ast
+    import textwrap
+
+    out: dict[str, int] = {}
+    for n in ast.walk(ast.parse(textwrap.dedent(text).strip())):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out[n.id] = out.get(n.id, 0) + 1
+    return out

@@ -1,0 +1,103 @@
+"""What a matmul kernel's tiles are, read from its `tl.dot` and the loads that feed it.
+
+`dot_tiles(kernel)` follows `acc += tl.dot(a, b)` back to `a = tl.load(<ptr>)` and `b = tl.load(...)`
+(through at most one pointer variable, `a_ptrs = a_ptr + ...`). In `a`'s pointer, the index used
+as rows (`offs_m[:, None]`) and as columns (`offs_k[None, :]`) are names bound to expressions with
+`tl.arange(0, BLOCK_M)` and `tl.arange(0, BLOCK_K)`: that gives the M and K tile constexprs; `b`'s
+pointer gives K and N. Nothing depends on what the names are called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from diagnose.rewrite.source import Kernel, calls, dotted, simple_assignment, walk
+
+
+@dataclass(frozen=True)
+class DotTiles:
+    """The M, N, K tile constexprs of a kernel's main `tl.dot`, and the loop it runs in."""
+
+    m: str
+    n: str
+    k: str
+    dot: cst.Call
+    loop: cst.For | None
+
+
+def assignments(kernel: Kernel) -> dict[str, list[cst.BaseExpression]]:
+    """Every `name = value` in the kernel, at any depth, by name."""
+    out: dict[str, list[cst.BaseExpression]] = {}
+    for node in walk(kernel.node.body):
+        target, value = simple_assignment(node)
+        if target is not None:
+            out.setdefault(target, []).append(value)
+    return out
+
+
+def arange_sizes(kernel: Kernel) -> dict[str, str]:
+    """Names bound to an expression with `tl.arange(0, C)` for a constexpr C -> C."""
+    out = {}
+    for name, values in assignments(kernel).items():
+        for value in values:
+            for call in calls(value, "arange"):
+                size = dotted(call.args[1].value) if len(call.args) == 2 else None
+                if size in kernel.constexprs:
+                    out[name] = size
+    return out
+
+
+def _axis_names(pointer: cst.BaseExpression) -> tuple[set[str], set[str]]:
+    """Names indexed as rows (`x[:, None]`) and as columns (`x[None, :]`) in a pointer expression."""
+    rows, cols = set(), set()
+    for node in walk(pointer):
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 2:
+            first, second = (s.slice for s in node.slice)
+            if isinstance(first, cst.Slice) and isinstance(second, cst.Index) and dotted(second.value) == "None":
+                rows.add(node.value.value)
+            if isinstance(second, cst.Slice) and isinstance(first, cst.Index) and dotted(first.value) == "None":
+                cols.add(node.value.value)
+    return rows, cols
+
+
+def _operand_pointer(kernel: Kernel, operand: cst.BaseExpression, bound: dict) -> cst.BaseExpression | None:
+    if isinstance(operand, cst.Name) and operand.value in bound and len(bound[operand.value]) == 1:
+        operand = bound[operand.value][0]
+    loads = calls(operand, "load")
+    if len(loads) != 1 or not loads[0].args:
+        return None
+    pointer = loads[0].args[0].value
+    if isinstance(pointer, cst.Name) and pointer.value in bound:
+        values = bound[pointer.value]
+        pointer = values[0] if values else pointer  # `a_ptrs = base + ...`, later `a_ptrs += step`
+    return pointer
+
+
+def dot_tiles(kernel: Kernel) -> DotTiles | None:
+    dots = calls(kernel.node.body, "dot")
+    if not dots:
+        return None
+    dot = dots[0]
+    if len(dot.args) < 2:
+        return None
+    bound = assignments(kernel)
+    sizes = arange_sizes(kernel)
+    a = _operand_pointer(kernel, dot.args[0].value, bound)
+    b = _operand_pointer(kernel, dot.args[1].value, bound)
+    if a is None or b is None:
+        return None
+    a_rows, a_cols = _axis_names(a)
+    b_rows, b_cols = _axis_names(b)
+
+    def size(found: set[str]) -> str | None:
+        tiles = {sizes[n] for n in found if n in sizes}
+        return tiles.pop() if len(tiles) == 1 else None
+
+    m, k, k2, n = size(a_rows), size(a_cols), size(b_rows), size(b_cols)
+    if None in (m, n, k) or k != k2:
+        return None
+    loop = next((node for node in walk(kernel.node.body) if isinstance(node, cst.For)
+                 and any(c is dot for c in walk(node.body))), None)
+    return DotTiles(m, n, k, dot, loop)

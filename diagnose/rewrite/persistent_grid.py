@@ -1,0 +1,156 @@
+"""persistent-grid: one program per SM (Ascend: per core) looping over the blocks, grid-stride."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.source import (
+    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, insert_before_class, kernels, launch_sites,
+    model_forward, module_names, pointer_params, program_id_names, replace, resolve_grid, same, simple_assignment,
+    sites_of, statement, statements, unique_name, walk,
+)
+
+HELPER = '''
+def {name}(device, fallback={fallback}):
+    """Programs a persistent kernel launches: one per SM on CUDA, one per {npu_unit} core on Ascend."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    if device.type == "npu":
+        from triton.runtime import driver
+
+        return driver.active.utils.get_device_properties(device.index or 0)["{npu_key}"]
+    return fallback  # the target's count, where the device cannot be asked (the interpreter, meta tensors)
+'''
+
+
+@dataclass(frozen=True)
+class PersistentPlan:
+    kernel: Kernel
+    site: LaunchSite
+    pid: cst.SimpleStatementLine
+    blocks: tuple[str, str]           # (extent param, block constexpr): the kernel counts its blocks
+    grid: cst.BaseExpression
+    grid_statement: cst.SimpleStatementLine | None
+    device_of: str
+
+
+class PersistentGrid(Rewrite):
+    """## What it changes
+    A kernel launched on a 1-D grid of `triton.cdiv(n, BLOCK)` programs, each taking its block from
+    `pid = tl.program_id(0)`, becomes persistent: the statements after that line move into
+    `for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):` and the grid
+    becomes `(min(triton.cdiv(n, BLOCK), cores),)`, with `cores` the SM count on CUDA and the vector
+    (or, for `tl.dot` kernels, AI) core count on Ascend, asked from the device by a helper added
+    before `ModelNew` (on CPU: the target's count).
+
+    ## When it is valid
+    Every block index in `[0, cdiv(n, BLOCK))` is still visited exactly once (program p takes p,
+    p + P, p + 2P, ...), and the body for one block is unchanged; required: the program id is bound
+    once at the kernel's top level and nothing else reads `tl.program_id`/`tl.num_programs`; no
+    `return` in the kernel; the grid's extent and block are passed to the kernel as arguments; the
+    block's results do not depend on which program computes it (no atomics on per-program slots).
+
+    ## Why it is faster
+    On Ascend, grid blocks bind to physical cores: a grid larger than the core count runs in rounds,
+    each paying launch and initialisation (R1), and a grid over 65535 does not launch at all (R2).
+    On GPUs it removes the tail of a multi-wave grid and the per-program setup.
+
+    ## Safety
+    Safe: each block computes what it computed.
+
+    ## Answers
+    ASC001 (grid-over-65535), ASC002 (grid-exceeds-core-count), TRI020 (grid-axis-over-limit).
+
+    ## References
+    notes/ascend.md R1-R2; Triton tutorial 09-persistent-matmul.
+    """
+
+    id = "persistent-grid"
+    title = "Persistent kernel: grid = core count, a grid-stride loop over the blocks"
+    codes = ("ASC001", "ASC002", "TRI020")
+
+    def precondition(self, ctx: RewriteContext) -> Precondition:
+        reasons = []
+        for kernel in kernels(ctx.module).values():
+            plan = _plan(ctx, kernel)
+            if isinstance(plan, PersistentPlan):
+                return Precondition.yes(f"{kernel.name}: one program per block of {plan.blocks[0]}", (kernel.name,), plan)
+            if plan:
+                reasons.append(f"{kernel.name}: {plan}")
+        return Precondition.no("; ".join(reasons) or "no kernel on a 1-D cdiv grid of program ids")
+
+    def transform(self, ctx: RewriteContext, plan: PersistentPlan) -> str:
+        kernel = plan.kernel
+        pid_name, _ = simple_assignment(plan.pid)
+        extent, block = plan.blocks
+        index = kernel.statements.index(plan.pid)
+        body = list(kernel.statements[index + 1:])
+        loop = statement(f"for {pid_name} in range(tl.program_id(0), tl.cdiv({extent}, {block}), tl.num_programs(0)):\n"
+                         "    pass\n")
+        loop = loop.with_changes(body=loop.body.with_changes(body=body), leading_lines=[
+            *plan.pid.leading_lines, cst.EmptyLine(comment=cst.Comment(
+                "# persistent: each program strides over the blocks, one program per core"))])
+        new_kernel = kernel.node.with_changes(body=kernel.node.body.with_changes(
+            body=[*kernel.statements[:index], loop]))
+        taken = module_names(ctx.module)
+        helper = unique_name(taken, "_core_count")
+        dot = bool(calls(kernel.node.body, "dot"))
+        fallback = ctx.target.sm_count if dot or not ctx.target.vector_cores else ctx.target.vector_cores
+        grid_axis = code(grid_elements(plan.grid)[0])
+        flat = cst.parse_expression(f"(min({grid_axis}, {helper}({plan.device_of}.device)),)")
+        mapping = {kernel.node: new_kernel}
+        if plan.grid_statement is not None:
+            mapping[plan.grid] = flat
+        else:
+            call = plan.site.call
+            mapping[call] = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(flat))]))
+        module = replace(ctx.module, mapping)
+        text = HELPER.format(name=helper, fallback=fallback, npu_unit="AI" if dot else "vector",
+                             npu_key="num_aicore" if dot else "num_vectorcore")
+        return insert_before_class(module, "ModelNew", statements(text)).code
+
+
+def _plan(ctx: RewriteContext, kernel: Kernel) -> PersistentPlan | str | None:
+    pids = program_id_names(kernel)
+    if list(pids.values()) != [0]:
+        return None
+    if "torch" not in module_names(ctx.module):
+        return "the module does not import torch (the core count helper needs it)"
+    if len(calls(kernel.node.body, "program_id")) != 1 or calls(kernel.node.body, "num_programs"):
+        return "reads tl.program_id / tl.num_programs more than once"
+    if any(isinstance(n, cst.Return) for n in walk(kernel.node.body)):
+        return "returns early"
+    if kernel.autotuned:
+        return "autotuned"
+    pid = next(s for s in kernel.statements if simple_assignment(s)[0] in pids)
+    sites = sites_of(ctx.module, kernel.name)
+    if len(sites) != 1:
+        return f"launched {len(sites)} times" if sites else None
+    site = sites[0]
+    forward = model_forward(ctx.module)
+    grid, grid_statement = resolve_grid(forward, site)
+    axes = grid_elements(grid)
+    if axes is None or len(axes) != 1:
+        return "the grid is not a 1-element tuple"
+    if grid_statement is not None and sum(1 for s in launch_sites(ctx.module)
+                                          if isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value) != 1:
+        return "the grid variable serves other launches"
+    parts = cdiv_parts(axes[0])
+    if parts is None:
+        return f"grid axis {code(axes[0])} is not triton.cdiv(extent, block)"
+    coupled = coupled_by_axis(kernel).get(0, set())
+    passed = []
+    for i, part in enumerate(parts):
+        matches = [p for p in kernel.params if site.value(kernel, p) is not None and same(site.value(kernel, p), part)]
+        preferred = [p for p in matches if p in coupled] if i == 1 else []
+        passed.append((preferred or matches or [None])[0])
+    if None in passed or passed[1] not in kernel.constexprs:
+        return "the grid's extent and block are not both kernel arguments"
+    pointers = [site.value(kernel, p) for p in pointer_params(kernel)]
+    device_of = next((v.value for v in pointers if isinstance(v, cst.Name)), None)
+    if device_of is None:
+        return "no tensor argument to ask the device from"
+    return PersistentPlan(kernel, site, pid, (passed[0], passed[1]), grid, grid_statement, device_of)

@@ -1,0 +1,326 @@
+"""The candidate pipeline: findings and evidence -> rewrites -> candidates -> verified, ranked results.
+
+`propose(task_path, findings, evidence, target)`:
+1. survey every rewrite of the table on the source: its precondition (source, and IR evidence where
+   it needs it) and which findings / evidence call for it;
+2. build candidates: each called-for rewrite alone, and the combination of every safe one in table
+   order (a rewrite whose precondition no longer holds on the combined source, or that conflicts
+   with one already applied, is skipped); tunable rewrites get their launch values from the
+   launch-config search (`search.py`); libcst keeps the formatting and every result must parse;
+3. compile each candidate and the original offline for the target and attach the estimated gain
+   (`predicted_gain`, a static estimate unless timed).
+Each `Candidate` carries its unified diff, the rewrites that made it, and the findings and IR
+evidence it answers (`CODE@file:line`).
+
+`evaluate(task_path, candidates, device, target)`: every candidate is written to the cache folder
+(`<cache>/rewrite/<task>-<hash>/<id>.py`, never over the user's file) and verified by the harness in
+worker processes against the ORIGINAL task's reference and inputs, with the original kernel as the
+initial baseline (timed only on a device). The result is sorted best first: passed before failed,
+then by measured speedup over the initial kernel on a device, else by the estimate; `pareto_front`
+keeps the candidates no other beats on both speed and safety.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import math
+import os
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from diagnose.errors import UsageError
+from diagnose.records import Candidate, Evidence, Finding, Verdict, evidence_from_dict, finding_from_dict
+from diagnose.rewrite import ranking
+from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.search import SearchOptions, SearchResult, compile_batch, search
+from diagnose.targets import DEFAULT_TARGET, lookup
+
+
+@dataclass(frozen=True)
+class Applicability:
+    """One rewrite surveyed on a source: its precondition and what calls for it."""
+
+    rewrite: Rewrite
+    precondition: Precondition
+    called_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Built:
+    """A source after a chain of rewrites, with what was searched and what was skipped."""
+
+    source: str
+    steps: tuple[str, ...]
+    searches: tuple[SearchResult, ...] = ()
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
+def where(path: str | None, line: int | None) -> str:
+    return f"{Path(path).name}:{line}" if path and line else (Path(path).name if path else "?")
+
+
+def called_by(rewrite: Rewrite, findings: Iterable[Finding], evidence: Iterable[Evidence]) -> tuple[str, ...]:
+    """The findings (by code) and missed IR evidence (by name) that this rewrite answers."""
+    out = [f"{f.code}@{where(f.location.path, f.location.line)}" for f in findings
+           if f.code in rewrite.codes or rewrite.id in f.rewrites]
+    out += [f"{e.name}@{where(e.location.path if e.location else None, e.location.line if e.location else None)}"
+            for e in evidence if rewrite.answers(e)]
+    return tuple(dict.fromkeys(out))
+
+
+def survey(ctx: RewriteContext) -> list[Applicability]:
+    """Every rewrite of the table, in order, with its precondition on `ctx`."""
+    from diagnose.rewrite.table import REWRITES
+
+    out = []
+    for rewrite in REWRITES.values():
+        pre = rewrite.check(ctx)
+        if rewrite.needs_ir and not ctx.evidence and not pre.holds:
+            pre = Precondition.no("needs IR evidence (compile offline first: the IR level)")
+        out.append(Applicability(rewrite, pre, called_by(rewrite, ctx.findings, ctx.evidence)))
+    return out
+
+
+def build(ctx: RewriteContext, ids: Iterable[str], options: SearchOptions | None) -> Built:
+    """Apply `ids` in table order, each on the previous result; tunables searched when `options`."""
+    from diagnose.rewrite.table import REWRITES
+
+    wanted = [i for i in REWRITES if i in set(ids)]
+    source, steps, searches, skipped = ctx.source, [], [], []
+    for rewrite_id in wanted:
+        rewrite = REWRITES[rewrite_id]
+        clash = next((s for s in steps if s in rewrite.conflicts or rewrite_id in REWRITES[s].conflicts), None)
+        if clash:
+            skipped.append((rewrite_id, f"conflicts with {clash}"))
+            continue
+        if rewrite.needs_ir and steps:
+            skipped.append((rewrite_id, "its IR evidence describes the original source, not the rewritten one"))
+            continue
+        step_ctx = ctx.with_source(source)
+        pre = rewrite.check(step_ctx)
+        if not pre.holds:
+            skipped.append((rewrite_id, pre.reason))
+            continue
+        params: dict[str, Any] = {}
+        if rewrite.tunable and options is not None:
+            result = search(rewrite, step_ctx, pre.plan, options)
+            searches.append(result)
+            params = chosen_params(rewrite, result)
+        try:
+            source = rewrite.apply(step_ctx.with_params(params))
+        except NotApplicable as exc:
+            skipped.append((rewrite_id, str(exc)))
+            continue
+        steps.append(rewrite_id)
+    return Built(source, tuple(steps), tuple(searches), tuple(skipped))
+
+
+def chosen_params(rewrite: Rewrite, result: SearchResult) -> dict[str, Any]:
+    """What a search result hands the rewrite: the best values, or (autotune) the ranked survivors."""
+    if rewrite.id == "add-autotune":
+        from diagnose.rewrite.add_autotune import MAX_CONFIGS
+
+        kept = sorted((t for t in result.trials if t.pruned is None),
+                      key=lambda t: t.seconds if t.seconds is not None else math.inf)
+        return {"configs": [dict(t.values) for t in kept[:MAX_CONFIGS]]} if kept else {}
+    return dict(result.chosen)
+
+
+def unified_diff(old: str, new: str, path: str) -> str:
+    name = Path(path).name
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=f"a/{name}", tofile=f"b/{output_name(name)}"))
+
+
+def output_name(name: str) -> str:
+    stem = name[:-3] if name.endswith(".py") else name
+    return f"{stem}.diagnose.py"
+
+
+def make_candidate(ctx: RewriteContext, built: Built, gain: float | None = None) -> Candidate:
+    from diagnose.rewrite.table import REWRITES
+
+    stem = Path(ctx.path).stem.replace(".", "_")
+    digest = hashlib.sha256(built.source.encode()).hexdigest()[:8]
+    rewrites = [REWRITES[s] for s in built.steps]
+    answers = tuple(dict.fromkeys(a for r in rewrites for a in called_by(r, ctx.findings, ctx.evidence)))
+    return Candidate(
+        id=f"{stem}-{'+'.join(built.steps)}-{digest}",
+        source=built.source,
+        diff=unified_diff(ctx.source, built.source, ctx.path),
+        made_by=built.steps,
+        safety="unsafe" if any(r.safety == "unsafe" for r in rewrites) else "safe",
+        answers=answers,
+        predicted_gain=gain,
+    )
+
+
+def as_findings(findings: Iterable[Finding | dict] | None, source: str, path: str, target: str) -> tuple[Finding, ...]:
+    if findings is None:
+        from diagnose.triage.cli import triage_source
+
+        return tuple(triage_source(source, path, target))
+    return tuple(f if isinstance(f, Finding) else finding_from_dict(f) for f in findings)
+
+
+def as_evidence(evidence: Iterable[Evidence | dict] | None) -> tuple[Evidence, ...]:
+    return tuple(e if isinstance(e, Evidence) else evidence_from_dict(e) for e in (evidence or ()))
+
+
+def context_for(task_path: str | Path, findings=None, evidence=None, target: str = DEFAULT_TARGET) -> RewriteContext:
+    path = Path(task_path)
+    if not path.is_file():
+        raise UsageError(f"{task_path}: no such file")
+    source = path.read_text(encoding="utf-8")
+    return RewriteContext(source, str(path), lookup(target), as_findings(findings, source, str(path), target),
+                          as_evidence(evidence))
+
+
+def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
+            evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, *,
+            search_configs: bool = True, estimate: bool = True, device: str = "cpu", workers: int | None = None,
+            llm: Any = None, ledger: Any = None) -> list[Candidate]:
+    """Candidates for the task at `task_path` that answer `findings` / `evidence` (see the module docstring).
+
+    `findings=None` triages the source here; dicts (`Finding.to_dict()`) are accepted, as the agent
+    keeps them. `llm` (an `LLMConfig`) adds the LLM proposer's candidates (their token counts go to
+    `ledger`, an `llm.TokenLedger`).
+    """
+    ctx = context_for(task_path, findings, evidence, target)
+    options = _search_options(task_path, device, workers) if search_configs else None
+    chosen = [a for a in survey(ctx) if a.precondition.holds and a.called_by]
+    chains: list[list[str]] = []
+    safe = [a.rewrite.id for a in chosen if a.rewrite.safety == "safe"]
+    if len(safe) > 1:
+        chains.append(safe)
+    chains += [[a.rewrite.id] for a in chosen]
+    built_all, seen = [], set()
+    for ids in chains:
+        built = build(ctx, ids, options)
+        if built.steps and built.source not in seen:
+            seen.add(built.source)
+            built_all.append(built)
+    gains = estimate_gains(ctx, [b.source for b in built_all], options) if estimate and built_all else {}
+    candidates = [make_candidate(ctx, b, gains.get(i)) for i, b in enumerate(built_all)]
+    if llm is not None:
+        from diagnose.rewrite.llm import llm_propose
+
+        proposal = llm_propose(task_path, ctx.findings, ctx.evidence, target, llm)
+        if ledger is not None:
+            ledger.add(proposal)
+        candidates += list(proposal.candidates)
+    return candidates
+
+
+def _search_options(task_path: str | Path, device: str, workers: int | None) -> SearchOptions:
+    from diagnose.ir.cache import cache_root
+
+    return SearchOptions(str(Path(task_path).resolve()), device=device, workers=workers,
+                         cache_root=str(cache_root().resolve()))
+
+
+def estimate_gains(ctx: RewriteContext, sources: list[str], options: SearchOptions | None) -> dict[int, float]:
+    """Estimated speedup of each source over the original (static estimate), by index; {} if none."""
+    if not ctx.target.can_compile_here or options is None:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="diagnose-estimate-") as folder:
+        stem = Path(ctx.path).stem.replace(".", "_")
+        paths = [str(Path(folder, f"{stem}_c{i:02d}.py")) for i in range(len(sources))]
+        base = str(Path(folder, f"{stem}_original.py"))
+        Path(base).write_text(ctx.source)
+        for path, text in zip(paths, sources):
+            Path(path).write_text(text)
+        results = compile_batch(options.task_path, [base, *paths], ctx.target, options.workers, options.cache_root)
+    if base not in results:
+        return {}
+    original = ranking.view(results[base], ctx.target)
+    out = {}
+    for i, path in enumerate(paths):
+        if path in results:
+            value = ranking.gain(original, ranking.view(results[path], ctx.target))
+            if value is not None:
+                out[i] = round(value, 3)
+    return out
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def candidate_folder(task_path: str | Path) -> Path:
+    """Where a task's candidates are written: the cache, never beside (or over) the user's file."""
+    from diagnose.ir.cache import cache_root
+
+    path = Path(task_path).resolve()
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
+    folder = cache_root() / "rewrite" / f"{path.stem}-{digest}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def write_candidate(task_path: str | Path, candidate: Candidate) -> Path:
+    path = candidate_folder(task_path) / f"{candidate.id}.py"
+    path.write_text(candidate.source, encoding="utf-8")
+    return path
+
+
+def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str = "cpu",
+             target: str = DEFAULT_TARGET, *, check: Any = None, parallel: int | None = None) -> list[tuple[Candidate, Verdict]]:
+    """Verify every candidate against the original task (correctness and anti-cheat, in workers), time
+    them on a device, and return them best first (see `rank`)."""
+    from diagnose.runtime.devices import require, timed
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    require(device)
+    lookup(target)
+    task_path = Path(task_path).resolve()
+    options = check or CheckOptions(device=device, initial=task_path)
+    candidates = list(candidates)
+    paths = [write_candidate(task_path, c) for c in candidates]
+
+    def one(path: Path) -> Verdict:
+        return verify(load_task(task_path, path), options)
+
+    if timed(device) or len(candidates) < 2:  # timings must not share the device
+        verdicts = [one(p) for p in paths]
+    else:
+        with ThreadPoolExecutor(max_workers=parallel or min(len(paths), os.cpu_count() or 1)) as pool:
+            verdicts = list(pool.map(one, paths))
+    return rank(list(zip(candidates, verdicts)))
+
+
+def speedup(verdict: Verdict) -> float | None:
+    """Geometric mean over groups of the measured speedup over the initial kernel (None: not timed)."""
+    values = [v for v in verdict.speedups("initial").values() if v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def score(candidate: Candidate, verdict: Verdict) -> tuple[float, str]:
+    """(value, how): the measured speedup where timed, else the estimate, else 0."""
+    measured = speedup(verdict)
+    if measured is not None:
+        return measured, "measured"
+    if candidate.predicted_gain is not None:
+        return candidate.predicted_gain, "estimate"
+    return 0.0, "none"
+
+
+def rank(results: list[tuple[Candidate, Verdict]]) -> list[tuple[Candidate, Verdict]]:
+    """Passed first, then faster (measured, else estimated), then safe before unsafe."""
+    return sorted(results, key=lambda r: (not r[1].passed, -score(*r)[0], r[0].safety != "safe"))
+
+
+def pareto_front(results: list[tuple[Candidate, Verdict]]) -> list[tuple[Candidate, Verdict]]:
+    """Passed candidates that no other passed candidate beats on speed and safety at once."""
+    passed = [r for r in results if r[1].passed]
+
+    def dominates(a, b) -> bool:
+        sa, sb = score(*a)[0], score(*b)[0]
+        safe_a, safe_b = a[0].safety == "safe", b[0].safety == "safe"
+        return sa >= sb and safe_a >= safe_b and (sa > sb or safe_a > safe_b)
+
+    return [r for r in passed if not any(dominates(o, r) for o in passed if o is not r)]

@@ -1,0 +1,206 @@
+"""Launch-config search: enumerate, prune on IR facts before running anything, then time or estimate.
+
+For a tunable rewrite (`retune-launch`, `wgmma-tiles`, `add-autotune`) and a source it applies to:
+
+1. **enumerate** the rewrite's `search_space` (block sizes, tile shapes, num_warps, num_stages) and
+   drop, before compiling, what cannot be good on the target: tiles whose A and B stages overflow
+   shared memory even at 2 bytes per element, and on sm_90 tiles that cannot use wgmma
+   (M per warpgroup below 64, fewer than 4 warps);
+2. **compile** every remaining configuration offline for the target (its whole rewritten task file,
+   launches captured on the device-sized input groups), in parallel: several `static_batch` workers
+   through `diagnose.runtime.call`;
+3. **prune on IR facts**: a compile error, register spills, shared memory over the target's limit,
+   the dot off the target's best engine when another configuration reaches it, more narrow global
+   accesses than the best configuration has;
+4. **rank** the survivors: timed with the harness where a device is here (`verify` on the device,
+   the candidate's median per group, the fastest `top_k` by estimate only); otherwise by the static
+   estimate (`ranking.py`), and the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from diagnose.rewrite import ranking
+from diagnose.rewrite.rewrite import NotApplicable, Rewrite, RewriteContext
+from diagnose.targets import Target
+
+ENTRY = "diagnose.rewrite.jobs:static_batch"
+TIMEOUT_S = 900.0
+TIMED_TOP_K = 4
+# Estimated times this close count as equal (the model's resolution, not the device's).
+ESTIMATE_TIE = 0.02
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One configuration: its values and what became of it."""
+
+    values: tuple[tuple[str, int], ...]
+    pruned: str | None = None
+    seconds: float | None = None
+    measured: bool = False
+
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.values)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The configuration chosen for one rewrite, every trial, and how they were ranked."""
+
+    rewrite: str
+    chosen: tuple[tuple[str, int], ...]
+    trials: tuple[Trial, ...]
+    ranked_by: str
+
+    def summary(self) -> str:
+        kept = sum(1 for t in self.trials if t.pruned is None)
+        return (f"{self.rewrite}: {len(self.trials)} configs, {kept} after IR pruning, ranked by {self.ranked_by}; "
+                f"chose {', '.join(f'{k}={v}' for k, v in self.chosen)}")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Where the task is (its reference), the device to time on, parallel workers, the cache."""
+
+    task_path: str
+    device: str = "cpu"
+    workers: int | None = None
+    cache_root: str | None = None
+    top_k: int = TIMED_TOP_K
+
+
+def static_prune(values: dict[str, int], target: Target) -> str | None:
+    """Why a configuration is not worth compiling on `target`, or None."""
+    tiles = [k for k in values if k not in ("num_warps", "num_stages", "GROUP_M")]
+    warps, stages = values.get("num_warps", 4), values.get("num_stages", 1)
+    if len(tiles) == 3:  # a dot's M, N, K
+        m, n, k = (values[t] for t in tiles)
+        shared = (m * k + k * n) * 2 * max(1, stages)
+        if target.backend != "npu" and shared > target.shared_per_block:
+            return f"A+B stages need {shared} B of shared memory, over {target.shared_per_block}"
+        if target.is_nvidia and int(target.arch) == 90 and (warps < 4 or m // max(1, warps // 4) < 64):
+            return "wgmma needs M >= 64 per warpgroup and 4+ warps"
+    return None
+
+
+def compile_batch(task_path: str, paths: list[str], target: Target, workers: int | None,
+                  cache_root: str | None) -> dict[str, dict]:
+    """`static_batch` over `paths`, split across parallel workers: path -> result."""
+    from diagnose.runtime import call
+
+    if not paths:
+        return {}
+    count = max(1, min(len(paths), workers or os.cpu_count() or 1))
+    chunks = [paths[i::count] for i in range(count)]
+
+    def run(chunk: list[str]) -> list[dict]:
+        payload = {"reference": str(Path(task_path).resolve()), "candidates": chunk, "target": target.name,
+                   "cache_root": cache_root, "groups": None}
+        result = call(ENTRY, payload, timeout_s=TIMEOUT_S, memory_limit=16 * 2**30)
+        if not result.ok:
+            return [{"path": p, "kernels": [], "errors": [f"{result.failure.kind}: {result.failure.message}"]}
+                    for p in chunk]
+        return result.value["results"]
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        out = {}
+        for results in pool.map(run, chunks):
+            out.update({r["path"]: r for r in results})
+    return out
+
+
+def ir_prune(views: dict[int, ranking.StaticView], target: Target) -> dict[int, str | None]:
+    """Why each compiled configuration is dropped (None: kept), comparing them with each other."""
+    reasons: dict[int, str | None] = {}
+    best = ranking.best_engine(target)
+    reaches_best = any(best in v.engines for v in views.values() if v.compiled)
+    fewest_narrow = min((v.narrow for v in views.values() if v.compiled), default=0)
+    for i, v in views.items():
+        if not v.compiled:
+            reasons[i] = "does not compile: " + (v.errors[0] if v.errors else "no launch captured")
+        elif v.spills:
+            reasons[i] = f"spills ({v.spills} B of spill stores)"
+        elif v.shared_over:
+            reasons[i] = "shared memory over the target's limit"
+        elif reaches_best and v.engines and best not in v.engines:
+            reasons[i] = f"tl.dot lowered to {'/'.join(v.engines)}, not {best}"
+        elif v.narrow > fewest_narrow:
+            reasons[i] = f"{v.narrow} narrow global accesses (another config has {fewest_narrow})"
+        else:
+            reasons[i] = None
+    return reasons
+
+
+def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOptions) -> SearchResult:
+    """Choose the launch values of `rewrite` on `ctx` (see the module docstring)."""
+    space = rewrite.search_space(ctx, plan)
+    if not space:
+        return SearchResult(rewrite.id, (), (), "nothing to search")
+    default = tuple(space[0].items())
+    if not ctx.target.can_compile_here:
+        return SearchResult(rewrite.id, default, (Trial(default),),
+                            f"the default ({ctx.target.name} does not compile here, so nothing was pruned or ranked)")
+    trials: list[Trial] = []
+    sources: dict[int, str] = {}
+    for i, values in enumerate(space):
+        why = static_prune(values, ctx.target)
+        if why is None:
+            try:
+                sources[i] = rewrite.apply(ctx.with_params(values))
+            except NotApplicable as exc:
+                why = str(exc)
+        trials.append(Trial(tuple(values.items()), pruned=why))
+    with tempfile.TemporaryDirectory(prefix="diagnose-search-") as folder:
+        stem = Path(ctx.path).stem.replace(".", "_")
+        paths = {}
+        for i, text in sources.items():
+            path = Path(folder, f"{stem}_cfg{i:02d}.py")
+            path.write_text(text)
+            paths[i] = str(path)
+        results = compile_batch(options.task_path, list(paths.values()), ctx.target, options.workers, options.cache_root)
+        views = {i: ranking.view(results[p], ctx.target) for i, p in paths.items() if p in results}
+        reasons = ir_prune(views, ctx.target)
+        for i, why in reasons.items():
+            trials[i] = Trial(trials[i].values, pruned=why, seconds=views[i].time())
+        survivors = [i for i, why in reasons.items() if why is None]
+        ranked_by = next((v.label for v in views.values()), ranking.ESTIMATE)
+        from diagnose.runtime.devices import available, timed
+
+        if survivors and timed(options.device) and available(options.device)[0]:
+            survivors = sorted(survivors, key=lambda i: trials[i].seconds or math.inf)[:options.top_k]
+            for i in survivors:
+                trials[i] = Trial(trials[i].values, seconds=_timed(options, paths[i]), measured=True)
+            ranked_by = f"time on {options.device} (harness medians; top {options.top_k} by estimate)"
+    if not survivors:
+        return SearchResult(rewrite.id, default, tuple(trials), "the default (no configuration survived pruning)")
+    return SearchResult(rewrite.id, trials[pick(trials, survivors)].values, tuple(trials), ranked_by)
+
+
+def pick(trials: list[Trial], survivors: list[int]) -> int:
+    """The fastest survivor; within `ESTIMATE_TIE` of it, an estimate cannot tell configurations apart,
+    so the earliest in the search space (the rewrite's preference order) wins."""
+    fastest = min(trials[i].seconds if trials[i].seconds is not None else math.inf for i in survivors)
+    tie = 0.0 if any(trials[i].measured for i in survivors) else ESTIMATE_TIE
+    return min(i for i in survivors if (trials[i].seconds if trials[i].seconds is not None else math.inf)
+               <= fastest * (1 + tie))
+
+
+def _timed(options: SearchOptions, path: str) -> float | None:
+    """Geometric mean of the candidate's median times over the device groups, from the harness."""
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    verdict = verify(load_task(options.task_path, path),
+                     CheckOptions(device=options.device, seeds=(0,), baselines=()))
+    medians = [t.median_ms for t in verdict.timings if t.variant == "candidate" and t.median_ms]
+    if not verdict.passed or not medians:
+        return math.inf
+    return math.exp(sum(math.log(m) for m in medians) / len(medians)) * 1e-3

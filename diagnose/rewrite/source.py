@@ -1,0 +1,655 @@
+"""Source helpers every rewrite shares: finding kernels and their launches, comparing and editing nodes.
+
+Matching is done on the syntax tree (libcst nodes, compared through Python's `ast` so that spacing
+and parentheses do not matter), never on the text of an example file. Edits replace nodes by
+identity, so libcst keeps every untouched byte (comments, spacing, continuation lines) as it was.
+
+Vocabulary:
+- a *kernel* is a top-level function decorated with `triton.jit` (maybe under `triton.autotune` /
+  `triton.heuristics`);
+- a *launch site* is a statement `kernel[grid](args...)` in `ModelNew.forward`, the host code that
+  decides block sizes and grids.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import libcst as cst
+
+TL = ("tl", "triton.language")
+# tl functions that read or write memory or have effects: never duplicated, moved or dropped.
+EFFECTS = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+           "atomic_xchg", "atomic_cas", "device_print", "device_assert", "debug_barrier", "inline_asm_elementwise",
+           "static_print", "static_assert")
+REDUCTIONS = ("sum", "max", "min", "reduce", "argmax", "argmin", "cumsum", "cumprod", "associative_scan", "xor_sum",
+              "dot", "dot_scaled", "sort", "histogram", "gather", "reshape", "view", "trans", "permute", "join",
+              "split", "interleave", "broadcast_to", "expand_dims", "cat", "flip")
+
+PURE_BUILTINS = ("float", "int", "bool", "min", "max", "abs", "len", "range", "round")
+
+_EMPTY = cst.Module(body=[])
+
+
+# ---------------------------------------------------------------- reading nodes
+
+
+def code(node: cst.CSTNode) -> str:
+    """The source text of a node, as libcst prints it (a block: its statements, unindented)."""
+    if isinstance(node, cst.IndentedBlock):
+        return "".join(_EMPTY.code_for_node(s) for s in node.body)
+    return _EMPTY.code_for_node(node)
+
+
+def _ast(text: str) -> ast.AST:
+    text = textwrap.dedent(text).strip()
+    try:
+        return ast.parse(text, mode="eval")
+    except SyntaxError:
+        return ast.parse(text)
+
+
+def norm(node: cst.CSTNode | str) -> str:
+    """A spacing- and parenthesis-free form of an expression or statement, for comparisons."""
+    return ast.dump(_ast(node if isinstance(node, str) else code(node)))
+
+
+def same(a: cst.CSTNode | str, b: cst.CSTNode | str) -> bool:
+    return norm(a) == norm(b)
+
+
+def names(node: cst.CSTNode | str) -> set[str]:
+    """Every name an expression or statement mentions (read or written), attributes excluded."""
+    tree = _ast(node if isinstance(node, str) else code(node))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def read_names(node: cst.CSTNode | str) -> set[str]:
+    """Names an expression or statement reads (an augmented assignment reads its target too)."""
+    tree = _ast(node if isinstance(node, str) else code(node))
+    out = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    out |= {n.target.id for n in ast.walk(tree) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    return out
+
+
+def dotted(node: cst.CSTNode) -> str | None:
+    """`tl.program_id` for an attribute chain of names, None for anything else."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def tl_name(node: cst.CSTNode) -> str | None:
+    """`load` for a call target `tl.load` / `triton.language.load`, else None."""
+    name = dotted(node)
+    for prefix in TL:
+        if name and name.startswith(prefix + ".") and name.count(".") == prefix.count(".") + 1:
+            return name.rsplit(".", 1)[1]
+    return None
+
+
+def is_tl_call(node: cst.CSTNode, *functions: str) -> bool:
+    return isinstance(node, cst.Call) and tl_name(node.func) in functions
+
+
+def int_value(node: cst.CSTNode | None) -> int | None:
+    """The value of an integer literal (`128`, `-1`, `1 << 10`, `2**12`), else None."""
+    if node is None:
+        return None
+    return _int(_ast(code(node)).body if isinstance(node, cst.BaseExpression) else None)
+
+
+_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+            ast.FloorDiv: lambda a, b: a // b if b else None, ast.Pow: lambda a, b: a**b if 0 <= b < 64 else None,
+            ast.LShift: lambda a, b: a << b if 0 <= b < 64 else None}
+
+
+def _int(tree: ast.AST | None) -> int | None:
+    if isinstance(tree, ast.Constant) and isinstance(tree.value, int) and not isinstance(tree.value, bool):
+        return tree.value
+    if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.USub):
+        inner = _int(tree.operand)
+        return -inner if inner is not None else None
+    if isinstance(tree, ast.BinOp) and type(tree.op) in _INT_OPS:
+        a, b = _int(tree.left), _int(tree.right)
+        return _INT_OPS[type(tree.op)](a, b) if a is not None and b is not None else None
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def positional(call: cst.Call) -> list[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and not a.star]
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node under `node`, itself included, in source order."""
+    yield node
+    for child in node.children:
+        yield from walk(child)
+
+
+def calls(node: cst.CSTNode, *functions: str) -> list[cst.Call]:
+    """The `tl.<function>` calls under `node`."""
+    return [n for n in walk(node) if is_tl_call(n, *functions)]
+
+
+def has_effects(node: cst.CSTNode) -> bool:
+    """A store, an atomic, a print, or a call to anything that is not a `tl` function or a method."""
+    for n in walk(node):
+        if isinstance(n, cst.Call):
+            name = tl_name(n.func)
+            if name in EFFECTS:
+                return True
+            if name is None and isinstance(n.func, cst.Name) and n.func.value not in PURE_BUILTINS:
+                return True  # a user helper: who knows what it does
+    return False
+
+
+def assigned_names(node: cst.CSTNode) -> set[str]:
+    """Names a statement (or block) binds: assignment targets, augmented targets, loop targets."""
+    out: set[str] = set()
+    tree = _ast(code(node))
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+    return out
+
+
+# ---------------------------------------------------------------- kernels
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A `@triton.jit` function at module level."""
+
+    name: str
+    node: cst.FunctionDef
+    params: tuple[str, ...]
+    constexprs: tuple[str, ...]
+    decorators: tuple[str, ...]
+
+    @property
+    def autotuned(self) -> bool:
+        return any(d.split("(")[0].endswith(("autotune", "heuristics")) for d in self.decorators)
+
+    def index(self, param: str) -> int:
+        return self.params.index(param)
+
+    @property
+    def statements(self) -> tuple[cst.BaseStatement, ...]:
+        return tuple(self.node.body.body)
+
+
+def _is_jit(decorator: cst.Decorator) -> bool:
+    target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+    name = dotted(target) or ""
+    return name in ("triton.jit", "jit") or name.endswith(".jit")
+
+
+def _is_constexpr(param: cst.Param) -> bool:
+    return param.annotation is not None and (dotted(param.annotation.annotation) or "").endswith("constexpr")
+
+
+def kernels(module: cst.Module) -> dict[str, Kernel]:
+    out = {}
+    for node in module.body:
+        if isinstance(node, cst.FunctionDef) and any(_is_jit(d) for d in node.decorators):
+            params = [p for p in node.params.params]
+            out[node.name.value] = Kernel(
+                name=node.name.value,
+                node=node,
+                params=tuple(p.name.value for p in params),
+                constexprs=tuple(p.name.value for p in params if _is_constexpr(p)),
+                decorators=tuple(code(d.decorator) for d in node.decorators),
+            )
+    return out
+
+
+def program_id_names(kernel: Kernel) -> dict[str, int]:
+    """Names bound directly to `tl.program_id(axis)` at the kernel's top level, with their axis."""
+    out = {}
+    for stmt in kernel.statements:
+        target, value = simple_assignment(stmt)
+        if target and is_tl_call(value, "program_id"):
+            axis = _axis(value)
+            if axis is not None:
+                out[target] = axis
+    return out
+
+
+def _axis(call: cst.Call) -> int | None:
+    arg = keyword(call, "axis") or (positional(call)[0] if positional(call) else None)
+    return int_value(arg.value) if arg is not None else None
+
+
+def simple_assignment(stmt: cst.CSTNode) -> tuple[str | None, cst.BaseExpression | None]:
+    """(`name`, value) for a statement line `name = value`, else (None, None)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        assign = stmt.body[0]
+        if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+            return assign.targets[0].target.value, assign.value
+    return None, None
+
+
+def coupled_by_axis(kernel: Kernel) -> dict[int, set[str]]:
+    """Constexprs that multiply a value derived from `tl.program_id(axis)`, per axis."""
+    derived: dict[str, set[int]] = {name: {axis} for name, axis in program_id_names(kernel).items()}
+    for stmt in kernel.statements:
+        target, value = simple_assignment(stmt)
+        if target and value is not None:
+            axes = set().union(*(derived.get(n, set()) for n in names(value)))
+            axes |= {a for a in (_axis(c) for c in calls(value, "program_id")) if a is not None}
+            if axes:
+                derived[target] = derived.get(target, set()) | axes
+    out: dict[int, set[str]] = {}
+    for node in walk(kernel.node.body):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            for mine, other in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(mine, cst.Name) and mine.value in kernel.constexprs:
+                    axes = set().union(*(derived.get(n, set()) for n in names(other)))
+                    axes |= {a for a in (_axis(c) for c in calls(other, "program_id")) if a is not None}
+                    for axis in axes:
+                        out.setdefault(axis, set()).add(mine.value)
+    return out
+
+
+def grid_coupled(kernel: Kernel) -> set[str]:
+    """Constexprs that multiply a program id: the grid must follow them (`pid * BLOCK`)."""
+    pids = set(program_id_names(kernel))
+    derived = set(pids)
+    for stmt in kernel.statements:  # names computed from a program id (pid_m = first + pid % g)
+        target, value = simple_assignment(stmt)
+        if target and value is not None and names(value) & derived:
+            derived.add(target)
+    out = set()
+    for node in walk(kernel.node.body):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            sides = [node.left, node.right]
+            for mine, other in (sides, sides[::-1]):
+                other_names = names(other)
+                if isinstance(mine, cst.Name) and mine.value in kernel.constexprs and (
+                        other_names & derived or calls(other, "program_id")):
+                    out.add(mine.value)
+    return out
+
+
+# ---------------------------------------------------------------- host side: ModelNew.forward
+
+
+def model_forward(module: cst.Module, class_name: str = "ModelNew") -> cst.FunctionDef | None:
+    for node in module.body:
+        if isinstance(node, cst.ClassDef) and node.name.value == class_name:
+            for item in node.body.body:
+                if isinstance(item, cst.FunctionDef) and item.name.value == "forward":
+                    return item
+    return None
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    """One `kernel[grid](...)` statement of `ModelNew.forward`."""
+
+    kernel: str
+    statement: cst.SimpleStatementLine
+    call: cst.Call
+    grid: cst.BaseExpression
+
+    def arg(self, kernel: Kernel, param: str) -> cst.Arg | None:
+        """The argument the launch passes for `param` (positional or keyword)."""
+        found = keyword(self.call, param)
+        if found is not None:
+            return found
+        args = positional(self.call)
+        index = kernel.index(param) if param in kernel.params else -1
+        return args[index] if 0 <= index < len(args) else None
+
+    def value(self, kernel: Kernel, param: str) -> cst.BaseExpression | None:
+        arg = self.arg(kernel, param)
+        return arg.value if arg is not None else None
+
+
+def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> list[LaunchSite]:
+    """Launch statements of `ModelNew.forward` (at any depth of its blocks), in source order."""
+    forward = model_forward(module)
+    if forward is None:
+        return []
+    known = kernels(module) if known is None else known
+    out = []
+    for node in walk(forward.body):
+        if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Expr):
+            call = node.body[0].value
+            if (isinstance(call, cst.Call) and isinstance(call.func, cst.Subscript)
+                    and isinstance(call.func.value, cst.Name) and call.func.value.value in known
+                    and len(call.func.slice) == 1 and isinstance(call.func.slice[0].slice, cst.Index)):
+                out.append(LaunchSite(call.func.value.value, node, call, call.func.slice[0].slice.value))
+    return out
+
+
+def sites_of(module: cst.Module, kernel: str) -> list[LaunchSite]:
+    return [s for s in launch_sites(module) if s.kernel == kernel]
+
+
+@dataclass(frozen=True)
+class HostBinding:
+    """Where `forward` binds a name to an integer literal: `BLOCK = 128` or `BM, BN = 32, 32`."""
+
+    name: str
+    statement: cst.SimpleStatementLine
+    literal: cst.BaseExpression
+    value: int
+
+
+def host_assignments(forward: cst.FunctionDef, name: str) -> list[cst.SimpleStatementLine]:
+    return [n for n in walk(forward.body) if isinstance(n, cst.SimpleStatementLine) and name in assigned_names(n)]
+
+
+def literal_binding(forward: cst.FunctionDef, name: str) -> HostBinding | None:
+    """The one statement binding `name` to an integer literal in `forward`, or None."""
+    statements = host_assignments(forward, name)
+    if len(statements) != 1 or len(statements[0].body) != 1 or not isinstance(statements[0].body[0], cst.Assign):
+        return None
+    assign = statements[0].body[0]
+    if len(assign.targets) != 1:
+        return None
+    target, value = assign.targets[0].target, assign.value
+    if isinstance(target, cst.Name) and target.value == name:
+        number = int_value(value)
+        return HostBinding(name, statements[0], value, number) if number is not None else None
+    if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) and len(target.elements) == len(value.elements):
+        for t, v in zip(target.elements, value.elements):
+            if isinstance(t.value, cst.Name) and t.value.value == name:
+                number = int_value(v.value)
+                return HostBinding(name, statements[0], v.value, number) if number is not None else None
+    return None
+
+
+def resolve_grid(forward: cst.FunctionDef, site: LaunchSite) -> tuple[cst.BaseExpression, cst.SimpleStatementLine | None]:
+    """The grid expression of a launch, through one `grid = (...)` assignment; and that statement."""
+    if isinstance(site.grid, cst.Name):
+        statements = host_assignments(forward, site.grid.value)
+        if len(statements) == 1:
+            target, value = simple_assignment(statements[0])
+            if target == site.grid.value and value is not None:
+                return value, statements[0]
+    return site.grid, None
+
+
+def grid_elements(grid: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The axes of a literal grid tuple `(a, b)`, or None for a callable or anything else."""
+    if isinstance(grid, cst.Tuple):
+        return [e.value for e in grid.elements]
+    return None
+
+
+def cdiv_parts(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(n, block) for `triton.cdiv(n, block)` (or `(n + block - 1) // block`), else None."""
+    if isinstance(expr, cst.Call) and (dotted(expr.func) or "").endswith("cdiv") and len(positional(expr)) == 2:
+        a, b = positional(expr)
+        return a.value, b.value
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.FloorDivide):
+        num = expr.left
+        if isinstance(num, cst.BinaryOperation) and isinstance(num.operator, cst.Subtract) and int_value(num.right) == 1:
+            inner = num.left
+            if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add) and same(inner.right, expr.right):
+                return inner.left, expr.right
+    return None
+
+
+# ---------------------------------------------------------------- editing
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, mapping: dict[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel]):
+        super().__init__()
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):
+        return self.mapping.get(original_node, updated_node)
+
+
+def replace(module: cst.Module, mapping: dict) -> cst.Module:
+    """Replace nodes by identity (values may be nodes, `cst.RemoveFromParent()` or a FlattenSentinel)."""
+    return module.visit(_Replace(mapping)) if mapping else module
+
+
+def expression(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def statements(text: str) -> list[cst.BaseStatement]:
+    """Statements from dedented text, to place in any block (libcst re-indents them)."""
+    return list(cst.parse_module(textwrap.dedent(text).strip("\n") + "\n").body)
+
+
+def statement(text: str) -> cst.BaseStatement:
+    (only,) = statements(text)
+    return only
+
+
+def with_comment(stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement, comment: str) -> cst.CSTNode:
+    """The statement with a `# comment` line above it."""
+    line = cst.EmptyLine(comment=cst.Comment(f"# {comment}"))
+    return stmt.with_changes(leading_lines=[*stmt.leading_lines, line])
+
+
+def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with keyword `name=value`, replacing an existing one or appending it."""
+    arg = keyword(call, name)
+    if arg is not None:
+        return call.with_deep_changes(arg, value=value)
+    args = list(call.args)
+    new = cst.Arg(value=value, keyword=cst.Name(name),
+                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace("")))
+    if args:
+        last = args[-1]
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return call.with_changes(args=[*args, new])
+
+
+def fit_call(call: cst.Call, indent: int, limit: int = 110) -> cst.Call:
+    """Break a call's argument list where a line would pass `limit` columns, aligned under its paren.
+
+    Only breaks between arguments that sit on the same line (existing breaks are kept); `indent` is
+    the column the statement starts at.
+    """
+    open_col = len(code(call.func)) + 1
+    column = indent + open_col
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        text = code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        if "\n" in text:
+            column = len(text.rsplit("\n", 1)[1])
+            continue
+        if i and column + len(text) + 2 > limit:
+            prev = args[i - 1]
+            if isinstance(prev.comma, cst.Comma) and not isinstance(prev.comma.whitespace_after, cst.ParenthesizedWhitespace):
+                args[i - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=cst.ParenthesizedWhitespace(
+                    first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(" " * open_col))))
+                column = indent + open_col
+        if isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace):
+            column = indent + len(arg.comma.whitespace_after.last_line.value)
+        else:
+            column += len(text) + 2
+    return call.with_changes(args=args)
+
+
+def drop_keyword(call: cst.Call, name: str) -> cst.Call:
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
+    if args and args[-1].comma is not cst.MaybeSentinel.DEFAULT:
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return call.with_changes(args=args)
+
+
+def rename_call(call: cst.Call, kernel: str) -> cst.Call:
+    """`other[grid](...)` for `kernel[grid](...)`, continuation lines kept aligned under the paren."""
+    delta = len(kernel) - len(call.func.value.value)
+    return shift_continuations(call.with_changes(func=call.func.with_changes(value=cst.Name(kernel))), delta)
+
+
+class _Shift(cst.CSTTransformer):
+    def __init__(self, delta: int):
+        super().__init__()
+        self.delta = delta
+
+    def leave_ParenthesizedWhitespace(self, original_node, updated_node):
+        width = max(0, len(updated_node.last_line.value) + self.delta)
+        return updated_node.with_changes(last_line=cst.SimpleWhitespace(" " * width))
+
+
+def shift_continuations(node: cst.CSTNode, delta: int) -> cst.CSTNode:
+    """Move every continuation line inside `node` by `delta` columns (after a rename before a paren)."""
+    return node.visit(_Shift(delta)) if delta else node
+
+
+def rename_function(node: cst.FunctionDef, name: str) -> cst.FunctionDef:
+    """The function under another name, its parameter continuation lines kept aligned."""
+    params = shift_continuations(node.params, len(name) - len(node.name.value))
+    return node.with_changes(name=cst.Name(name), params=params)
+
+
+def unique_name(taken: Iterable[str], base: str) -> str:
+    taken = set(taken)
+    if base not in taken:
+        return base
+    i = 2
+    while f"{base}_{i}" in taken:
+        i += 1
+    return f"{base}_{i}"
+
+
+def module_names(module: cst.Module) -> set[str]:
+    """Every name the module mentions, the names its imports bind included."""
+    tree = ast.parse(module.code)
+    bound = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+             for a in n.names}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | bound | {
+        n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+
+def insert_after(module: cst.Module, anchor: cst.CSTNode, new: list[cst.BaseStatement]) -> cst.Module:
+    """`new` statements right after the top-level statement `anchor`, each with two blank lines above."""
+    body = []
+    for node in module.body:
+        body.append(node)
+        if node is anchor:
+            for stmt in new:
+                body.append(stmt.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+    return module.with_changes(body=body)
+
+
+def kernel_from_text(text: str) -> cst.FunctionDef:
+    node = statement(text)
+    assert isinstance(node, cst.FunctionDef)
+    return node
+
+
+def launch_call(kernel: str, grid: str, args: list[str]) -> str:
+    return f"{kernel}[{grid}]({', '.join(args)})"
+
+
+def param_list(params: list[str], constexprs: set[str]) -> str:
+    return ", ".join(f"{p}: tl.constexpr" if p in constexprs else p for p in params)
+
+
+def indent_of(module: cst.Module) -> str:
+    return module.default_indent
+
+
+def pointer_params(kernel: Kernel) -> list[str]:
+    """Parameters used as the base pointer of a load, store or atomic (in parameter order).
+
+    The base is the leftmost term of the pointer's additive chain (`x_ptr + offs`), followed through
+    local names (`x_row = x_ptr + row * stride`): Triton's `pointer + offsets` convention.
+    """
+    local: dict[str, list[cst.BaseExpression]] = {}
+    for node in walk(kernel.node.body):
+        target, value = simple_assignment(node)
+        if target is not None:
+            local.setdefault(target, []).append(value)
+
+    def base(expr: cst.BaseExpression, depth: int = 0) -> set[str]:
+        while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            expr = expr.left
+        if isinstance(expr, cst.Name):
+            if expr.value in kernel.params:
+                return {expr.value}
+            if depth < 8:
+                return set().union(*(base(v, depth + 1) for v in local.get(expr.value, [])))
+        return set()
+
+    found: set[str] = set()
+    for call in calls(kernel.node.body, "load", "store", *[e for e in EFFECTS if e.startswith("atomic")]):
+        pointer = keyword(call, "pointer") or (call.args[0] if call.args else None)
+        if pointer is not None:
+            found |= base(pointer.value)
+    return [p for p in kernel.params if p in found]
+
+
+def load_derived(kernel: Kernel) -> set[str]:
+    """Local names whose value depends on something loaded from memory."""
+    assigned = [(t, v) for t, v in (simple_assignment(n) for n in walk(kernel.node.body)) if t is not None]
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for target, value in assigned:
+            if target not in out and (calls(value, "load") or names(value) & out):
+                out.add(target)
+                changed = True
+    return out
+
+
+def guarded_launch(site: LaunchSite, twin: str, condition: str, twin_keywords: dict[str, str], comment: str,
+                   setup: list[str] = (), indent: int = 12) -> cst.FlattenSentinel:
+    """`setup; if condition: twin[grid](..., **twin_keywords) else: <the original launch>`."""
+    call = rename_call(site.call, twin)
+    for key, value in twin_keywords.items():
+        call = set_keyword(call, key, expression(value))
+    call = fit_call(call, indent=indent)
+    switch = statement(f"if {condition}:\n    pass\nelse:\n    pass\n")
+    switch = switch.with_changes(
+        body=switch.body.with_changes(body=[site.statement.with_changes(body=[cst.Expr(call)], leading_lines=[])]),
+        orelse=switch.orelse.with_changes(body=switch.orelse.body.with_changes(
+            body=[site.statement.with_changes(leading_lines=[])])))
+    before = [statement(s) for s in setup]
+    lead = [*site.statement.leading_lines, cst.EmptyLine(comment=cst.Comment(f"# {comment}"))]
+    if before:
+        before[0] = before[0].with_changes(leading_lines=lead)
+    else:
+        switch = switch.with_changes(leading_lines=lead)
+    return cst.FlattenSentinel([*before, switch])
+
+
+def insert_before(module: cst.Module, anchor: cst.CSTNode, new: list[cst.BaseStatement]) -> cst.Module:
+    """Top-level statements right before `anchor` (which keeps its leading comments), two blank lines apart."""
+    body = []
+    for node in module.body:
+        if node is anchor:
+            for i, stmt in enumerate(new):
+                lead = node.leading_lines if i == 0 else [cst.EmptyLine(), cst.EmptyLine()]
+                body.append(stmt.with_changes(leading_lines=lead))
+            node = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        body.append(node)
+    return module.with_changes(body=body)
+
+
+def insert_before_class(module: cst.Module, class_name: str, new: list[cst.BaseStatement]) -> cst.Module:
+    """Top-level statements placed right before `class class_name` (two blank lines around them)."""
+    body = []
+    for node in module.body:
+        if isinstance(node, cst.ClassDef) and node.name.value == class_name:
+            for stmt in new:
+                body.append(stmt.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+            node = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        body.append(node)
+    return module.with_changes(body=body)

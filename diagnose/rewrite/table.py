@@ -1,0 +1,69 @@
+"""The central rewrite table: every rewrite by its id, in the order a combined candidate applies them.
+
+Structural rewrites come first (they change what a kernel computes per program), then program order
+and grids, then the tunable launch values, so that the launch-config search compiles the final
+kernels. Nothing registers itself at import time. `CODE_REWRITES` is the reverse map from finding
+codes to the rewrites that answer them: the triage code table's `rewrites` ids should read from it.
+"""
+
+from __future__ import annotations
+
+from diagnose.errors import UsageError
+from diagnose.rewrite.add_autotune import AddAutotune
+from diagnose.rewrite.dot_input_precision import DotInputPrecision
+from diagnose.rewrite.fuse_elementwise import FuseElementwise
+from diagnose.rewrite.group_m_swizzle import GroupMSwizzle
+from diagnose.rewrite.hoist_loop_invariant import HoistLoopInvariant
+from diagnose.rewrite.int32_index import Int32Index
+from diagnose.rewrite.load_other import LoadOther
+from diagnose.rewrite.persistent_grid import PersistentGrid
+from diagnose.rewrite.retune_launch import RetuneLaunch
+from diagnose.rewrite.rewrite import Rewrite
+from diagnose.rewrite.single_pass_row import SinglePassRow
+from diagnose.rewrite.structured_2d_index import Structured2dIndex
+from diagnose.rewrite.two_level_tiling import TwoLevelTiling
+from diagnose.rewrite.vectorization_hints import VectorizationHints
+from diagnose.rewrite.wgmma_tiles import WgmmaTiles
+
+REWRITES: dict[str, Rewrite] = {
+    rewrite.id: rewrite
+    for rewrite in (
+        SinglePassRow(),
+        FuseElementwise(),
+        Structured2dIndex(),
+        LoadOther(),
+        HoistLoopInvariant(),
+        Int32Index(),
+        GroupMSwizzle(),
+        PersistentGrid(),
+        TwoLevelTiling(),
+        DotInputPrecision(),
+        VectorizationHints(),
+        WgmmaTiles(),
+        RetuneLaunch(),
+        AddAutotune(),
+    )
+}
+
+
+def _by_code() -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for rewrite in REWRITES.values():
+        for code in rewrite.codes:
+            out.setdefault(code, []).append(rewrite.id)
+    return {code: tuple(ids) for code, ids in sorted(out.items())}
+
+
+CODE_REWRITES: dict[str, tuple[str, ...]] = _by_code()
+
+
+def rewrites_for(code: str) -> tuple[str, ...]:
+    """The rewrite ids that answer a finding code (empty when none does)."""
+    return CODE_REWRITES.get(code, ())
+
+
+def get(rewrite_id: str) -> Rewrite:
+    try:
+        return REWRITES[rewrite_id]
+    except KeyError:
+        raise UsageError(f"unknown rewrite {rewrite_id!r}; rewrites: {', '.join(REWRITES)}") from None

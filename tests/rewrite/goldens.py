@@ -1,0 +1,58 @@
+"""The rewrite fixtures: `tests/fixtures/rewrite/<rewrite id>/`.
+
+Each folder holds `before.py` (a complete task the rewrite applies to), `after.py` (the golden
+result of applying it to `before.py`), one or more `rejected_*.py` (sources where the precondition
+must say no; the first line `# rejects: TEXT` names a part of the expected reason) and, where the
+rewrite needs them, `params.json` (launch values, as the search would choose), `evidence.json` (IR
+facts of `before.py`, from `diagnose inspect --json`) and `target` (default cuda:sm90).
+
+Regenerate the goldens after a deliberate change, then read the diff:
+
+    python -m tests.rewrite.goldens
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "rewrite"
+
+
+def folders() -> list[Path]:
+    return sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+
+
+def context(folder: Path, name: str = "before.py"):
+    from diagnose.records import Location
+    from diagnose.rewrite.pipeline import as_evidence
+    from diagnose.rewrite.rewrite import RewriteContext
+    from diagnose.targets import lookup
+
+    path = folder / name
+    target = (folder / "target").read_text().strip() if (folder / "target").exists() else "cuda:sm90"
+    evidence = ()
+    if (folder / "evidence.json").exists() and name == "before.py":
+        evidence = tuple(
+            e if e.location is None else type(e)(e.stage, e.source, e.name, e.kind,
+                                                  Location(str(path), e.location.line, e.location.col), e.args, e.raw)
+            for e in as_evidence(json.loads((folder / "evidence.json").read_text())))
+    params = json.loads((folder / "params.json").read_text()) if (folder / "params.json").exists() else {}
+    return RewriteContext(path.read_text(), str(path), lookup(target), (), evidence, tuple(sorted(params.items())))
+
+
+def rewritten(folder: Path) -> str:
+    from diagnose.rewrite.table import REWRITES
+
+    return REWRITES[folder.name].apply(context(folder))
+
+
+def main() -> None:
+    for folder in folders():
+        (folder / "after.py").write_text(rewritten(folder))
+        print(f"wrote {folder.relative_to(ROOT)}/after.py")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""propose / evaluate as the agent calls them, the quick path for the editor, ranking and the Pareto front."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from diagnose.records import Candidate, CaseResult, CheckResult, Timing, Verdict
+from diagnose.rewrite import evaluate, pareto_front, propose
+from diagnose.rewrite.pipeline import candidate_folder, rank, score
+from tests.conftest import EXAMPLES
+from tests.rewrite.conftest import check_options
+from tests.rewrite.goldens import FIXTURES
+
+
+def findings_of(path: Path) -> list[dict]:
+    from diagnose.triage.cli import triage_source
+
+    return [f.to_dict() for f in triage_source(path.read_text(), str(path), "cuda:sm90")]
+
+
+def test_propose_takes_the_agents_dicts(tmp_path):
+    path = tmp_path / "matmul.py"
+    shutil.copy(EXAMPLES / "matmul.py", path)
+    candidates = propose(str(path), findings_of(path), [], "cuda:sm90", search_configs=False, estimate=False)
+    made = [c.made_by for c in candidates]
+    assert made[0] == ("group-m-swizzle", "wgmma-tiles"), "the combination of the safe rewrites comes first"
+    assert ("group-m-swizzle",) in made and ("wgmma-tiles",) in made
+    assert len({c.id for c in candidates}) == len(candidates)
+    combined = candidates[0]
+    assert combined.safety == "safe"
+    assert set(combined.answers) == {"TRI019@matmul.py:28", "TRI005@matmul.py:60"}
+    assert combined.diff.startswith("--- a/matmul.py\n+++ b/matmul.diagnose.py\n")
+    assert all(c.id.startswith("matmul-") and "/" not in c.id for c in candidates)
+    assert path.read_text() == (EXAMPLES / "matmul.py").read_text()
+
+
+def test_propose_triages_itself_and_reads_ir_evidence(tmp_path):
+    import json
+
+    path = tmp_path / "before.py"
+    shutil.copy(FIXTURES / "vectorization-hints" / "before.py", path)
+    evidence = json.loads((FIXTURES / "vectorization-hints" / "evidence.json").read_text())
+    for e in evidence:
+        if e.get("location"):
+            e["location"]["path"] = str(path)
+    candidates = propose(str(path), None, evidence, "cuda:sm90", search_configs=False, estimate=False)
+    hinted = next(c for c in candidates if c.made_by == ("vectorization-hints",))
+    assert any(a.startswith("GlobalAccessWidth@before.py:19") for a in hinted.answers)
+    assert "rescale_rows_aligned" in hinted.source
+    without = propose(str(path), None, [], "cuda:sm90", search_configs=False, estimate=False)
+    assert all("vectorization-hints" not in c.made_by for c in without), "no IR evidence, no hints"
+
+
+def test_unsafe_rewrites_stay_alone_and_labelled(tmp_path):
+    path = tmp_path / "before.py"
+    shutil.copy(FIXTURES / "dot-input-precision" / "before.py", path)
+    candidates = propose(str(path), None, [], "cuda:sm90", search_configs=False, estimate=False)
+    unsafe = [c for c in candidates if "dot-input-precision" in c.made_by]
+    assert unsafe and all(c.safety == "unsafe" and c.made_by == ("dot-input-precision",) for c in unsafe)
+    assert all("dot-input-precision" not in c.made_by for c in candidates if len(c.made_by) > 1)
+
+
+def test_evaluate_verifies_from_the_cache_and_ranks(tmp_path):
+    path = tmp_path / "before.py"
+    shutil.copy(FIXTURES / "fuse-elementwise" / "before.py", path)
+    good = propose(str(path), None, [], "cuda:sm90", search_configs=False, estimate=False)
+    assert [c.made_by for c in good] == [("fuse-elementwise",)]
+    wrong_source = good[0].source.replace("b * 2.0", "b * 3.0")
+    wrong = Candidate("before-broken", wrong_source, "", ("hand",))
+    results = evaluate(str(path), [wrong, good[0]], "cpu", "cuda:sm90", check=check_options(path))
+    assert [c.id for c, _ in results] == [good[0].id, "before-broken"], "passed first"
+    assert results[0][1].passed and not results[1][1].passed
+    folder = candidate_folder(path)
+    assert (folder / f"{good[0].id}.py").read_text() == good[0].source
+    assert path.read_text() == (FIXTURES / "fuse-elementwise" / "before.py").read_text()
+    assert pareto_front(results) == results[:1]
+
+
+def verdict(passed: bool, candidate_ms: float | None = None, initial_ms: float | None = None) -> Verdict:
+    timings = ()
+    if candidate_ms is not None:
+        timings = (Timing("candidate", "g", median_ms=candidate_ms), Timing("initial", "g", median_ms=initial_ms))
+    return Verdict(passed, "cuda", (CaseResult("g", 0, passed),), (CheckResult("ghost_replay", True),), timings)
+
+
+def test_rank_and_pareto_front_measured_then_estimated():
+    fast_unsafe = (Candidate("a", "", "", ("x",), safety="unsafe"), verdict(True, 1.0, 4.0))
+    mid_safe = (Candidate("b", "", "", ("y",)), verdict(True, 2.0, 4.0))
+    slow_safe = (Candidate("c", "", "", ("z",)), verdict(True, 3.0, 4.0))
+    failed = (Candidate("d", "", "", ("w",)), verdict(False))
+    ranked = rank([failed, slow_safe, mid_safe, fast_unsafe])
+    assert [c.id for c, _ in ranked] == ["a", "b", "c", "d"]
+    assert score(*fast_unsafe) == (4.0, "measured")
+    assert [c.id for c, _ in pareto_front(ranked)] == ["a", "b"]
+    estimated = (Candidate("e", "", "", ("v",), predicted_gain=1.5), verdict(True))
+    assert score(*estimated) == (1.5, "estimate")
+
+
+def test_quick_candidates_for_the_editor():
+    from diagnose.rewrite import candidates_for_finding
+    from diagnose.triage.cli import triage_source
+
+    source = (EXAMPLES / "softmax.py").read_text()
+    finding = next(f for f in triage_source(source, "softmax.py", "cuda:sm90") if f.code == "TRI007")
+    (candidate,) = candidates_for_finding(finding, source, "softmax.py")
+    assert candidate.made_by == ("single-pass-row",)
+    assert "softmax_kernel_single_block" in candidate.source
+
+
+def test_missing_task_is_a_usage_error(tmp_path):
+    from diagnose.errors import UsageError
+
+    with pytest.raises(UsageError):
+        propose(str(tmp_path / "missing.py"), None, [], "cuda:sm90")

@@ -1,0 +1,105 @@
+"""Every rewrite: in the table, documented, golden before/after, a precondition that says no, idempotent."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+
+import pytest
+
+import diagnose.rewrite as package
+from diagnose.rewrite.rewrite import SECTIONS, NotApplicable, Rewrite
+from diagnose.rewrite.table import CODE_REWRITES, REWRITES, rewrites_for
+from tests.rewrite.goldens import FIXTURES, context, folders, rewritten
+
+IDS = sorted(REWRITES)
+
+
+def rewrite_classes() -> dict[str, type[Rewrite]]:
+    found = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"diagnose.rewrite.{info.name}")
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if issubclass(value, Rewrite) and value is not Rewrite and value.__module__ == module.__name__:
+                found[value.id] = value
+    return found
+
+
+def test_every_rewrite_module_is_in_the_table_once():
+    classes = rewrite_classes()
+    assert sorted(classes) == IDS
+    assert len(IDS) >= 12
+    for rewrite_id, cls in classes.items():
+        assert type(REWRITES[rewrite_id]) is cls
+        assert cls.__module__ == f"diagnose.rewrite.{rewrite_id.replace('-', '_')}", "one rewrite per file, named for it"
+
+
+@pytest.mark.parametrize("rewrite_id", IDS)
+def test_docstring_is_the_documentation(rewrite_id):
+    doc = REWRITES[rewrite_id].doc()
+    headings = re.findall(r"^## (.+)$", doc, re.M)
+    assert headings == list(SECTIONS), f"{rewrite_id}: sections {headings}"
+    safety = doc.split("## Safety", 1)[1].split("##", 1)[0].strip().lower()
+    assert safety.startswith(REWRITES[rewrite_id].safety), f"{rewrite_id}: the Safety section says {safety[:20]!r}"
+
+
+def test_codes_are_triage_codes_and_map_back():
+    from diagnose.triage.codes import RULES
+
+    for rewrite in REWRITES.values():
+        for code in rewrite.codes:
+            assert code in RULES, f"{rewrite.id} answers unknown code {code}"
+            assert rewrite.id in rewrites_for(code)
+    assert set(CODE_REWRITES) == {c for r in REWRITES.values() for c in r.codes}
+    # the codes the examples raise are answered
+    for code in ("TRI001", "TRI005", "TRI007", "TRI019"):
+        assert rewrites_for(code)
+
+
+def test_every_rewrite_has_its_fixtures():
+    assert sorted(f.name for f in folders()) == IDS
+    for folder in folders():
+        assert (folder / "before.py").exists() and (folder / "after.py").exists(), folder
+        assert list(folder.glob("rejected_*.py")), f"{folder.name}: no rejected_*.py"
+
+
+@pytest.mark.parametrize("rewrite_id", IDS)
+def test_golden_after(rewrite_id):
+    folder = FIXTURES / rewrite_id
+    assert rewritten(folder) == (folder / "after.py").read_text(), \
+        f"{rewrite_id}: output differs from after.py (regenerate with `python -m tests.rewrite.goldens` if intended)"
+
+
+@pytest.mark.parametrize("rejected", sorted(FIXTURES.glob("*/rejected_*.py")), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_precondition_says_no(rejected):
+    expected = rejected.read_text().splitlines()[0].removeprefix("# rejects: ")
+    pre = REWRITES[rejected.parent.name].check(context(rejected.parent, rejected.name))
+    assert not pre.holds
+    assert expected in pre.reason, pre.reason
+    with pytest.raises(NotApplicable):
+        REWRITES[rejected.parent.name].apply(context(rejected.parent, rejected.name))
+
+
+@pytest.mark.parametrize("rewrite_id", IDS)
+def test_not_applied_twice(rewrite_id):
+    with pytest.raises(NotApplicable):
+        REWRITES[rewrite_id].apply(context(FIXTURES / rewrite_id, "after.py"))
+
+
+def test_target_gate():
+    folder = FIXTURES / "two-level-tiling"
+    ctx = context(folder)
+    from diagnose.targets import lookup
+
+    gpu = type(ctx)(ctx.source, ctx.path, lookup("cuda:sm90"))
+    assert not REWRITES["two-level-tiling"].check(gpu).holds
+    assert "meant for npu" in REWRITES["two-level-tiling"].check(gpu).reason
+
+
+def test_a_source_that_does_not_parse_is_a_no():
+    from diagnose.rewrite.rewrite import RewriteContext
+
+    pre = REWRITES["single-pass-row"].check(RewriteContext("def broken(:\n"))
+    assert not pre.holds and "does not parse" in pre.reason

@@ -1,0 +1,73 @@
+"""The launch-config search: static pruning before compiling, IR pruning after, ranking and its label."""
+
+from __future__ import annotations
+
+from diagnose.rewrite import ranking
+from diagnose.rewrite.search import Trial, ir_prune, pick, static_prune
+from diagnose.targets import lookup
+
+SM90 = lookup("cuda:sm90")
+
+
+def values(m, n, k, warps, stages):
+    return {"BM": m, "BN": n, "BK": k, "num_warps": warps, "num_stages": stages}
+
+
+def test_static_prune_before_compiling():
+    assert static_prune(values(128, 128, 64, 8, 3), SM90) is None
+    assert "shared memory" in static_prune(values(256, 256, 128, 8, 4), SM90)
+    assert "wgmma" in static_prune(values(64, 128, 64, 8, 3), SM90), "64 rows over two warpgroups"
+    assert "wgmma" in static_prune(values(128, 128, 64, 2, 3), SM90)
+    assert static_prune(values(64, 128, 64, 8, 3), lookup("cuda:sm80")) is None, "sm_80 has no wgmma rule"
+    assert static_prune({"BLOCK": 4096, "num_warps": 8}, SM90) is None
+
+
+def view(path, *, errors=(), seconds=1.0, spills=0, shared_over=False, engines=("wgmma",), narrow=0):
+    return ranking.StaticView(path, tuple(errors), (("g", seconds),), spills, shared_over, tuple(engines), narrow,
+                              ranking.ESTIMATE)
+
+
+def test_ir_prune_on_facts():
+    views = {
+        0: view("ok"),
+        1: view("spill", spills=512),
+        2: view("smem", shared_over=True),
+        3: view("v2", engines=("mma_v2",)),
+        4: view("narrow", narrow=2),
+        5: view("broken", errors=("CompileFailed: out of resources",)),
+    }
+    reasons = ir_prune(views, SM90)
+    assert reasons[0] is None
+    assert "spills" in reasons[1]
+    assert "shared memory" in reasons[2]
+    assert "mma_v2, not wgmma" in reasons[3]
+    assert "narrow" in reasons[4]
+    assert "does not compile" in reasons[5]
+
+
+def test_mma_path_only_matters_when_some_config_reaches_it():
+    views = {0: view("a", engines=("mma_v2",)), 1: view("b", engines=("mma_v2",), seconds=2.0)}
+    assert ir_prune(views, SM90) == {0: None, 1: None}
+
+
+def test_pick_breaks_estimate_ties_by_preference():
+    trials = [Trial((("B", 1024),), seconds=1.015), Trial((("B", 4096),), seconds=1.0), Trial((("B", 8192),), seconds=0.9)]
+    assert pick(trials, [0, 1]) == 0, "within 2% of the fastest the earlier (preferred) one wins"
+    assert pick(trials, [0, 1, 2]) == 2
+    measured = [Trial((("B", 1024),), seconds=1.015, measured=True), Trial((("B", 4096),), seconds=1.0, measured=True)]
+    assert pick(measured, [0, 1]) == 1, "measured times are taken as they are"
+
+
+def test_gain_is_a_geometric_mean_over_common_groups():
+    base = ranking.StaticView("a", (), (("g1", 4.0), ("g2", 1.0)), 0, False, (), 0, ranking.ESTIMATE)
+    cand = ranking.StaticView("b", (), (("g1", 1.0), ("g2", 1.0), ("g3", 9.0)), 0, False, (), 0, ranking.ESTIMATE)
+    assert ranking.gain(base, cand) == 2.0
+
+
+def test_placeholder_is_monotone_in_what_rewrites_change():
+    from diagnose.records import Evidence
+
+    narrow = Evidence("ir", "ptx", "GlobalAccessWidth", "missed")
+    small = ranking.placeholder_seconds({"grid": [100000]}, [narrow], SM90)
+    big = ranking.placeholder_seconds({"grid": [1000]}, [], SM90)
+    assert big < small
