@@ -27,7 +27,9 @@ def only_run(cache: Path) -> Path:
 
 
 def comparable(report: dict) -> dict:
-    return {"trace": report["trace"], "best": report["best"], "findings": report["findings"],
+    # Findings on a candidate file carry that run's folder in their paths: compare what they say and where.
+    findings = [(f["code"], f["location"]["line"], f["message"]) for f in report["findings"]]
+    return {"trace": report["trace"], "best": report["best"], "findings": findings,
             "candidates": [(c["candidate"]["id"], c["verdict"]["passed"]) for c in report["candidates"]]}
 
 
