@@ -33,7 +33,9 @@ async def test_editor_profile_session(launch, examples, editor):
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri), range=finding.range,
         context=types.CodeActionContext(diagnostics=[finding])))
-    fix = next(a for a in actions if isinstance(a, types.CodeAction) and a.kind == "quickfix")
+    # Rewrites come first when they apply; this session applies the suppression.
+    fix = next(a for a in actions if isinstance(a, types.CodeAction) and a.kind == "quickfix"
+               and a.title.startswith("Suppress"))
     # Versioned edits where the client declares them (VS Code), plain `changes` otherwise (Neovim).
     assert bool(fix.edit.document_changes) == (editor == "visual-studio-code")
     assert "# diagnose: ignore[TRI005]" in apply_edit(text, fix.edit, uri)
