@@ -11,8 +11,9 @@ Library entry points (importing this package imports neither torch nor triton):
 - `llm_propose(...)`, `LLMConfig`, `TokenLedger` (`llm.py`, extra `llm`: the `openai` client)
 - `candidates_for_finding(finding, source, path, target)`: quick, search-free candidates (the LSP)
 
-Layout: `rewrite.py` (the base class and context), `source.py` / `passes.py` / `launch_values.py` /
-`matmul.py` (shared matching and editing), one module per rewrite, `table.py`, `search.py` +
+Layout: `rewrite.py` (the base class and context); shared helpers `source.py` (reading: kernels,
+launch sites, host bindings), `edit.py` (editing nodes by identity), `passes.py`, `launch_values.py`,
+`matmul.py`; one module per rewrite; `table.py`, `search.py` +
 `jobs.py` (worker side) + `ranking.py`, `pipeline.py`, `command.py`, `llm.py`.
 """
 

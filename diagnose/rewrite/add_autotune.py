@@ -8,11 +8,12 @@ from typing import Any
 import libcst as cst
 
 from diagnose.rewrite import retune_launch, wgmma_tiles
+from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statements, unique_name
 from diagnose.rewrite.launch_values import slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, drop_keyword, insert_before, kernels, literal_binding, module_names,
-    model_forward, names, pointer_params, replace, resolve_grid, sites_of, statements, unique_name, walk,
+    Kernel, LaunchSite, calls, code, kernels, literal_binding, module_names, model_forward, names, pointer_params,
+    resolve_grid, sites_of, walk,
 )
 
 MAX_CONFIGS = 6
@@ -175,7 +176,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AutotunePlan | str | None:
     forward = model_forward(ctx.module)
     grid, _ = resolve_grid(forward, site)
     reads = _reads(code(forward))
-    for param, slot in found.items():
+    for slot in found.values():
         if slot.kind == "host":
             # read by the launch and the grid only: nothing else may depend on the tuned value
             if reads.get(slot.host_name, 0) - _reads(code(grid)).get(slot.host_name, 0) > 1:

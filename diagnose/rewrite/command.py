@@ -54,13 +54,15 @@ def rewrite_command(path: str, apply: list[str] | None = None, write: bool = Fal
     if not built.steps:
         why = "; ".join(f"{i}: {r}" for i, r in built.skipped) or "nothing calls for a rewrite"
         raise UsageError(f"{path}: no rewrite applied ({why})")
-    gains = estimate_gains(ctx, [built.source], options) if options is not None else {}
+    gains, broken = estimate_gains(ctx, [built.source], options) if options is not None else ({}, set())
     candidate = make_candidate(ctx, built, gains.get(0))
     lines = [f"rewrites: {', '.join(built.steps)} ({candidate.safety})"]
     if candidate.answers:
         lines.append(f"answers: {', '.join(candidate.answers)}")
     lines += [f"search: {s.summary()}" for s in built.searches]
     lines += [f"skipped {i}: {r}" for i, r in built.skipped]
+    if broken:
+        lines.append(f"warning: the rewritten kernels do not compile for {spec.name} (the original does)")
     if candidate.predicted_gain is not None:
         lines.append(f"estimate: {candidate.predicted_gain:.2f}x over the original on {spec.name} "
                      "(static estimate, not a measurement)")

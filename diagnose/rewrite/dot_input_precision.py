@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import calls, code, drop_keyword, expression, keyword, kernels, replace, set_keyword
+from diagnose.rewrite.edit import drop_keyword, expression, replace, set_keyword
+from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext, missed
+from diagnose.rewrite.source import calls, code, keyword, kernels
 
 PRECISIONS = ("tf32", "bf16")
 
@@ -52,7 +53,7 @@ class DotInputPrecision(Rewrite):
     backends = ("cuda", "hip")
 
     def answers(self, evidence) -> bool:
-        return evidence.name == "DotLowering" and evidence.kind == "missed" and evidence.arg("reason") == "fp32_ieee_precision"
+        return missed(evidence, "DotLowering", "fp32_ieee_precision")
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         dots, where = [], []
@@ -66,7 +67,8 @@ class DotInputPrecision(Rewrite):
         precision = ctx.param("precision", "tf32")
         if precision not in PRECISIONS:
             return Precondition.no(f"unknown precision {precision!r}; choose {' or '.join(PRECISIONS)}")
-        return Precondition.yes(f"{len(dots)} tl.dot pinned to IEEE fp32", tuple(where), PrecisionPlan(tuple(dots), tuple(where)))
+        return Precondition.yes(f"{len(dots)} tl.dot pinned to IEEE fp32", tuple(where),
+                                PrecisionPlan(tuple(dots), tuple(where)))
 
     def transform(self, ctx: RewriteContext, plan: PrecisionPlan) -> str:
         precision = ctx.param("precision", "tf32")

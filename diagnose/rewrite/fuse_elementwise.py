@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import fit_call, insert_after, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    REDUCTIONS, Kernel, LaunchSite, assigned_names, calls, code, fit_call, insert_after, keyword, kernels,
-    launch_sites, model_forward, module_names, names, pointer_params, positional, replace, same, simple_assignment,
-    statement, tl_name, unique_name, walk,
+    REDUCTIONS, Kernel, LaunchSite, assigned_names, calls, code, keyword, kernels, launch_sites, model_forward,
+    module_names, names, pointer_params, positional, same, simple_assignment, tl_name, walk,
 )
 
 MAX_FUSIONS = 8
@@ -93,8 +93,9 @@ def _elementwise(kernel: Kernel) -> str | None:
     for node in walk(kernel.node.body):
         if isinstance(node, (cst.For, cst.While, cst.Return)):
             return "has a loop or a return"
-        if isinstance(node, cst.Call) and (tl_name(node.func) in REDUCTIONS or (tl_name(node.func) or "").startswith("atomic")):
-            return f"tl.{tl_name(node.func)} is not elementwise"
+        name = tl_name(node.func) if isinstance(node, cst.Call) else None
+        if name is not None and (name in REDUCTIONS or name.startswith("atomic")):
+            return f"tl.{name} is not elementwise"
     return None
 
 
@@ -178,8 +179,8 @@ def _pair(module: cst.Module, first: LaunchSite, second: LaunchSite) -> FusePlan
     tensor = first.value(k1, out_param)
     if not isinstance(tensor, cst.Name):
         return f"{k1.name} writes an expression, not a tensor variable"
-    in_params = [p for p in k2.params if isinstance(second.value(k2, p), cst.Name) and second.value(k2, p).value == tensor.value]
-    uses1 = [p for p in k1.params if isinstance(first.value(k1, p), cst.Name) and first.value(k1, p).value == tensor.value]
+    in_params = _receives(k2, second, tensor.value)
+    uses1 = _receives(k1, first, tensor.value)
     if len(in_params) != 1 or len(uses1) != 1:
         return f"`{tensor.value}` is not passed once to each kernel"
     in_param = in_params[0]
@@ -334,11 +335,22 @@ def fuse(module: cst.Module, plan: FusePlan) -> tuple[cst.Module, str]:
 def _binding_counts(kernel: Kernel) -> dict[str, int]:
     counts: dict[str, int] = {}
     for s in walk(kernel.node.body):
-        if isinstance(s, cst.SimpleStatementLine) or isinstance(s, cst.For):
-            for n in assigned_names(s) if isinstance(s, cst.SimpleStatementLine) else names(s.target):
-                counts[n] = counts.get(n, 0) + 1
+        if isinstance(s, cst.SimpleStatementLine):
+            bound = assigned_names(s)
+        elif isinstance(s, cst.For):
+            bound = names(s.target)
+        else:
+            continue
+        for n in bound:
+            counts[n] = counts.get(n, 0) + 1
     return counts
 
 
 def _renamed(params: tuple[str, ...], rename: dict[str, str]) -> set[str]:
     return {rename.get(p, p) for p in params}
+
+
+def _receives(kernel: Kernel, site: LaunchSite, tensor: str) -> list[str]:
+    """The parameters a launch passes the host variable `tensor` to."""
+    values = {p: site.value(kernel, p) for p in kernel.params}
+    return [p for p, v in values.items() if isinstance(v, cst.Name) and v.value == tensor]

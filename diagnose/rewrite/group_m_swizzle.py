@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import fit_call, replace, set_keyword, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, fit_call, grid_elements, kernels, launch_sites, model_forward, names,
-    program_id_names, replace, resolve_grid, same, set_keyword, simple_assignment, sites_of, statements, unique_name,
+    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels,
+    model_forward, names, program_id_names, resolve_grid, same, simple_assignment, sites_of,
 )
 
 GROUP = 8
@@ -139,8 +140,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SwizzlePlan | str | None:
     axes = grid_elements(grid)
     if axes is None or len(axes) != 2:
         return "the grid is not a 2-element tuple"
-    if grid_statement is not None and sum(
-            1 for other in launch_sites(ctx.module) if isinstance(other.grid, cst.Name) and other.grid.value == site.grid.value) != 1:
+    if grid_shared(ctx.module, site):
         return "the grid variable serves other launches"
     counts = []
     coupled = coupled_by_axis(kernel)

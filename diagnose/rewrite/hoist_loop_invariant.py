@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import replace, set_keyword
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, assigned_names, calls, code, dotted, has_effects, int_value, keyword, kernels, names, positional, read_names,
-    replace, set_keyword, simple_assignment, walk,
+    Kernel, assigned_names, calls, code, dotted, has_effects, int_value, keyword, kernels, names, positional,
+    read_names, simple_assignment, walk,
 )
 
 RANGES = ("range", "tl.range", "tl.static_range", "triton.language.range")

@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import (
+    guarded_launch, insert_after, insert_before_class, rename_function, replace, statements, unique_name,
+)
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, dotted, guarded_launch, insert_after, insert_before_class, is_tl_call, keyword,
-    kernels, load_derived, module_names, names, pointer_params, positional, rename_function, replace,
-    simple_assignment, sites_of, statements, unique_name, walk,
+    Kernel, LaunchSite, calls, dotted, is_tl_call, keyword, kernels, load_derived, module_names, names,
+    pointer_params, positional, simple_assignment, sites_of, walk,
 )
 
 INT64 = ("tl.int64", "triton.language.int64")

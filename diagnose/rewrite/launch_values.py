@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import fit_call, replace, set_keyword
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, code, fit_call, grid_coupled, int_value, kernels, literal_binding, model_forward, names, replace,
-    resolve_grid, set_keyword, sites_of,
+    Kernel, LaunchSite, calls, code, grid_coupled, int_value, kernels, keyword, literal_binding, model_forward, names,
+    positional, resolve_grid, sites_of,
 )
 
 OPTIONS = ("num_warps", "num_stages")
@@ -108,8 +109,6 @@ def current_values(module: cst.Module, kernel_name: str, params: tuple[str, ...]
 
 def every_access_masked(kernel: Kernel) -> bool:
     """Every `tl.load` / `tl.store` has a mask: a larger block only adds masked-off lanes at the edges."""
-    from diagnose.rewrite.source import calls, keyword, positional
-
     accesses = calls(kernel.node.body, "load", "store")
     for call in accesses:
         is_store = call.func.attr.value == "store" if isinstance(call.func, cst.Attribute) else False

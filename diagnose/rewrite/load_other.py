@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import replace, set_keyword, statement
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, assigned_names, is_tl_call, keyword, kernels, names, positional, read_names, replace, same, simple_assignment,
-    statement, walk,
+    Kernel, assigned_names, is_tl_call, keyword, kernels, names, positional, read_names, same, simple_assignment,
+    walk,
 )
 
 
@@ -77,11 +78,7 @@ class LoadOther(Rewrite):
     def transform(self, ctx: RewriteContext, plan: OtherPlan) -> str:
         mapping = {}
         for site in plan.sites:
-            call = site.load.with_changes(args=[*site.load.args[:-1], site.load.args[-1].with_changes(
-                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(
-                value=site.fill, keyword=cst.Name("other"),
-                equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))])
-            mapping[site.load] = call
+            mapping[site.load] = set_keyword(site.load, "other", site.fill)
             if site.target == site.loaded:
                 mapping[site.where_stmt] = cst.RemoveFromParent()
             else:

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.source import (
-    assigned_names, calls, code, has_effects, names, norm, replace, simple_assignment, statement, unique_name,
-)
+from diagnose.rewrite.edit import replace, statement, unique_name
+from diagnose.rewrite.source import assigned_names, calls, code, has_effects, names, norm, simple_assignment
 
 
 @dataclass

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import insert_before_class, replace, statement, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, insert_before_class, kernels, launch_sites,
-    model_forward, module_names, pointer_params, program_id_names, replace, resolve_grid, same, simple_assignment,
-    sites_of, statement, statements, unique_name, walk,
+    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels,
+    model_forward, module_names, pointer_params, program_id_names, resolve_grid, same, simple_assignment, sites_of,
+    walk,
 )
 
 HELPER = '''
@@ -135,8 +136,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> PersistentPlan | str | None:
     axes = grid_elements(grid)
     if axes is None or len(axes) != 1:
         return "the grid is not a 1-element tuple"
-    if grid_statement is not None and sum(1 for s in launch_sites(ctx.module)
-                                          if isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value) != 1:
+    if grid_shared(ctx.module, site):
         return "the grid variable serves other launches"
     parts = cdiv_parts(axes[0])
     if parts is None:

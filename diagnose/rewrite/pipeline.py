@@ -7,8 +7,9 @@
    order (a rewrite whose precondition no longer holds on the combined source, or that conflicts
    with one already applied, is skipped); tunable rewrites get their launch values from the
    launch-config search (`search.py`); libcst keeps the formatting and every result must parse;
-3. compile each candidate and the original offline for the target and attach the estimated gain
-   (`predicted_gain`, a static estimate unless timed).
+3. compile each candidate and the original offline for the target (in parallel workers): a
+   candidate that does not compile where the original does is dropped; the others get the
+   estimated gain (`predicted_gain`, the static estimate: nothing is timed here).
 Each `Candidate` carries its unified diff, the rewrites that made it, and the findings and IR
 evidence it answers (`CODE@file:line`).
 
@@ -204,8 +205,9 @@ def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = N
         if built.steps and built.source not in seen:
             seen.add(built.source)
             built_all.append(built)
-    gains = estimate_gains(ctx, [b.source for b in built_all], options) if estimate and built_all else {}
-    candidates = [make_candidate(ctx, b, gains.get(i)) for i, b in enumerate(built_all)]
+    gains, broken = estimate_gains(ctx, [b.source for b in built_all], options) if estimate and built_all else ({}, set())
+    # a candidate that does not compile for the target (where the original does) is not worth verifying
+    candidates = [make_candidate(ctx, b, gains.get(i)) for i, b in enumerate(built_all) if i not in broken]
     if llm is not None:
         from diagnose.rewrite.llm import llm_propose
 
@@ -223,10 +225,12 @@ def _search_options(task_path: str | Path, device: str, workers: int | None) -> 
                          cache_root=str(cache_root().resolve()))
 
 
-def estimate_gains(ctx: RewriteContext, sources: list[str], options: SearchOptions | None) -> dict[int, float]:
-    """Estimated speedup of each source over the original (static estimate), by index; {} if none."""
+def estimate_gains(ctx: RewriteContext, sources: list[str],
+                   options: SearchOptions | None) -> tuple[dict[int, float], set[int]]:
+    """Estimated speedup of each source over the original (static estimate) by index, and the indices
+    of sources that do not compile for the target although the original does."""
     if not ctx.target.can_compile_here or options is None:
-        return {}
+        return {}, set()
     with tempfile.TemporaryDirectory(prefix="diagnose-estimate-") as folder:
         stem = Path(ctx.path).stem.replace(".", "_")
         paths = [str(Path(folder, f"{stem}_c{i:02d}.py")) for i in range(len(sources))]
@@ -236,15 +240,20 @@ def estimate_gains(ctx: RewriteContext, sources: list[str], options: SearchOptio
             Path(path).write_text(text)
         results = compile_batch(options.task_path, [base, *paths], ctx.target, options.workers, options.cache_root)
     if base not in results:
-        return {}
+        return {}, set()
     original = ranking.view(results[base], ctx.target)
-    out = {}
+    gains, broken = {}, set()
     for i, path in enumerate(paths):
-        if path in results:
-            value = ranking.gain(original, ranking.view(results[path], ctx.target))
-            if value is not None:
-                out[i] = round(value, 3)
-    return out
+        if path not in results:
+            continue
+        mine = ranking.view(results[path], ctx.target)
+        if original.compiled and mine.errors:
+            broken.add(i)
+            continue
+        value = ranking.gain(original, mine)
+        if value is not None:
+            gains[i] = round(value, 3)
+    return gains, broken
 
 
 # ---------------------------------------------------------------- evaluation
@@ -267,8 +276,8 @@ def write_candidate(task_path: str | Path, candidate: Candidate) -> Path:
     return path
 
 
-def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str = "cpu",
-             target: str = DEFAULT_TARGET, *, check: Any = None, parallel: int | None = None) -> list[tuple[Candidate, Verdict]]:
+def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str = "cpu", target: str = DEFAULT_TARGET,
+             *, check: Any = None, parallel: int | None = None) -> list[tuple[Candidate, Verdict]]:
     """Verify every candidate against the original task (correctness and anti-cheat, in workers), time
     them on a device, and return them best first (see `rank`)."""
     from diagnose.runtime.devices import require, timed

@@ -56,7 +56,7 @@ def best_engine(target: Target) -> str | None:
 def view(result: dict, target: Target) -> StaticView:
     from diagnose.ir.inspect import evidence_from_dict
 
-    per_group: dict[str, float] = {}
+    per_launch: dict[tuple[str, str], list[tuple[str, float]]] = {}
     spills, shared_over, engines, narrow = 0, False, [], 0
     label = ESTIMATE
     for kernel in result.get("kernels", []):
@@ -74,9 +74,22 @@ def view(result: dict, target: Target) -> StaticView:
         if seconds is None:
             label = PLACEHOLDER
             seconds = placeholder_seconds(kernel, facts, target)
-        per_group[kernel["group"]] = per_group.get(kernel["group"], 0.0) + seconds
+        per_launch.setdefault((kernel["group"], kernel["kernel"]), []).append((kernel.get("title", ""), seconds))
+    per_group: dict[str, float] = {}
+    for (group, _), entries in per_launch.items():
+        per_group[group] = per_group.get(group, 0.0) + launch_seconds(entries)
     return StaticView(result["path"], tuple(result.get("errors", ())), tuple(sorted(per_group.items())), spills,
                       shared_over, tuple(engines), narrow, label)
+
+
+def launch_seconds(entries: list[tuple[str, float]]) -> float:
+    """One kernel's time in a forward: its launches add up; an autotuned launch is compiled once per
+    config (the titles differ by config) but runs only the best, so its configs count by their minimum."""
+    titles = list(dict.fromkeys(t for t, _ in entries))
+    if len(titles) == 1:
+        return sum(s for _, s in entries)
+    best = min(sum(s for t, s in entries if t == title) for title in titles)
+    return best
 
 
 def _estimate(features: dict | None, target: Target) -> float | None:

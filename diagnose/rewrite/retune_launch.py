@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values
-from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext, missed
 from diagnose.rewrite.source import Kernel, calls, dotted, grid_coupled, kernels, sites_of
 
 BLOCKS = (1024, 2048, 4096, 8192)
@@ -73,7 +73,7 @@ class RetuneLaunch(Rewrite):
         return Precondition.no("; ".join(reasons) or "no launched kernel with a block size to retune")
 
     def answers(self, evidence) -> bool:
-        return evidence.name == "GlobalAccessWidth" and evidence.kind == "missed" and evidence.arg("reason") == "elements_per_thread"
+        return missed(evidence, "GlobalAccessWidth", "elements_per_thread")
 
     def search_space(self, ctx: RewriteContext, plan: RetunePlan) -> list[dict[str, Any]]:
         out = [self.default(plan)]
@@ -86,8 +86,12 @@ class RetuneLaunch(Rewrite):
         return out
 
     def default(self, plan: RetunePlan) -> dict[str, int]:
-        block = max(1024, plan.current.get(plan.block) or 0)
-        return {plan.block: block, "num_warps": 4 if block <= 1024 else 8}
+        """1024 with 4 warps for a small block; a block already that large keeps its values (first in
+        the search space, so that an estimate tie changes nothing)."""
+        block = plan.current.get(plan.block) or 0
+        if block < BLOCKS[0]:
+            return {plan.block: BLOCKS[0], "num_warps": 4}
+        return {plan.block: block, "num_warps": plan.current.get("num_warps") or 4}
 
     def transform(self, ctx: RewriteContext, plan: RetunePlan) -> str:
         values = {k: int(v) for k, v in ctx.params if k in (plan.block, "num_warps")} or self.default(plan)

@@ -145,6 +145,11 @@ class Rewrite:
                 "evidence": list(cls.evidence), "backends": list(cls.backends)}
 
 
+def missed(evidence: Evidence, name: str, *reasons: str) -> bool:
+    """A missed IR fact called `name`, with one of `reasons` (any reason when none is given)."""
+    return evidence.name == name and evidence.kind == "missed" and (not reasons or evidence.arg("reason") in reasons)
+
+
 def validate(source: str, rewrite_id: str) -> None:
     """A rewrite must hand back Python that parses and compiles (libcst keeps the formatting)."""
     try:

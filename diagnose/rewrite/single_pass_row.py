@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 import libcst as cst
 
+from diagnose.rewrite.edit import (
+    fit_call, insert_after, rename_call, rename_function, replace, set_keyword, statement, unique_name,
+    with_comment,
+)
 from diagnose.rewrite.passes import drop_repeated_assignments, share_loads
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, assigned_names, code, fit_call, grid_coupled, insert_after, int_value, kernels, model_forward,
-    module_names, names, rename_call, rename_function, replace, set_keyword, sites_of, statement, unique_name, walk, with_comment,
+    Kernel, LaunchSite, assigned_names, code, grid_coupled, int_value, kernels, model_forward, module_names, names,
+    sites_of, walk,
 )
 
 # fp32 rows up to 64 KB: 16 warps then hold 32 values per thread and tile, well inside the registers.

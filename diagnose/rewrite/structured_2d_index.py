@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import fit_call, replace, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    REDUCTIONS, Kernel, LaunchSite, calls, cdiv_parts, code, dotted, fit_call, grid_elements, is_tl_call, kernels,
-    launch_sites, model_forward, names, program_id_names, replace, resolve_grid, same, simple_assignment, sites_of,
-    statements, tl_name, unique_name, walk,
+    REDUCTIONS, Kernel, LaunchSite, calls, cdiv_parts, code, dotted, grid_elements, is_tl_call, kernels,
+    grid_shared, model_forward, names, program_id_names, resolve_grid, same, simple_assignment, sites_of, tl_name,
+    walk,
 )
 
 # Columns per tile: a power of two up to this many, the rest of the block goes to rows.
@@ -117,8 +118,9 @@ class Structured2dIndex(Rewrite):
         host_r, host_c = unique_name(host_taken, block_r), unique_name(host_taken, block_c)
         grid = cst.parse_expression(f"(triton.cdiv({rows_host}, {host_r}), triton.cdiv({cols_host}, {host_c}))")
         call = plan.site.call
-        args = [a.with_changes(keyword=cst.Name(block_r), value=cst.Name(host_r)) if a.keyword and a.keyword.value == plan.block
-                else a for a in call.args]
+        passes_block = [a.keyword is not None and a.keyword.value == plan.block for a in call.args]
+        args = [a.with_changes(keyword=cst.Name(block_r), value=cst.Name(host_r)) if passed else a
+                for a, passed in zip(call.args, passes_block)]
         position = next(i for i, a in enumerate(args) if a.keyword and a.keyword.value == block_r)
         args.insert(position + 1, args[position].with_changes(keyword=cst.Name(block_c), value=cst.Name(host_c)))
         args[position] = args[position].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -193,8 +195,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> IndexPlan | str | None:
     axes = grid_elements(grid)
     if axes is None or len(axes) != 1 or cdiv_parts(axes[0]) is None:
         return "the grid is not (triton.cdiv(n, BLOCK),)"
-    if grid_statement is not None and sum(1 for s in launch_sites(ctx.module)
-                                          if isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value) != 1:
+    if grid_shared(ctx.module, site):
         return "the grid variable serves other launches"
     for param in (rows, cols, block):
         if site.value(kernel, param) is None:

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import fit_call, replace, set_keyword, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    REDUCTIONS, Kernel, LaunchSite, calls, code, dotted, fit_call, int_value, kernels, names, replace, set_keyword,
-    simple_assignment, sites_of, statement, tl_name, unique_name, walk,
+    REDUCTIONS, Kernel, LaunchSite, calls, code, dotted, int_value, kernels, names, simple_assignment, sites_of,
+    tl_name, walk,
 )
 
 # Per-core sub-block (fp32 elements) that leaves room for double buffering of a few live tiles in

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose.rewrite.edit import guarded_launch, insert_after, rename_function, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, guarded_launch, insert_after, keyword, kernels, model_forward, module_names,
-    names, pointer_params, positional, rename_function, replace, simple_assignment, sites_of, statement, unique_name,
-    walk,
+    Kernel, LaunchSite, calls, code, keyword, kernels, model_forward, module_names, names, pointer_params,
+    positional, simple_assignment, sites_of, walk,
 )
 
 # Reasons of a narrow GlobalAccessWidth that a proven divisibility of the integer arguments fixes.
@@ -57,8 +57,9 @@ class VectorizationHints(Rewrite):
     Safe: the same values, checked at run time.
 
     ## Answers
-    IR evidence GlobalAccessWidth (missed: `offset_not_divisible`, `mask_bound_not_divisible`), the
-    CompilerRemark "vectorization fails"; TRI003 where a stride is the cause.
+    IR evidence only: GlobalAccessWidth (missed: `offset_not_divisible`, `mask_bound_not_divisible`,
+    or with the compiler's "vectorization fails" remark) and that CompilerRemark. No source rule can
+    tell an alignment problem: it depends on the launch's values.
 
     ## References
     notes/triton-internals.md section 3a (widths with and without divisibility, hints on computed
@@ -67,7 +68,7 @@ class VectorizationHints(Rewrite):
 
     id = "vectorization-hints"
     title = "Aligned twin: integer arguments provably multiples of VEC, checked at the launch"
-    codes = ("TRI003",)
+    codes = ()
     evidence = ("GlobalAccessWidth", "CompilerRemark")
     backends = ("cuda", "hip")
     needs_ir = True

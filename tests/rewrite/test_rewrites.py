@@ -103,3 +103,13 @@ def test_a_source_that_does_not_parse_is_a_no():
 
     pre = REWRITES["single-pass-row"].check(RewriteContext("def broken(:\n"))
     assert not pre.holds and "does not parse" in pre.reason
+
+
+def test_triage_rules_name_the_same_rewrites_once_they_list_them():
+    """When the triage code table gains `rewrites` per rule, they must be this table's ids."""
+    from diagnose.triage.codes import RULES
+
+    for code, rule in RULES.items():
+        listed = getattr(rule, "rewrites", None)
+        if listed is not None:
+            assert tuple(listed) == rewrites_for(code), code

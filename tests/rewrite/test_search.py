@@ -71,3 +71,10 @@ def test_placeholder_is_monotone_in_what_rewrites_change():
     small = ranking.placeholder_seconds({"grid": [100000]}, [narrow], SM90)
     big = ranking.placeholder_seconds({"grid": [1000]}, [], SM90)
     assert big < small
+
+
+def test_an_autotuned_launch_counts_its_best_config_once():
+    from diagnose.rewrite.ranking import launch_seconds
+
+    assert launch_seconds([("k", 1.0), ("k", 2.0)]) == 3.0, "two launches of a plain kernel add up"
+    assert launch_seconds([("k [BLOCK: 1024]", 3.0), ("k [BLOCK: 4096]", 1.0)]) == 1.0

@@ -1,0 +1,193 @@
+"""Editing libcst trees: replacing nodes by identity, new statements from text, launch arguments.
+
+Every edit replaces nodes by identity (`replace`), so libcst keeps every untouched byte as it was;
+new code is parsed from text (`statement`, `statements`, `expression`) and re-indented by libcst
+where it lands. Calls whose arguments grow are broken at `fit_call`'s limit, aligned under their
+parenthesis, the way hand-written launches are.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Iterable
+
+import libcst as cst
+
+from diagnose.rewrite.source import LaunchSite, code, keyword
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, mapping: dict[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel]):
+        super().__init__()
+        self.mapping = mapping
+
+    def on_leave(self, original_node, updated_node):
+        return self.mapping.get(original_node, updated_node)
+
+
+def replace(module: cst.Module, mapping: dict) -> cst.Module:
+    """Replace nodes by identity (values may be nodes, `cst.RemoveFromParent()` or a FlattenSentinel)."""
+    return module.visit(_Replace(mapping)) if mapping else module
+
+
+def expression(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def statements(text: str) -> list[cst.BaseStatement]:
+    """Statements from dedented text, to place in any block (libcst re-indents them)."""
+    return list(cst.parse_module(textwrap.dedent(text).strip("\n") + "\n").body)
+
+
+def statement(text: str) -> cst.BaseStatement:
+    (only,) = statements(text)
+    return only
+
+
+def with_comment(stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement, comment: str) -> cst.CSTNode:
+    """The statement with a `# comment` line above it."""
+    line = cst.EmptyLine(comment=cst.Comment(f"# {comment}"))
+    return stmt.with_changes(leading_lines=[*stmt.leading_lines, line])
+
+
+def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with keyword `name=value`, replacing an existing one or appending it."""
+    arg = keyword(call, name)
+    if arg is not None:
+        return call.with_deep_changes(arg, value=value)
+    args = list(call.args)
+    new = cst.Arg(value=value, keyword=cst.Name(name),
+                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                        whitespace_after=cst.SimpleWhitespace("")))
+    if args:
+        last = args[-1]
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return call.with_changes(args=[*args, new])
+
+
+def fit_call(call: cst.Call, indent: int, limit: int = 110) -> cst.Call:
+    """Break a call's argument list where a line would pass `limit` columns, aligned under its paren.
+
+    Only breaks between arguments that sit on the same line (existing breaks are kept); `indent` is
+    the column the statement starts at.
+    """
+    open_col = len(code(call.func)) + 1
+    column = indent + open_col
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        text = code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        if "\n" in text:
+            column = len(text.rsplit("\n", 1)[1])
+            continue
+        if i and column + len(text) + 2 > limit:
+            prev = args[i - 1]
+            broken_already = isinstance(getattr(prev.comma, "whitespace_after", None), cst.ParenthesizedWhitespace)
+            if isinstance(prev.comma, cst.Comma) and not broken_already:
+                args[i - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=cst.ParenthesizedWhitespace(
+                    first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(" " * open_col))))
+                column = indent + open_col
+        if isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace):
+            column = indent + len(arg.comma.whitespace_after.last_line.value)
+        else:
+            column += len(text) + 2
+    return call.with_changes(args=args)
+
+
+def drop_keyword(call: cst.Call, name: str) -> cst.Call:
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
+    if args and args[-1].comma is not cst.MaybeSentinel.DEFAULT:
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return call.with_changes(args=args)
+
+
+def rename_call(call: cst.Call, kernel: str) -> cst.Call:
+    """`other[grid](...)` for `kernel[grid](...)`, continuation lines kept aligned under the paren."""
+    delta = len(kernel) - len(call.func.value.value)
+    return shift_continuations(call.with_changes(func=call.func.with_changes(value=cst.Name(kernel))), delta)
+
+
+class _Shift(cst.CSTTransformer):
+    def __init__(self, delta: int):
+        super().__init__()
+        self.delta = delta
+
+    def leave_ParenthesizedWhitespace(self, original_node, updated_node):
+        width = max(0, len(updated_node.last_line.value) + self.delta)
+        return updated_node.with_changes(last_line=cst.SimpleWhitespace(" " * width))
+
+
+def shift_continuations(node: cst.CSTNode, delta: int) -> cst.CSTNode:
+    """Move every continuation line inside `node` by `delta` columns (after a rename before a paren)."""
+    return node.visit(_Shift(delta)) if delta else node
+
+
+def rename_function(node: cst.FunctionDef, name: str) -> cst.FunctionDef:
+    """The function under another name, its parameter continuation lines kept aligned."""
+    params = shift_continuations(node.params, len(name) - len(node.name.value))
+    return node.with_changes(name=cst.Name(name), params=params)
+
+
+def unique_name(taken: Iterable[str], base: str) -> str:
+    taken = set(taken)
+    if base not in taken:
+        return base
+    i = 2
+    while f"{base}_{i}" in taken:
+        i += 1
+    return f"{base}_{i}"
+
+
+def insert_after(module: cst.Module, anchor: cst.CSTNode, new: list[cst.BaseStatement]) -> cst.Module:
+    """`new` statements right after the top-level statement `anchor`, each with two blank lines above."""
+    body = []
+    for node in module.body:
+        body.append(node)
+        if node is anchor:
+            for stmt in new:
+                body.append(stmt.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+    return module.with_changes(body=body)
+
+
+def guarded_launch(site: LaunchSite, twin: str, condition: str, twin_keywords: dict[str, str], comment: str,
+                   setup: list[str] = (), indent: int = 12) -> cst.FlattenSentinel:
+    """`setup; if condition: twin[grid](..., **twin_keywords) else: <the original launch>`."""
+    call = rename_call(site.call, twin)
+    for key, value in twin_keywords.items():
+        call = set_keyword(call, key, expression(value))
+    call = fit_call(call, indent=indent)
+    switch = statement(f"if {condition}:\n    pass\nelse:\n    pass\n")
+    switch = switch.with_changes(
+        body=switch.body.with_changes(body=[site.statement.with_changes(body=[cst.Expr(call)], leading_lines=[])]),
+        orelse=switch.orelse.with_changes(body=switch.orelse.body.with_changes(
+            body=[site.statement.with_changes(leading_lines=[])])))
+    before = [statement(s) for s in setup]
+    lead = [*site.statement.leading_lines, cst.EmptyLine(comment=cst.Comment(f"# {comment}"))]
+    if before:
+        before[0] = before[0].with_changes(leading_lines=lead)
+    else:
+        switch = switch.with_changes(leading_lines=lead)
+    return cst.FlattenSentinel([*before, switch])
+
+
+def insert_before(module: cst.Module, anchor: cst.CSTNode, new: list[cst.BaseStatement]) -> cst.Module:
+    """Top-level statements right before `anchor` (which keeps its leading comments), two blank lines apart."""
+    body = []
+    for node in module.body:
+        if node is anchor:
+            for i, stmt in enumerate(new):
+                lead = node.leading_lines if i == 0 else [cst.EmptyLine(), cst.EmptyLine()]
+                body.append(stmt.with_changes(leading_lines=lead))
+            node = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        body.append(node)
+    return module.with_changes(body=body)
+
+
+def insert_before_class(module: cst.Module, class_name: str, new: list[cst.BaseStatement]) -> cst.Module:
+    """Top-level statements placed right before `class class_name` (two blank lines around them)."""
+    body = []
+    for node in module.body:
+        if isinstance(node, cst.ClassDef) and node.name.value == class_name:
+            for stmt in new:
+                body.append(stmt.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+            node = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        body.append(node)
+    return module.with_changes(body=body)
