@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from diagnose import syntax
 from diagnose.errors import UsageError
 
 REFERENCE_NAMES = ("Model", "get_inputs", "get_init_inputs")
@@ -64,7 +65,7 @@ def parse_file(path: Path) -> ast.Module:
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        return ast.parse(source, filename=str(path))
+        return syntax.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise UsageError(f"{path}:{exc.lineno}:{exc.offset or 0}: syntax error: {exc.msg}") from None
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from diagnose import syntax
 from diagnose.errors import UsageError
 
 
@@ -43,7 +44,7 @@ def read_entry_dict(tree: ast.Module) -> dict:
 def load_entry(path: Path, root: Path) -> Entry:
     source = path.read_bytes()
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = syntax.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise UsageError(f"{path}:{exc.lineno}: syntax error in suite entry: {exc.msg}") from None
     meta = read_entry_dict(tree)

@@ -217,6 +217,7 @@ async def refresh_ir(ls: DiagnoseServer, uri: str) -> None:
         if ls.documents.get(uri) is not state or state.ir_saves != ticket:
             ls.log(f"{Path(path).name}: IR for an older save skipped (saved again)")
             return
+        ls.log(f"{Path(path).name}: IR for save {ticket} started ({settings.target})")
         try:
             result = await ls.run_blocking(inspect_saved, path, settings.target)
         except UsageError as err:  # expected in an editor: no example arguments, a target it cannot compile

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
 
+from diagnose import syntax
 from diagnose.ir.inspect import evidence_from_dict
 from diagnose.records import Evidence
 
@@ -92,7 +93,7 @@ def snapshot_from_result(result: dict, path: str, saved_text: str) -> IrSnapshot
 def function_extents(source: str) -> dict[str, tuple[int, int]]:
     """Top-level and nested function names -> (def line, last line); empty if the text does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return {}
     return {node.name: (node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree)

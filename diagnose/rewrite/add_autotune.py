@@ -7,6 +7,7 @@ from typing import Any
 
 import libcst as cst
 
+from diagnose import syntax
 from diagnose.rewrite import retune_launch, wgmma_tiles
 from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statements, unique_name
 from diagnose.rewrite.launch_values import slots
@@ -192,7 +193,7 @@ def _reads(text: str) -> dict[str, int]:
     import textwrap
 
     out: dict[str, int] = {}
-    for n in ast.walk(ast.parse(textwrap.dedent(text).strip())):
+    for n in ast.walk(syntax.parse(textwrap.dedent(text).strip())):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             out[n.id] = out.get(n.id, 0) + 1
     return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose import syntax
 from diagnose.rewrite.edit import fit_call, insert_after, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -106,7 +107,7 @@ class _Canon:
         self.hosts: dict[str, str] = {}
 
     def host_id(self, text: str) -> str:
-        key = ast.dump(ast.parse(text, mode="eval"))
+        key = ast.dump(syntax.parse(text, mode="eval"))
         return self.hosts.setdefault(key, f"__host{len(self.hosts)}")
 
     def expand(self, kernel: Kernel, site: LaunchSite, expr: cst.BaseExpression, base: str | None = None) -> str:
@@ -125,12 +126,12 @@ class _Canon:
                     return ast.Name(canon.host_id(code(value)) if value is not None else f"__default_{node.id}", ast.Load())
                 if node.id in local and self.depth < 16:
                     self.depth += 1
-                    tree = self.visit(ast.parse(code(local[node.id]).strip(), mode="eval").body)
+                    tree = self.visit(syntax.parse(code(local[node.id]).strip(), mode="eval").body)
                     self.depth -= 1
                     return tree
                 return node
 
-        return ast.dump(Sub().visit(ast.parse(code(expr).strip(), mode="eval").body))
+        return ast.dump(Sub().visit(syntax.parse(code(expr).strip(), mode="eval").body))
 
 
 def _accesses(kernel: Kernel, site: LaunchSite, canon: _Canon) -> list[tuple[str, str, str, str | None, cst.Call]]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose import syntax
 from diagnose.rewrite.edit import replace, set_keyword
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -96,7 +97,7 @@ def invariant_statements(kernel: Kernel, loop: cst.For) -> list[cst.SimpleStatem
     """Statements of `loop`'s top level that can move before it, in order."""
     if not isinstance(loop.body, cst.IndentedBlock) or not _is_range(loop):
         return []
-    tree = ast.parse(code(kernel.node).strip())
+    tree = syntax.parse(code(kernel.node).strip())
     stores = _store_counts(tree)
     loop_writes = has_effects(loop.body)
     positive_step = _positive_step(kernel, loop)

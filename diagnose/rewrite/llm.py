@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from diagnose import syntax
 from diagnose.errors import ToolchainError, UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict
 from diagnose.targets import lookup
@@ -179,7 +180,7 @@ def extract_source(reply: str | None) -> str:
     blocks = CODE_BLOCK.findall(reply)
     text = blocks[-1] if blocks else reply
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except SyntaxError as exc:
         raise MalformedReply(f"the proposed file does not parse: line {exc.lineno}: {exc.msg}") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}

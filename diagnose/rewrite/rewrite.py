@@ -15,7 +15,6 @@ where useful) and says whether the pattern is there and regular enough to transf
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import inspect
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any, ClassVar, Literal
 
 import libcst as cst
 
+from diagnose import syntax
 from diagnose.records import Evidence, Finding
 from diagnose.targets import DEFAULT_TARGET, Target, lookup
 
@@ -153,6 +153,6 @@ def missed(evidence: Evidence, name: str, *reasons: str) -> bool:
 def validate(source: str, rewrite_id: str) -> None:
     """A rewrite must hand back Python that parses and compiles (libcst keeps the formatting)."""
     try:
-        compile(ast.parse(source), "<rewrite>", "exec")
+        syntax.compile_source(source, "<rewrite>")
     except SyntaxError as exc:  # a bug in the rewrite, not the user's fault
         raise RuntimeError(f"rewrite {rewrite_id} produced invalid Python: line {exc.lineno}: {exc.msg}") from exc

@@ -20,6 +20,8 @@ from typing import Iterator
 
 import libcst as cst
 
+from diagnose import syntax
+
 TL = ("tl", "triton.language")
 # tl functions that read or write memory or have effects: never duplicated, moved or dropped.
 EFFECTS = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
@@ -47,9 +49,9 @@ def code(node: cst.CSTNode) -> str:
 def _ast(text: str) -> ast.AST:
     text = textwrap.dedent(text).strip()
     try:
-        return ast.parse(text, mode="eval")
+        return syntax.parse(text, mode="eval")
     except SyntaxError:
-        return ast.parse(text)
+        return syntax.parse(text)
 
 
 def norm(node: cst.CSTNode | str) -> str:
@@ -414,7 +416,7 @@ def cdiv_parts(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseEx
 
 def module_names(module: cst.Module) -> set[str]:
     """Every name the module mentions, the names its imports bind included."""
-    tree = ast.parse(module.code)
+    tree = syntax.parse(module.code)
     bound = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
              for a in n.names}
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | bound | {

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose import syntax
 from diagnose.rewrite.edit import guarded_launch, insert_after, rename_function, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -138,7 +139,7 @@ def _narrow_lines(ctx: RewriteContext) -> list[int]:
 
 
 def _kernel_spans(source: str) -> dict[str, tuple[int, int]]:
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     return {n.name: (n.lineno, n.end_lineno or n.lineno) for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 

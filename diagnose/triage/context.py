@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable
 
+from diagnose import syntax
 from diagnose.records import Location
 from diagnose.triage.hosteval import UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec
 from diagnose.triage.imports import import_map, qualname
@@ -189,7 +190,7 @@ def _lambda_args(fn: LambdaValue, args: list) -> dict[str, Any]:
 def build_context(source: str, path: str, target: Target) -> Context:
     ctx = Context(path=path, source=source, target=target)
     try:
-        ctx.tree = ast.parse(source, filename=path)
+        ctx.tree = syntax.parse(source, filename=path)
     except SyntaxError as err:
         ctx.syntax_error = err
         return ctx
