@@ -158,6 +158,8 @@ def bench(
     seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds each worker may run."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
+    target: str = typer.Option("cuda:sm90", "--target", help="Compile target of optimize mode's IR levels."),
+    max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Optimize mode: candidates per entry."),
     store_path: Path = typer.Option(Path(".diagnose_cache/bench.sqlite"), "--store", help="SQLite results store."),
     fmt: str = typer.Option("md", "--format", help="Report format: md, html, json or csv (with `report`)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the report here instead of stdout."),
@@ -183,8 +185,13 @@ def bench(
     from diagnose.bench.suite import load_suite
 
     console = Console(stderr=True)
+    from diagnose.agent.state import Budget
+    from diagnose.targets import lookup
+
+    lookup(target)
     options = SweepOptions(mode=mode, device=device, jobs=jobs, pattern=filter_, redo=redo, seeds=seeds,
-                           timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"))
+                           timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"),
+                           target=target, budget=Budget(max_candidates=max_candidates))
     total = len(load_suite(suite, filter_))
     with Progress(console=console, transient=False) as bar:
         task_bar = bar.add_task("sweep", total=total)

@@ -4,8 +4,8 @@ A run lives in `<cache>/runs/<run id>/` (cache: `DIAGNOSE_CACHE_DIR` or `.diagno
 checkpoints (LangGraph's `SqliteSaver`, written synchronously after every node, so a run killed at any
 node resumes from the last one that finished), the candidate files, and the report (`report.json`, the
 source of truth, plus Markdown and HTML renderings). The optimized task goes next to the input as
-`<name>.optimized.py` with its diff beside it — never over the input unless `write=True`, and never over
-an existing file (a run-specific name is used instead).
+`<name>.optimized.py` with its diff beside it (or into `out_dir`, as benchmark sweeps ask) — never over
+the input unless `write=True`, and never over an existing file (a run-specific name is used instead).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Callable
 
 from diagnose.agent import policy
 from diagnose.agent.graph import build_graph
-from diagnose.agent.state import Budget, Context
+from diagnose.agent.state import LEVELS, Budget, Context
 from diagnose.agent.tools import Tools
 from diagnose.errors import UsageError
 from diagnose.report.reports import environment
@@ -55,7 +55,7 @@ def open_graph(folder: Path):
 
 def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: Budget = Budget(),
              resume: str | None = None, write: bool = False, tools: Tools | None = None,
-             on_step: Callable[[str, dict], None] | None = None) -> RunResult:
+             on_step: Callable[[str, dict], None] | None = None, out_dir: str | Path | None = None) -> RunResult:
     """Run (or resume) the agent on a task and write its outputs."""
     if resume:
         folder = run_dir(resume)
@@ -64,6 +64,7 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         run_id = resume
         meta = json.loads((folder / "run.json").read_text())
         task, target, device, write = meta["task"], meta["target"], meta["device"], meta["write"]
+        out_dir = meta.get("out_dir")
     else:
         from diagnose.task import load_task
 
@@ -72,7 +73,9 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         folder = run_dir(run_id)
         folder.mkdir(parents=True)
         task = str(Path(task).resolve())
-        (folder / "run.json").write_text(json.dumps({"task": task, "target": target, "device": device, "write": write}))
+        out_dir = str(Path(out_dir).resolve()) if out_dir else None
+        (folder / "run.json").write_text(json.dumps({"task": task, "target": target, "device": device, "write": write,
+                                                     "out_dir": out_dir}))
     graph, connection = open_graph(folder)
     config = {"configurable": {"thread_id": run_id}}
     context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(str(folder)))
@@ -91,7 +94,7 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
 
     (folder / "report.md").write_text(render_markdown(report))
     (folder / "report.html").write_text(render_html(report))
-    optimized, diff = write_outputs(state, write, run_id)
+    optimized, diff = write_outputs(state, write, run_id, out_dir)
     return RunResult(run_id, folder, report, optimized, diff)
 
 
@@ -111,6 +114,8 @@ def report_from_state(state: dict) -> dict:
         "environment": [list(pair) for pair in environment()],
         "baseline": state.get("baseline"),
         "evidence": state.get("evidence", []),
+        "roofline": state.get("roofline") or None,
+        "deepest_level": LEVELS[state["level"]] if state.get("level", -1) >= 0 else None,
     }
 
 
@@ -118,7 +123,8 @@ def free_name(path: Path, run_id: str) -> Path:
     return path if not path.exists() else path.with_name(f"{path.stem}-{run_id}{path.suffix}")
 
 
-def write_outputs(state: dict, write: bool, run_id: str) -> tuple[Path | None, Path | None]:
+def write_outputs(state: dict, write: bool, run_id: str,
+                  out_dir: str | Path | None = None) -> tuple[Path | None, Path | None]:
     best = policy.best_result(state.get("results", []))
     if best is None:
         return None, None
@@ -127,8 +133,10 @@ def write_outputs(state: dict, write: bool, run_id: str) -> tuple[Path | None, P
     old_source = original.read_text()
     diff_text = "".join(difflib.unified_diff(old_source.splitlines(True), new_source.splitlines(True),
                                              str(original.name), f"{original.stem}.optimized.py"))
-    target = original if write else free_name(original.with_name(f"{original.stem}.optimized.py"), run_id)
+    folder = Path(out_dir) if out_dir else original.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    target = original if write else free_name(folder / f"{original.stem}.optimized.py", run_id)
     target.write_text(new_source)
-    diff = free_name(original.with_name(f"{original.stem}.optimized.diff"), run_id)
+    diff = free_name(folder / f"{original.stem}.optimized.diff", run_id)
     diff.write_text(diff_text)
     return target, diff

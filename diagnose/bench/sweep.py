@@ -1,8 +1,8 @@
 """Benchmark sweeps: every entry of a suite through the harness, results into the store, resumable.
 
 Score mode verifies and times each entry's `ModelNew` as given against eager and `torch.compile`.
-Optimize mode runs the agent on each entry; it needs `diagnose optimize`, which is not built yet, and
-says so. Entries run `jobs` at a time on the CPU (each verification already runs in its own worker
+Optimize mode runs the agent on each entry (`diagnose/bench/optimize.py`), its outputs kept beside
+the store, never in the suite's folder. Entries run `jobs` at a time on the CPU (each verification already runs in its own worker
 processes); on a device, one at a time, since timings must not share the device.
 """
 
@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Callable
 
 from diagnose import __version__
+from diagnose.agent.state import Budget
 from diagnose.bench import store
+from diagnose.bench.optimize import optimize_entry
 from diagnose.bench.suite import Entry, load_suite
 from diagnose.errors import DiagnoseError, UsageError
 from diagnose.records import Verdict
 from diagnose.runtime.devices import require, timed
+from diagnose.targets import DEFAULT_TARGET
 from diagnose.task import load_task
 from diagnose.verify.harness import CheckOptions, verify
 
@@ -36,6 +39,8 @@ class SweepOptions:
     seeds: int = 3
     timeout_s: float = 600.0
     baselines: tuple[str, ...] = ("eager", "compile")
+    target: str = DEFAULT_TARGET
+    budget: Budget = Budget()
 
 
 @dataclass(frozen=True)
@@ -91,13 +96,19 @@ def score_entry(entry: Entry, options: SweepOptions) -> list[tuple[str, str, dic
     return group_rows(verdict)
 
 
+def optimize_one(entry: Entry, options: SweepOptions, runs: Path) -> list[tuple[str, str, dict]]:
+    try:
+        return optimize_entry(entry, options.device, options.target, options.budget, runs)
+    except DiagnoseError as exc:
+        return [("*", "failed", {"failure": {"kind": "load_error", "message": str(exc), "log_tail": ""},
+                                 "failed_checks": []})]
+
+
 def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
           on_entry: Callable[[Entry, str], None] | None = None) -> SweepSummary:
     """Run every entry not yet done for this version; `on_entry(entry, outcome)` reports progress."""
     if options.mode not in MODES:
         raise UsageError(f"unknown mode {options.mode!r}; choose score or optimize")
-    if options.mode == "optimize":
-        raise UsageError("--mode optimize runs the agent (`diagnose optimize`), which is not built yet; use --mode score")
     require(options.device)
     suite_dir = Path(suite_dir)
     suite = suite_dir.resolve().name
@@ -113,8 +124,10 @@ def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
     jobs = 1 if timed(options.device) else max(1, options.jobs)
     failed = 0
 
+    runs = Path(store_path).with_suffix(".runs")
+
     def run_one(entry: Entry) -> str:
-        groups = score_entry(entry, options)
+        groups = score_entry(entry, options) if options.mode == "score" else optimize_one(entry, options, runs)
         writer = store.connect(store_path)
         try:
             store.write_entry(writer, suite, entry.id, options.mode, f"{entry.source_hash}|{tail}", groups)

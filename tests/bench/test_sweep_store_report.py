@@ -97,9 +97,51 @@ def test_report_formats(fmt, marker):
         assert json.loads(text)["passed"] == 2
 
 
-def test_optimize_mode_says_it_is_not_built(small_suite, tmp_path):
-    with pytest.raises(UsageError, match="not built yet"):
-        sweep(small_suite, tmp_path / "r.sqlite", SweepOptions(mode="optimize"))
+def test_optimize_mode_runs_the_agent_and_keeps_the_suite_folder_as_it_was(small_suite, tmp_path, monkeypatch):
+    from diagnose.agent.state import Budget
+
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path / "cache"))
+    before = sorted(p.name for p in small_suite.rglob("*"))
+    db = tmp_path / "r.sqlite"
+    options = SweepOptions(mode="optimize", seeds=2, budget=Budget(max_candidates=1))
+    summary = sweep(small_suite, db, options)
+    assert (summary.ran, summary.failed) == (3, 2)  # the two cheats fail their baseline
+    assert sorted(p.name for p in small_suite.rglob("*")) == before, "outputs go beside the store"
+    rows = {r.entry: r for r in store.rows(store.connect(db), mode="optimize")}
+    assert rows["level1/torch_only"].status == "failed"
+    honest = rows["level1/honest"]
+    assert honest.status == "passed" and honest.data["deepest_level"] in ("triage", "profile", "ir", "passes")
+    assert honest.data["run_id"] and not honest.data["timed"]  # CPU: verified, not timed
+    assert (tmp_path / "cache" / "runs" / honest.data["run_id"] / "report.json").exists()
+    again = sweep(small_suite, db, options)
+    assert again.ran == 0, "a finished entry is not optimized again"
+
+
+def test_optimize_rows_carry_medians_speedups_and_roofline():
+    from diagnose.bench.optimize import rows_from_report
+
+    def timing(variant, ms):
+        return {"variant": variant, "group": "g", "median_ms": ms}
+
+    baseline = {"passed": True, "cases": [{"group": "g"}], "checks": [],
+                "timings": [timing("candidate", 4.0), timing("eager", 2.0), timing("compile", 1.5)]}
+    best = {"candidate": {"id": "c1", "made_by": ["retune-launch"]},
+            "verdict": {"passed": True, "timings": [timing("candidate", 1.0), timing("initial", 4.2), timing("eager", 2.1)]}}
+    report = {"baseline": baseline, "candidates": [best], "best": "c1", "deepest_level": "profile",
+              "roofline": {"bound_ms": 0.8, "group": "g"}}
+    [(group, status, data)] = rows_from_report(report, "run1")
+    assert (group, status) == ("g", "passed")
+    assert data["medians_ms"] == {"initial": 4.0, "candidate": 1.0, "compile": 1.5}
+    assert data["speedup_vs_initial"] == pytest.approx(4.2) and data["speedup_vs_eager"] == pytest.approx(2.1)
+    assert data["speedup_vs_compile"] == pytest.approx(1.5) and data["roofline_fraction"] == pytest.approx(0.8)
+    assert data["rewrites"] == ["retune-launch"] and data["deepest_level"] == "profile"
+    [line] = report_module_lines([("g", status, data)])
+    assert (line.initial_ms, line.optimized_ms, line.deepest_level) == (4.0, 1.0, "profile")
+
+
+def report_module_lines(groups):
+    rows = [store.Row("s", "e", g, "optimize", "v", status, data, 0.0) for g, status, data in groups]
+    return report.lines(rows)
 
 
 def test_report_cli(cli, small_suite, tmp_path):

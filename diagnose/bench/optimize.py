@@ -1,0 +1,73 @@
+"""Optimize mode of a sweep: the agent on one suite entry, its report turned into store rows.
+
+The agent runs as `diagnose optimize` would (`diagnose.agent.run.optimize`), with its outputs kept in
+the sweep's own folder (`<store>.runs/<entry>/`), never next to the suite's files, so a suite folder
+stays as it was. One row per input group of the baseline (the entry as given):
+- `medians_ms.initial`: the entry's own kernel, timed in the baseline verification;
+- `medians_ms.candidate`: the best verified candidate's, or the initial one when none passed;
+- `speedup_vs_initial` and `speedup_vs_eager`: ratios measured in the best candidate's own timing run;
+- `speedup_vs_compile`: the baseline run's `torch.compile` median over the candidate's (two runs, one
+  device, the same protocol);
+- `roofline_fraction` on the group the profile level bounded; `deepest_level`; `rewrites`; `run_id`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diagnose.agent.state import Budget
+from diagnose.bench.suite import Entry
+
+Row = tuple[str, str, dict]
+
+
+def optimize_entry(entry: Entry, device: str, target: str, budget: Budget, out_root: Path) -> list[Row]:
+    from diagnose.agent.run import optimize
+
+    out_dir = out_root / entry.id
+    result = optimize(str(entry.path), target=target, device=device, budget=budget, out_dir=out_dir)
+    return rows_from_report(result.report, result.run_id)
+
+
+def medians(verdict: dict, variant: str) -> dict[str, float]:
+    return {t["group"]: t["median_ms"] for t in verdict.get("timings", [])
+            if t["variant"] == variant and t.get("median_ms") is not None}
+
+
+def speedups(verdict: dict, over: str) -> dict[str, float]:
+    """Candidate over `over`, per group, from one verification's timings (a dict `Verdict`)."""
+    mine, base = medians(verdict, "candidate"), medians(verdict, over)
+    return {g: base[g] / mine[g] for g in mine if g in base and mine[g] > 0}
+
+
+def rows_from_report(report: dict, run_id: str) -> list[Row]:
+    """Store rows (group, status, data) from an agent report."""
+    baseline = report.get("baseline") or {}
+    best = next((c for c in report["candidates"] if c["candidate"]["id"] == report["best"]), None)
+    common = {"deepest_level": report.get("deepest_level"), "run_id": run_id,
+              "rewrites": list(best["candidate"]["made_by"]) if best else []}
+    if not baseline.get("passed"):
+        failure = baseline.get("failure") or {"kind": "incorrect", "message": "the entry as given fails verification",
+                                              "log_tail": ""}
+        failed = [f"{c['name']}: {c['detail']}" for c in baseline.get("checks", []) if not c["passed"]]
+        return [("*", "failed", {**common, "failure": failure, "failed_checks": failed})]
+    initial = medians(baseline, "candidate")
+    compiled = medians(baseline, "compile")
+    optimized = medians(best["verdict"], "candidate") if best else initial
+    roofline = report.get("roofline") or {}
+    out = []
+    for group in dict.fromkeys(c["group"] for c in baseline.get("cases", [])):
+        mine = optimized.get(group)
+        bound = roofline.get("bound_ms") if roofline.get("group") == group else None
+        out.append((group, "passed", {
+            **common,
+            "correct": True,
+            "medians_ms": {"initial": initial.get(group), "candidate": mine, "compile": compiled.get(group)},
+            "timed": mine is not None,
+            "speedup_vs_initial": speedups(best["verdict"], "initial").get(group) if best else (1.0 if mine else None),
+            "speedup_vs_eager": speedups(best["verdict"] if best else baseline, "eager").get(group),
+            "speedup_vs_compile": compiled[group] / mine if mine and compiled.get(group) else None,
+            "roofline_fraction": bound / mine if bound and mine else None,
+            "reasons": [] if best else ["no candidate passed verification; the entry stays as given"],
+        }))
+    return out
