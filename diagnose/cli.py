@@ -299,6 +299,7 @@ def profile(
     task: Path = typer.Argument(..., help="Task file."),
     device: str = typer.Option("cuda", "--device", help="cuda, or cpu (static estimate only)."),
     ncu: bool = typer.Option(False, "--ncu", help="Read hardware counters with Nsight Compute."),
+    proton: bool = typer.Option(False, "--proton", help="Kernel times per scope with Proton (lighter than ncu)."),
     target: Optional[str] = typer.Option(None, "--target", help="Target whose limits to use (default: the device's)."),
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write the roofline plot (PNG, SVG) here."),
     group: Optional[List[str]] = typer.Option(None, "--group", help="Input group(s) to use."),
@@ -307,7 +308,7 @@ def profile(
     """Roofline position, bottleneck classification and evidence (L1)."""
     from diagnose.profiling.cli import profile_command
 
-    code, text = profile_command(str(task), device=device, ncu=ncu, target=target,
+    code, text = profile_command(str(task), device=device, ncu=ncu, proton=proton, target=target,
                                  plot_dir=str(plot_dir) if plot_dir else None,
                                  fmt="json" if as_json else "text", groups=group or None)
     typer.echo(text, nl=False)

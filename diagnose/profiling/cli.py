@@ -1,4 +1,4 @@
-"""`diagnose profile TASK.py [--device cuda] [--ncu]` as a plain function, for `diagnose/cli.py` to wire.
+"""`diagnose profile TASK.py [--device cuda] [--ncu] [--proton]` as a plain function, for `diagnose/cli.py` to wire.
 
 `profile_command(path, device, ncu, target, plot_dir, fmt) -> (exit code, stdout text)`: prints the
 roofline position, the classification and the top evidence, and writes the plot (PNG and SVG) and
@@ -26,6 +26,7 @@ def profile_command(
     refresh_ceilings: bool = False,
     timeout_s: float = 900.0,
     ncu_timeout_s: float = 300.0,
+    proton: bool = False,
 ) -> tuple[int, str]:
     from diagnose.profiling.profile import ProfileOptions, profile_task
     from diagnose.profiling.render import render_text
@@ -38,7 +39,7 @@ def profile_command(
     unknown = set(baselines) - {"eager", "compile"}
     if unknown:
         raise UsageError(f"unknown baseline {', '.join(sorted(unknown))}; baselines: eager, compile")
-    options = ProfileOptions(device=device, ncu=ncu, target=target, groups=tuple(groups) if groups else None,
+    options = ProfileOptions(device=device, ncu=ncu, proton=proton, target=target, groups=tuple(groups) if groups else None,
                              baselines=tuple(baselines), artifacts_dir=plot_dir, refresh_ceilings=refresh_ceilings,
                              timeout_s=timeout_s, ncu_timeout_s=ncu_timeout_s)
     result = profile_task(path, options)

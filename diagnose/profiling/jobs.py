@@ -191,3 +191,44 @@ def ncu_target_job(payload: dict) -> dict:
         synchronize(device)
         torch.cuda.profiler.stop()
     return {"group": payload["group"]}
+
+
+def proton_job(payload: dict) -> dict:
+    """Candidate and eager under Proton, per group. Payload: reference, candidate, device, groups,
+    repeats, out (the hatchet file's path without its `.hatchet` suffix)."""
+    import torch
+    import triton.profiler as proton
+
+    from diagnose.profiling.work import count_work
+    from diagnose.runtime.devices import synchronize, torch_device
+    from diagnose.verify import tensors
+    from diagnose.verify.inputs import draw
+    from diagnose.verify.jobs import build_model
+
+    device = payload.get("device", "cuda")
+    repeats = int(payload.get("repeats", 10))
+    reference, candidate = _modules(payload)
+    groups = _groups(reference, "cuda", payload.get("groups"))
+    init_inputs = list(reference.get_init_inputs())
+    eager = build_model(reference.Model, init_inputs, device)
+    state = {k: v.detach().cpu() for k, v in eager.state_dict().items()}
+    models = {"candidate": build_model(candidate.ModelNew, init_inputs, device, state), "eager": eager}
+    prepared = []
+    with torch.no_grad():
+        for group in groups:
+            inputs, _ = draw(reference, group, SEED)
+            inputs = tensors.to_device(inputs, torch_device(device))
+            work = count_work(reference, eager, inputs, group)
+            for model in models.values():
+                model(*inputs)  # JIT compiles and warm-up stay outside the profile
+            prepared.append((group, inputs, work))
+        synchronize(device)
+        session = proton.start(payload["out"], hook="triton")
+        for group, inputs, work in prepared:
+            for variant, model in models.items():
+                with proton.scope(f"{variant}@{group}", {"bytes": float(work.bytes), "flops": float(work.flops)}):
+                    for _ in range(repeats):
+                        model(*inputs)
+                    synchronize(device)
+        proton.finalize(session)
+    return {"path": payload["out"] + ".hatchet", "groups": groups, "repeats": repeats}

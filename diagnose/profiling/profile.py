@@ -9,7 +9,9 @@ On a device (`cuda`, `npu`):
    estimate's features (and, with `ncu`, the SASS line map);
 3. with `ncu`: one Nsight Compute run on the first group (`nvidia/ncu_run.py`), its raw page parsed
    into counters and its source page joined to the SASS line map (hot lines);
-4. `classify.py` per group; the plot (`plot.py`) when a folder is given.
+4. with `proton`: the candidate and eager under Proton, every group (`nvidia/proton.py`): kernel
+   times per scope, achieved bytes/s and FLOP/s, each kernel's share; the hatchet file is kept;
+5. `classify.py` per group; the plot (`plot.py`) when a folder is given.
 
 With no device (or `--device cpu`, the interpreter, where nothing is timed): `offline_job` counts
 the work on `meta` tensors, `static_job` compiles, and the result carries the static **estimate**
@@ -48,6 +50,8 @@ class ProfileOptions:
 
     device: str = "cuda"
     ncu: bool = False
+    proton: bool = False
+    proton_repeats: int = 10
     target: str | None = None
     groups: tuple[str, ...] | None = None
     baselines: tuple[str, ...] = ("eager",)
@@ -141,6 +145,8 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
         raise UsageError(f"unknown device {options.device!r}; choose one of {', '.join(DEVICES)}")
     if options.ncu and options.device != "cuda":
         raise UsageError("--ncu needs --device cuda (Nsight Compute profiles NVIDIA GPUs)")
+    if options.proton and options.device != "cuda":
+        raise UsageError("--proton needs --device cuda (Proton reads kernel times through CUPTI)")
     task = load_task(path)
     if not task.kernels:
         raise UsageError(f"{task.candidate_path}: no @triton.jit kernel to profile")
@@ -184,6 +190,11 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
         counters, ncu_evidence, line_evidence = _ncu(common, groups[0], kernels, sass, artifacts, options, notes)
     elif options.ncu:
         notes.append("ncu skipped: no device to profile")
+    proton_evidence: tuple[Evidence, ...] = ()
+    if options.proton and on_device:
+        proton_evidence = _proton(common, kernels, artifacts, options, notes)
+    elif options.proton:
+        notes.append("proton skipped: no device to profile")
     findings = []
     for group in groups:
         view = _view(group, task, target, ceilings, work, positions, kernels, static_facts,
@@ -195,7 +206,8 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
         findings.append((group, tuple(found)))
     result = ProfileResult(task=str(task.reference_path), device=options.device, timed=on_device, target=target.name,
                            ceilings=ceilings, groups=groups, work=work, timings=timings, positions=positions,
-                           kernels=tuple(kernels), counters=counters, evidence=ncu_evidence + line_evidence,
+                           kernels=tuple(kernels), counters=counters,
+                           evidence=ncu_evidence + line_evidence + proton_evidence,
                            findings=tuple(findings), notes=tuple(notes), versions=tuple(sorted(versions.items())))
     if artifacts is not None:
         result = _write_artifacts(result, artifacts, task.name)
@@ -243,6 +255,28 @@ def _ncu(common: dict, group: str, kernels: list[KernelView], sass: dict, artifa
     if run.error:
         notes.append(f"ncu: {run.error} (log: {folder / 'ncu.log'})")
     return read_ncu(run, group, kernels, sass, notes)
+
+
+def _proton(common: dict, kernels: list[KernelView], artifacts: Path | None, options: ProfileOptions,
+            notes: list[str]) -> tuple[Evidence, ...]:
+    """Proton's kernel times per (variant, group) scope as evidence; a failure is a note."""
+    from diagnose.profiling.nvidia import proton
+
+    folder = artifacts / "proton" if artifacts else Path(tempfile.mkdtemp(prefix="diagnose-proton-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    payload = {"reference": common["reference"], "candidate": common["candidate"], "device": "cuda",
+               "groups": common["groups"], "repeats": options.proton_repeats, "out": str(folder / "proton")}
+    try:
+        ran = _call("proton_job", payload, options)
+        tree = json.loads(Path(ran["path"]).read_text())
+        rows = proton.parse_hatchet(tree)
+    except (DiagnoseError, OSError, ValueError) as exc:
+        notes.append(f"proton: {exc}")
+        return ()
+    if not rows:
+        notes.append("proton: no kernel launches were recorded")
+    locations = {k.kernel: k.location for k in kernels if k.location}
+    return tuple(proton.evidence(proton.scope_times(rows, ran["repeats"]), locations))
 
 
 def read_ncu(run, group: str, kernels: list[KernelView], sass: dict, notes: list[str]):

@@ -42,6 +42,23 @@ def evidence_line(e: Evidence) -> str:
     return f"{where}{e.name} [{e.source}] {args}"
 
 
+def proton_lines(result: ProfileResult, group: str) -> list[str]:
+    """Proton's scope times of one group, each with its slowest kernel."""
+    out = []
+    for e in result.evidence:
+        scope = str(e.arg("scope", ""))
+        if e.source != "proton" or e.name != "ScopeTime" or not scope.endswith(f"@{group}"):
+            continue
+        rate = e.arg("achieved_bytes_per_s")
+        slowest = next((k for k in result.evidence if k.source == "proton" and k.name == "KernelTime"
+                        and k.arg("scope") == scope), None)
+        out.append(f"  proton     {scope.split('@')[0]:<10} {e.arg('ms_per_forward'):.4f} ms/forward"
+                   + (f"  {rate / 1e12:.2f} TB/s" if rate else "")
+                   + (f"  slowest {slowest.arg('kernel')} {slowest.arg('us_per_launch')} us/launch "
+                      f"({slowest.arg('share'):.0%})" if slowest else ""))
+    return out
+
+
 def render_text(result: ProfileResult) -> str:
     name = Path(result.task).name
     lines = []
@@ -63,6 +80,7 @@ def render_text(result: ProfileResult) -> str:
             e = k.estimate
             lines.append(f"  estimate   {k.kernel:<10} {_ms(e.time_s):>10}  (static {e.label}: {e.bottleneck}; memory {_ms(e.memory_s)}, "
                          f"compute {_ms(e.compute_s)}, overhead {_ms(e.overhead_s)})")
+        lines += proton_lines(result, group)
         findings = result.group_findings(group)
         primary = next((f for f in findings if f.code != "PRF301"), None)
         if primary:
