@@ -9,6 +9,7 @@ import re
 from typing import Iterable
 
 from diagnose.records import Evidence, Finding, Location
+from diagnose.triage.rewrite_ids import REWRITE_IDS
 from diagnose.triage.codes import RULES, select_codes
 from diagnose.triage.context import Context, build_context
 from diagnose.triage.rule import Hit, Rule, Span
@@ -44,7 +45,7 @@ def _finding(rule: Rule, hit: Hit, ctx: Context) -> Finding:
     return Finding(
         code=rule.code, message=hit.message, severity=rule.severity,
         confidence=hit.confidence or rule.confidence, location=loc, evidence=(evidence,),
-        secondary=tuple(_location(n, ctx) for n in hit.secondary), rewrites=())
+        secondary=tuple(_location(n, ctx) for n in hit.secondary), rewrites=REWRITE_IDS.get(rule.code, ()))
 
 
 def _location(node: ast.AST | Span, ctx: Context) -> Location:

@@ -12,7 +12,10 @@ import pytest
 import diagnose.rewrite as package
 from diagnose.rewrite.rewrite import SECTIONS, NotApplicable, Rewrite
 from diagnose.rewrite.table import CODE_REWRITES, REWRITES, rewrites_for
+from tests.conftest import ROOT
 from tests.rewrite.goldens import FIXTURES, context, folders, rewritten
+
+EXAMPLES = ROOT / "examples"
 
 IDS = sorted(REWRITES)
 
@@ -105,11 +108,20 @@ def test_a_source_that_does_not_parse_is_a_no():
     assert not pre.holds and "does not parse" in pre.reason
 
 
-def test_triage_rules_name_the_same_rewrites_once_they_list_them():
-    """When the triage code table gains `rewrites` per rule, they must be this table's ids."""
+def test_triage_names_the_rewrites_that_the_rewrite_table_says_answer_each_code():
+    """Triage keeps the ids as data (it must not import libcst); they must be this table's answer."""
+    from diagnose.rewrite.table import CODE_REWRITES
     from diagnose.triage.codes import RULES
+    from diagnose.triage.rewrite_ids import REWRITE_IDS
 
-    for code, rule in RULES.items():
-        listed = getattr(rule, "rewrites", None)
-        if listed is not None:
-            assert tuple(listed) == rewrites_for(code), code
+    expected = {code: ids for code, ids in CODE_REWRITES.items() if code in RULES}
+    assert REWRITE_IDS == expected, f"set diagnose/triage/rewrite_ids.py to {expected}"
+
+
+def test_triage_findings_carry_their_rewrite_ids():
+    from diagnose.triage import triage_source
+
+    source = (EXAMPLES / "matmul.py").read_text()
+    findings = triage_source(source, "matmul.py", target="cuda:sm90")
+    assert findings and all(f.rewrites == rewrites_for(f.code) for f in findings)
+    assert any(f.rewrites for f in findings)

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from .helpers import RULE_FIXTURES, TARGET, expected_lines
+from diagnose.triage.rewrite_ids import REWRITE_IDS
 from diagnose.triage import triage_source
 from diagnose.triage.codes import RULES
 from diagnose.triage.rule import SECTIONS
@@ -41,7 +42,7 @@ def test_rule_flags_exactly_the_marked_lines(code):
     for f in findings:
         assert f.code == code and f.severity == rule.severity
         assert f.evidence[0].stage == "triage" and f.evidence[0].source == "ast"
-        assert f.rewrites == ()
+        assert f.rewrites == REWRITE_IDS.get(code, ())
 
 
 @pytest.mark.parametrize("code", list(RULES))
