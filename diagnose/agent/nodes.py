@@ -71,8 +71,14 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     candidates = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
                                                state.get("evidence", []), state["target"], sorted(tried))
     fresh = [c for c in candidates if c["id"] not in tried]
+    fresh.sort(key=lambda c: -(c.get("predicted_gain") or 0.0))  # best predicted first; ties keep their order
+    room = max(runtime.context.budget.max_candidates - len(state.get("results", [])), 0)
+    held = fresh[room:]  # best first: what the budget leaves out stays untried, for a later round
+    fresh = fresh[:room]
     level = LEVELS[max(state.get("level", 0), 0)]
     reason = (f"{len(fresh)} untried: " + ", ".join(c["id"] for c in fresh)) if fresh else "nothing untried"
+    if held:
+        reason += f" ({len(held)} more left for the budget of {runtime.context.budget.max_candidates})"
     return {"pending": fresh, "tried": [c["id"] for c in fresh], "trace": [step(level, "propose rewrites", reason)]}
 
 

@@ -39,7 +39,7 @@ def code_action(ls: DiagnoseServer, params: types.CodeActionParams) -> list[type
                 actions.append(_action(ls, fix, doc, uri, diagnostic))
     if _wanted(types.CodeActionKind.Source, only) and "class ModelNew" in source:
         actions.append(types.CodeAction(
-            title="diagnose: verify this task (diagnose.optimize)",
+            title="diagnose: optimize this task (diagnose.optimize)",
             kind=types.CodeActionKind.Source,
             command=types.Command(title="diagnose optimize", command=COMMAND, arguments=[uri])))
     return actions or None

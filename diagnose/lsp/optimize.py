@@ -1,10 +1,16 @@
-"""The `diagnose.optimize` command: what the editor runs on the current task.
+"""The `diagnose.optimize` command: the optimizing agent on the current task, from the editor.
 
-`diagnose optimize` (the agent) does not exist yet, so today the command runs what `diagnose check`
-runs: the verification harness on the task's `ModelNew` (correctness, anti-cheat, and timing where a
-device is configured), in a thread so the editor keeps its answers, with work-done progress while it
-runs and the verdict in a `window/showMessage`. The command name stays when it switches to the agent;
-the agent's best candidate will then come back through `workspace/applyEdit`.
+It runs what `diagnose optimize PATH` runs (`diagnose.agent.run.optimize`: triage, profile, IR and
+pass levels as the policy escalates, rewrites verified and timed where a device is configured) on
+the saved file, in a thread so the editor keeps its answers, with work-done progress naming each
+step of the escalation as it happens. The editor's settings give the target, the device (`cpu` by
+default: verified on the interpreter, ranked by the static estimate) and `maxCandidates`.
+
+At the end a `window/showMessage` gives the outcome and the run id (`diagnose report RUN_ID`
+re-renders it). When a candidate passed and the document still reads as the file the run started
+from, the best candidate comes back as one `workspace/applyEdit` (undoable like any edit); edits
+made meanwhile are never overwritten. The optimized file and its diff are also kept in
+`<cache>/runs/editor/`, never beside the user's file.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from lsprotocol import types
 
 from diagnose.errors import DiagnoseError
 from diagnose.lsp.server import DiagnoseServer, document_path
-from diagnose.records import Verdict
+from diagnose.lsp.settings import Settings
 
 COMMAND = "diagnose.optimize"
 TICK_S = 1.0
@@ -27,43 +33,46 @@ TICK_S = 1.0
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the command answers: whether the task passed (None: it could not run) and why."""
+    """What the command answers: whether a candidate passed (None: the run could not start), why,
+    the run id and whether the best candidate was applied to the document."""
 
     passed: bool | None
     summary: str
+    run_id: str | None = None
+    applied: bool = False
 
     def to_json(self) -> dict:
-        return {"passed": self.passed, "summary": self.summary}
+        return {"passed": self.passed, "summary": self.summary, "run_id": self.run_id, "applied": self.applied}
 
 
-def check_task(path: str, device: str) -> Verdict:
-    """Blocking: load the task and verify it as `diagnose check PATH --device DEVICE` does."""
-    from diagnose.task import load_task
-    from diagnose.verify.harness import CheckOptions, verify
+def run_agent(path: str, settings: Settings, steps: list[str]):
+    """Blocking: the agent on `path`; each trace step's text is appended to `steps` as it happens."""
+    from diagnose.agent.run import optimize, runs_root
+    from diagnose.agent.state import Budget
 
-    return verify(load_task(path), CheckOptions(device=device))
+    def on_step(node: str, values: dict) -> None:
+        steps.extend(f"[{s['level']}] {s['action']}" for s in values.get("trace", []))
+
+    return optimize(path, target=settings.target, device=settings.device,
+                    budget=Budget(max_candidates=settings.max_candidates), on_step=on_step,
+                    out_dir=runs_root() / "editor")
 
 
-def summarize(name: str, verdict: Verdict) -> str:
-    """One line for the message window: the verdict, then what failed or what was measured."""
-    head = f"diagnose check {name} on {verdict.device}: {'PASSED' if verdict.passed else 'FAILED'}"
-    if verdict.failure is not None:
-        return f"{head}: {verdict.failure.kind}: {verdict.failure.message}"
-    cases = f"{sum(c.passed for c in verdict.cases)}/{len(verdict.cases)} cases correct"
-    failed = [c.name for c in verdict.checks if not c.passed]
-    checks = f"failed checks: {', '.join(failed)}" if failed else f"{len(verdict.checks)} anti-cheat checks passed"
-    speedups = verdict.speedups("eager")
-    timing = (", ".join(f"{g} {s:.2f}x vs eager" for g, s in speedups.items()) if speedups
-              else "not timed (no device)")
-    return f"{head}: {cases}; {checks}; {timing}"
+def summarize(name: str, report: dict, run_id: str) -> str:
+    """One line for the message window: the outcome, the deepest level, the run to re-render."""
+    from diagnose.report.run_view import outcome
+
+    level = report.get("deepest_level") or "baseline"
+    return f"diagnose optimize {name} on {report['device']}: {outcome(report)} Deepest level: {level}. Run {run_id}."
 
 
 def progress_token() -> str:
     return f"diagnose-optimize-{uuid.uuid4().hex[:12]}"
 
 
-def elapsed_message(start: float) -> str:
-    return f"verifying (reference, candidate, anti-cheat): {time.monotonic() - start:.0f} s"
+def progress_message(start: float, steps: list[str]) -> str:
+    latest = steps[-1] if steps else "verifying the task as given"
+    return f"{latest} ({time.monotonic() - start:.0f} s)"
 
 
 def task_name(path: str) -> str:
@@ -71,11 +80,9 @@ def task_name(path: str) -> str:
 
 
 async def optimize(ls: DiagnoseServer, uri: str) -> dict:
-    """`diagnose.optimize URI`: verify the task in the saved file, with progress and the verdict shown.
+    """`diagnose.optimize URI`: the agent on the saved file, with progress, the outcome and the edit.
 
-    Today this runs `diagnose check` (the harness, `CheckOptions(device=...)` from the `device`
-    option, `cpu` by default); it will run the optimizing agent once `diagnose optimize` exists,
-    under the same command name. One run per file at a time.
+    One run per file at a time.
     """
     path = document_path(uri)
     if path is None or not Path(path).is_file():
@@ -86,34 +93,62 @@ async def optimize(ls: DiagnoseServer, uri: str) -> dict:
     doc = ls.open_document(uri)
     if doc is not None and _unsaved(doc.source, path):
         ls.window_show_message(types.ShowMessageParams(
-            type=types.MessageType.Warning, message=f"{task_name(path)} has unsaved changes: checking the saved file"))
-    device = ls.settings_for(uri).device
+            type=types.MessageType.Warning, message=f"{task_name(path)} has unsaved changes: optimizing the saved file"))
     ls.checks_running.add(path)
     try:
-        return await _run_check(ls, path, device)
+        return await _run(ls, uri, path, ls.settings_for(uri))
     finally:
         ls.checks_running.discard(path)
 
 
-async def _run_check(ls: DiagnoseServer, path: str, device: str) -> dict:
-    progress = await _begin_progress(ls, f"diagnose check {task_name(path)}")
-    start = time.monotonic()
-    job = ls.run_blocking(check_task, path, device)
+async def _run(ls: DiagnoseServer, uri: str, path: str, settings: Settings) -> dict:
+    progress = await _begin_progress(ls, f"diagnose optimize {task_name(path)}")
+    start, steps = time.monotonic(), []
+    original = Path(path).read_text(encoding="utf-8", errors="replace")
+    job = ls.run_blocking(run_agent, path, settings, steps)
     while not job.done():
         await asyncio.wait([job], timeout=TICK_S)
         if progress and not job.done():
-            ls.work_done_progress.report(progress, types.WorkDoneProgressReport(message=elapsed_message(start)))
+            ls.work_done_progress.report(progress, types.WorkDoneProgressReport(message=progress_message(start, steps)))
     try:
-        outcome = Outcome(job.result().passed, summarize(task_name(path), job.result()))
-        level = types.MessageType.Info if outcome.passed else types.MessageType.Warning
+        result = job.result()
+        passed = result.report["best"] is not None
+        outcome = Outcome(passed, summarize(task_name(path), result.report, result.run_id), result.run_id)
+        if result.optimized is not None:
+            outcome = await _apply(ls, uri, original, result.optimized.read_text(), outcome)
+        level = types.MessageType.Info if passed else types.MessageType.Warning
     except DiagnoseError as err:
-        outcome, level = Outcome(None, f"diagnose check {task_name(path)}: {err}"), types.MessageType.Error
+        outcome, level = Outcome(None, f"diagnose optimize {task_name(path)}: {err}"), types.MessageType.Error
     except Exception as err:  # noqa: BLE001 - an internal error still ends the progress and is shown
-        outcome = Outcome(None, f"diagnose check {task_name(path)}: internal error: {type(err).__name__}: {err}")
+        outcome = Outcome(None, f"diagnose optimize {task_name(path)}: internal error: {type(err).__name__}: {err}")
         level = types.MessageType.Error
     if progress:
         ls.work_done_progress.end(progress, types.WorkDoneProgressEnd(message=outcome.summary))
     return _tell(ls, outcome, level)
+
+
+async def _apply(ls: DiagnoseServer, uri: str, original: str, optimized: str, outcome: Outcome) -> Outcome:
+    """The best candidate as one whole-document edit, if the document still reads as the run's input."""
+    doc = ls.open_document(uri)
+    current = doc.source if doc is not None else original
+    if current != original:
+        return Outcome(outcome.passed, outcome.summary + " The document changed meanwhile: no edit applied.",
+                       outcome.run_id)
+    if not ls.supports("workspace.apply_edit"):
+        return outcome
+    lines = original.splitlines(keepends=True)
+    end = types.Position(line=len(lines), character=0)
+    edit = types.WorkspaceEdit(changes={uri: [types.TextEdit(range=types.Range(types.Position(0, 0), end),
+                                                               new_text=optimized)]})
+    try:
+        answer = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+            edit=edit, label="diagnose optimize: best verified candidate"))
+    except Exception as err:  # noqa: BLE001 - a client that refuses still gets the outcome
+        ls.log(f"workspace/applyEdit failed: {err}", types.MessageType.Warning)
+        return outcome
+    applied = bool(answer and answer.applied)
+    note = " Applied to the document." if applied else " The editor did not apply the edit."
+    return Outcome(outcome.passed, outcome.summary + note, outcome.run_id, applied)
 
 
 async def _begin_progress(ls: DiagnoseServer, title: str) -> str | None:

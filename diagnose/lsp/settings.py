@@ -6,7 +6,7 @@ above the document, which overrides the defaults; for `target`, `select` and `ig
 back on its own, as on the command line. Option names are camelCase, as LSP clients write them:
 
     {"target": "cuda:sm90", "select": ["TRI"], "ignore": ["TRI024"], "irOnSave": true,
-     "device": "cpu", "debounceMs": 30, "docsUrl": "https://example.org/rules/{code}.html"}
+     "device": "cpu", "debounceMs": 30, "maxCandidates": 4, "docsUrl": "https://example.org/rules/{code}.html"}
 
 A bad value never stops the server: it is dropped, and the problem is returned for the log.
 """
@@ -38,6 +38,7 @@ class ClientOptions:
     device: str | None = None
     debounce_ms: int | None = None
     docs_url: str | None = None
+    max_candidates: int | None = None
 
     def merged(self, newer: ClientOptions) -> ClientOptions:
         """These options with every value that `newer` gives replacing ours."""
@@ -55,6 +56,7 @@ class Settings:
     ir_on_save: bool = True
     device: str = "cpu"
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
+    max_candidates: int = 12
 
 
 def parse_options(data: Any) -> tuple[ClientOptions, list[str]]:
@@ -97,6 +99,12 @@ def parse_options(data: Any) -> tuple[ClientOptions, list[str]]:
             values["debounce_ms"] = int(debounce)
         else:
             problems.append(f"debounceMs: {debounce!r} is not a number of milliseconds (0-5000)")
+    most = data.get("maxCandidates")
+    if most is not None:
+        if isinstance(most, int) and not isinstance(most, bool) and 1 <= most <= 100:
+            values["max_candidates"] = most
+        else:
+            problems.append(f"maxCandidates: {most!r} is not a whole number from 1 to 100")
     if isinstance(data.get("docsUrl"), str) and "{code}" in data["docsUrl"]:
         values["docs_url"] = data["docsUrl"]
     return ClientOptions(**values), problems
@@ -153,6 +161,7 @@ def resolve(options: ClientOptions, path: str | None, root: str | None = None) -
         ir_on_save=True if options.ir_on_save is None else options.ir_on_save,
         device=options.device or "cpu",
         debounce_ms=DEFAULT_DEBOUNCE_MS if options.debounce_ms is None else options.debounce_ms,
+        max_candidates=options.max_candidates or 12,
     ), problems
 
 

@@ -32,7 +32,8 @@ from diagnose.targets import DEFAULT_TARGET, lookup
 
 def rewrite_command(path: str, apply: list[str] | None = None, write: bool = False, target: str = DEFAULT_TARGET,
                     device: str = "cpu", list_only: bool = False, *, search_configs: bool = True,
-                    verify_candidate: bool = True) -> tuple[int, str]:
+                    verify_candidate: bool = True, seeds: int = 3,
+                    baselines: tuple[str, ...] = ("eager", "compile")) -> tuple[int, str]:
     """Rewrite a task file (see the module docstring); returns (exit code, stdout text)."""
     from diagnose.runtime.devices import require
 
@@ -70,7 +71,7 @@ def rewrite_command(path: str, apply: list[str] | None = None, write: bool = Fal
     code = EXIT_OK
     passed = True
     if verify_candidate:
-        verdict = _verify(file, write_candidate(file, candidate), device)
+        verdict = _verify(file, write_candidate(file, candidate), device, seeds, baselines)
         lines.append(describe(verdict))
         passed = verdict.passed
         code = EXIT_OK if passed else EXIT_FAILED
@@ -160,11 +161,12 @@ def output_path(file: Path, write: bool) -> tuple[Path, str | None]:
     return chosen, f"{first.name} exists (left as it is); wrote {chosen}"
 
 
-def _verify(original: Path, candidate: Path, device: str) -> Verdict:
+def _verify(original: Path, candidate: Path, device: str, seeds: int, baselines: tuple[str, ...]) -> Verdict:
     from diagnose.task import load_task
     from diagnose.verify.harness import CheckOptions, verify
 
-    return verify(load_task(original, candidate), CheckOptions(device=device, initial=original.resolve()))
+    return verify(load_task(original, candidate), CheckOptions(device=device, initial=original.resolve(),
+                                                               seeds=tuple(range(seeds)), baselines=baselines))
 
 
 def describe(verdict: Verdict) -> str:

@@ -72,15 +72,18 @@ def folder(tmp_path) -> Folder:
 
 
 def recording_client() -> LanguageClient:
-    """pytest-lsp's client, also keeping every publishDiagnostics in order (`client.published`)."""
+    """pytest-lsp's client, also keeping every publishDiagnostics in order (`client.published`) and
+    every workspace/applyEdit it was asked for (`client.applied_edits`; each is accepted)."""
     client = LanguageClient(converter_factory=default_converter)
     client.published = []
+    client.applied_edits = []
 
     def publish(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
         ls.diagnostics[params.uri] = params.diagnostics
         ls.published.append(params)
 
     def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        ls.applied_edits.append(params)
         return types.ApplyWorkspaceEditResult(applied=True)
 
     register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES,

@@ -118,6 +118,15 @@ def test_options_parse_and_report_bad_values():
     assert parse_options("nonsense")[1]
 
 
+def test_max_candidates_option():
+    options, problems = parse_options({"maxCandidates": 3})
+    assert options.max_candidates == 3 and not problems
+    assert resolve(options, None)[0].max_candidates == 3
+    assert resolve(ClientOptions(), None)[0].max_candidates == 12
+    for bad in (0, 101, "4", True):
+        assert parse_options({"maxCandidates": bad})[1], bad
+
+
 def test_client_options_win_key_by_key_over_pyproject(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.diagnose]\nselect = ["TRI"]\ntarget = "ascend:910b"\n')
     kernel = tmp_path / "pkg" / "k.py"
