@@ -1,65 +1,146 @@
 """Devices a worker can run on: `cuda` (torch), `npu` (torch_npu) and `cpu` (Triton's interpreter).
 
-`cpu` means the Triton kernels run in Triton's interpreter on CPU tensors; the runner sets
-`TRITON_INTERPRET=1` in that worker's environment before anything imports triton. Nothing is timed
-there. Worker-side helpers import torch lazily so the parent can ask `available` cheaply.
+The one place that knows how the devices differ:
+- `KINDS`: per device, the torch module that owns its events and synchronize (`torch.cuda`,
+  `torch.npu`), the extension that must be imported before torch knows the device (`torch_npu`),
+  and whether Triton runs interpreted there;
+- `placement(device)`: where the device's jobs run, a `Placement` (the interpreter, its extra
+  environment, the interpreter switch). `cuda` and `cpu` run in this interpreter; `cpu` sets
+  `TRITON_INTERPRET=1` in the worker's environment before anything imports triton, and nothing is
+  timed there. `npu` runs in an interpreter where torch_npu imports and sees an NPU: the Ascend
+  toolchain's (`diagnose toolchain setup ascend`) or this one (`diagnose.runtime.npu`).
+
+`available(device)` says whether a device can be used here and, if not, why, in one line;
+`require(device)` raises `UsageError` with that line (exit code 2, as for any unusable option value)
+and otherwise returns the placement. The parent imports torch only to ask about cuda; the
+worker-side helpers below (`torch_device`, `synchronize`, `events`, ...) import it lazily.
 """
 
 from __future__ import annotations
 
-import importlib.util
+from dataclasses import dataclass
 
 from diagnose.errors import UsageError
 
-DEVICES = ("cuda", "npu", "cpu")
+
+@dataclass(frozen=True)
+class DeviceKind:
+    """What differs between devices: `events` is the torch module of the device's events and
+    synchronize (None: nothing is timed), `extension` the module that registers the device with
+    torch, `interpreted` whether Triton's interpreter runs the kernels (on CPU tensors)."""
+
+    name: str
+    events: str | None
+    extension: str | None = None
+    interpreted: bool = False
+
+
+KINDS: dict[str, DeviceKind] = {
+    "cuda": DeviceKind("cuda", events="cuda"),
+    "npu": DeviceKind("npu", events="npu", extension="torch_npu"),
+    "cpu": DeviceKind("cpu", events=None, interpreted=True),
+}
+DEVICES = tuple(KINDS)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one device's jobs run: `python` (None: this interpreter), extra environment for the
+    worker, and whether Triton is interpreted. `runner_options()` are `diagnose.runtime.call`'s."""
+
+    device: str
+    python: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    interpret: bool = False
+
+    def runner_options(self) -> dict:
+        return {"python": self.python, "env": dict(self.env) or None, "interpret": self.interpret}
+
+
+def kind(device: str) -> DeviceKind:
+    if device not in KINDS:
+        raise UsageError(f"unknown device {device!r}; choose one of {', '.join(DEVICES)}")
+    return KINDS[device]
 
 
 def interpreted(device: str) -> bool:
-    return device == "cpu"
+    return device in KINDS and KINDS[device].interpreted
 
 
 def timed(device: str) -> bool:
-    return device in ("cuda", "npu")
+    return device in KINDS and KINDS[device].events is not None
+
+
+def placement(device: str) -> tuple[Placement | None, str]:
+    """(where the device's jobs run, "") or (None, why not, in one line)."""
+    if device not in KINDS:
+        return None, f"unknown device {device!r}; choose one of {', '.join(DEVICES)}"
+    if device == "cpu":
+        return Placement("cpu", interpret=True), ""
+    if device == "npu":
+        from diagnose.runtime.npu import npu_placement
+
+        return npu_placement()
+    import torch
+
+    if not torch.cuda.is_available():
+        return None, "device cuda is not available here (no CUDA GPU visible to torch); use --device cpu"
+    return Placement("cuda"), ""
 
 
 def available(device: str) -> tuple[bool, str]:
     """Whether the device can be used here, and if not, why (one line)."""
-    if device not in DEVICES:
-        return False, f"unknown device {device!r}; choose one of {', '.join(DEVICES)}"
-    if device == "cpu":
-        return True, ""
-    if device == "npu":
-        if importlib.util.find_spec("torch_npu") is None:
-            return False, "device npu needs torch_npu, which is not installed here"
-        return True, ""
-    import torch
-
-    if not torch.cuda.is_available():
-        return False, "device cuda is not available here (no CUDA GPU visible to torch); use --device cpu"
-    return True, ""
+    where, why = placement(device)
+    return where is not None, why
 
 
-def require(device: str) -> None:
-    ok, why = available(device)
-    if not ok:
+def require(device: str) -> Placement:
+    where, why = placement(device)
+    if where is None:
         raise UsageError(why)
+    return where
+
+
+# ---------------------------------------------------------------- worker side (imports torch)
 
 
 def torch_device(device: str) -> str:
-    """The torch device string a worker moves tensors to (the interpreter works on CPU tensors)."""
-    if device == "npu":
-        import torch_npu  # noqa: F401 - registers the npu device with torch
-
+    """The torch device string a worker moves tensors to (the interpreter works on CPU tensors);
+    imports the device's extension first, so that torch knows the device."""
+    extension = kind(device).extension
+    if extension:
+        __import__(extension)
     return device
 
 
-def synchronize(device: str) -> None:
+def events(device: str):
+    """The torch module with the device's `Event` and `synchronize` (`torch.cuda`, `torch.npu`)."""
     import torch
 
-    if device == "cuda":
-        torch.cuda.synchronize()
-    elif device == "npu":
-        torch.npu.synchronize()
+    module = kind(device).events
+    if module is None:
+        raise UsageError(f"device {device} has no device events: nothing is timed there")
+    torch_device(device)
+    return getattr(torch, module)
+
+
+def synchronize(device: str) -> None:
+    if timed(device):
+        events(device).synchronize()
+
+
+def empty_cache(device: str) -> None:
+    """Give the caching allocator's free blocks back (between timed groups)."""
+    if timed(device):
+        events(device).empty_cache()
+
+
+def l2_bytes(device: str) -> int:
+    """The device's L2 size as torch reports it (0 when it does not: the flush uses its minimum)."""
+    if not timed(device):
+        return 0
+    props = events(device).get_device_properties(0)
+    return int(getattr(props, "L2_cache_size", 0) or 0)
 
 
 def poison_allocator(device: str, nbytes: int) -> None:
@@ -93,7 +174,14 @@ def versions(device: str) -> dict[str, str]:
         info["cuda"] = str(torch.version.cuda)
         info["capability"] = f"{props.major}.{props.minor}"
     elif device == "npu":
-        info["device_name"] = str(torch.npu.get_device_name(0))
+        import importlib.metadata
+
+        info["device_name"] = str(events("npu").get_device_name(0))
+        for dist in ("torch-npu", "triton-ascend"):
+            try:
+                info[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                pass
     else:
         info["device_name"] = f"cpu ({platform.machine()}), Triton interpreter"
     return info

@@ -1,18 +1,29 @@
 """Comparing a candidate's outputs with the reference's, in the parent process, out of the candidate's reach.
 
 A case passes when every output has the reference's shape and dtype and all elements are within the
-dtype's tolerance (`diagnose/verify/tolerances.py`). NaN or Inf where the reference has none fails.
+dtype's tolerance (`diagnose/verify/tolerances.py`, or an override per dtype name such as `float32`,
+which `CheckOptions.tolerances` carries for suites scored with their own tolerances). NaN or Inf where the reference has none fails.
 Errors are computed in float64: max absolute error, and max relative error over elements whose reference
 magnitude is not tiny.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from diagnose.records import CaseResult
 from diagnose.verify.tolerances import tolerance
 
+Overrides = Mapping[str, tuple[float, float]]
 
-def compare_one(ref, out) -> tuple[bool, float, float, str | None]:
+
+def tolerance_for(dtype_name: str, overrides: Overrides) -> tuple[float, float]:
+    """(atol, rtol) for a dtype: the override for its name when there is one, else the default table."""
+    name = dtype_name.removeprefix("torch.")
+    return overrides[name] if name in overrides else tolerance(dtype_name)
+
+
+def compare_one(ref, out, overrides: Overrides = {}) -> tuple[bool, float, float, str | None]:  # noqa: B006 - read only
     import torch
 
     if not isinstance(out, torch.Tensor):
@@ -23,7 +34,7 @@ def compare_one(ref, out) -> tuple[bool, float, float, str | None]:
         return False, float("inf"), float("inf"), f"dtype {out.dtype} != reference {ref.dtype}"
     if ref.numel() == 0:
         return True, 0.0, 0.0, None
-    atol, rtol = tolerance(str(ref.dtype))
+    atol, rtol = tolerance_for(str(ref.dtype), overrides)
     r, o = ref.to(torch.float64), out.to(torch.float64)
     ref_nan, out_nan = torch.isnan(r), torch.isnan(o)
     if bool((out_nan & ~ref_nan).any()):
@@ -45,12 +56,12 @@ def compare_one(ref, out) -> tuple[bool, float, float, str | None]:
     return True, max_abs, max_rel, None
 
 
-def compare_case(group: str, seed: int, refs: list, outs: list) -> CaseResult:
+def compare_case(group: str, seed: int, refs: list, outs: list, overrides: Overrides = {}) -> CaseResult:  # noqa: B006
     if len(outs) != len(refs):
         return CaseResult(group, seed, False, reason=f"{len(outs)} outputs, the reference has {len(refs)}")
     worst_abs = worst_rel = 0.0
     for index, (ref, out) in enumerate(zip(refs, outs)):
-        ok, max_abs, max_rel, reason = compare_one(ref, out)
+        ok, max_abs, max_rel, reason = compare_one(ref, out, overrides)
         if not ok:
             where = f"output {index}: " if len(refs) > 1 else ""
             return CaseResult(group, seed, False, max_abs, max_rel, where + reason)

@@ -10,7 +10,10 @@ The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
 4. a correct candidate gets a ghost replay in a fresh worker;
 5. on a device, the timing job times candidate and baselines and runs the spare case after timing.
 
-Reference failures are the task's fault and raise `UsageError`; candidate failures become the verdict.
+Every job runs where the device's placement says (`diagnose.runtime.devices.require`): this
+interpreter for `cuda` and `cpu` (interpreted), the interpreter that has torch_npu for `npu` (the
+Ascend toolchain's, through `runner.call(..., python=...)`). Reference failures are the task's fault
+and raise `UsageError`; candidate failures become the verdict.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 from diagnose.errors import UsageError
 from diagnose.records import CaseResult, CheckResult, Failure, Timing, Verdict
 from diagnose.runtime import call
-from diagnose.runtime.devices import interpreted, require, timed
+from diagnose.runtime.devices import Placement, require, timed
 from diagnose.task import Task
 from diagnose.verify import anticheat, tensors
 from diagnose.verify.compare import compare_case, compare_one
@@ -44,15 +47,20 @@ class CheckOptions:
     baselines: tuple[str, ...] = ("eager", "compile")
     initial: Path | None = None
     recheck_seed: int = 1009
+    # Where the jobs run (interpreter, environment); None: where `device` runs here (`require`).
+    placement: Placement | None = None
+    # (dtype name, (atol, rtol)) pairs that replace the default table's (a suite's own tolerances).
+    tolerances: tuple[tuple[str, tuple[float, float]], ...] = ()
 
 
-def run_job(name: str, payload: dict, options: CheckOptions):
-    return call(f"{JOBS}:{name}", payload, timeout_s=options.timeout_s,
-                interpret=interpreted(options.device), memory_limit=options.memory_limit)
+def run_job(name: str, payload: dict, options: CheckOptions, where: Placement):
+    return call(f"{JOBS}:{name}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
+                **where.runner_options())
 
 
-def compare_files(case: dict, result: dict) -> CaseResult:
-    return compare_case(case["group"], case["seed"], tensors.load(case["reference"]), tensors.load(result["outputs"]))
+def compare_files(case: dict, result: dict, options: CheckOptions) -> CaseResult:
+    return compare_case(case["group"], case["seed"], tensors.load(case["reference"]), tensors.load(result["outputs"]),
+                        dict(options.tolerances))
 
 
 def sensitivity_pairs(cases: list[dict], results: list[dict]) -> list[tuple[str, bool, bool]]:
@@ -91,12 +99,14 @@ def not_timed(groups: list[str], options: CheckOptions) -> tuple[Timing, ...]:
 
 def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
     """Correctness, anti-cheat and (on a device) timing of the task's candidate."""
-    require(options.device)
+    where = options.placement or require(options.device)
+    if where.device != options.device:
+        raise UsageError(f"the jobs' placement is for device {where.device}, not {options.device}")
     with tempfile.TemporaryDirectory(prefix="diagnose-check-") as job:
         common = {"device": options.device, "job_dir": job}
         ref = run_job("reference_job", {**common, "reference": str(task.reference_path),
                                         "groups": list(options.groups) if options.groups else None,
-                                        "seeds": list(options.seeds), "recheck_seed": options.recheck_seed}, options)
+                                        "seeds": list(options.seeds), "recheck_seed": options.recheck_seed}, options, where)
         if not ref.ok:
             raise UsageError(f"{task.reference_path}: the reference failed: {ref.failure.message}")
         versions = tuple(sorted(ref.value["versions"].items()))
@@ -106,11 +116,11 @@ def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
         on_device = timed(options.device)
         cand = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "check",
                                          "cases": cases + ([] if on_device else [spare]),
-                                         "soak": 0 if on_device else options.soak}, options)
+                                         "soak": 0 if on_device else options.soak}, options, where)
         if not cand.ok:
             return Verdict(False, options.device, failure=cand.failure, versions=versions, notes=notes)
         results = [r for r in cand.value["cases"] if r["role"] == "check"]
-        case_results = tuple(compare_files(c, r) for c, r in zip(cases, results))
+        case_results = tuple(compare_files(c, r, options) for c, r in zip(cases, results))
         checks = [
             anticheat.launches_triton(results),
             anticheat.no_reference_call(cand.value["reference_calls"]),
@@ -120,34 +130,34 @@ def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
         correct = all(c.passed for c in case_results)
         timings: tuple[Timing, ...] = not_timed(ref.value["selected"], options)
         if correct:
-            checks.append(ghost_check(cases[0], common, task, options))
+            checks.append(ghost_check(cases[0], common, task, options, where))
             if on_device:
-                timings, timing_checks, timing_notes = time_candidate(task, ref.value, spare, common, options)
+                timings, timing_checks, timing_notes = time_candidate(task, ref.value, spare, common, options, where)
                 checks += timing_checks
                 notes += timing_notes
             else:
                 after = next(r for r in cand.value["cases"] if r["role"] == "recheck")
-                checks.append(anticheat.recheck_after_timing(compare_files(spare, after), f"soak of {options.soak} calls"))
+                checks.append(anticheat.recheck_after_timing(compare_files(spare, after, options), f"soak of {options.soak} calls"))
         passed = correct and all(c.passed for c in checks)
         return Verdict(passed, options.device, case_results, tuple(checks), timings,
                        versions=versions, notes=notes)
 
 
-def ghost_check(case: dict, common: dict, task: Task, options: CheckOptions) -> CheckResult:
+def ghost_check(case: dict, common: dict, task: Task, options: CheckOptions, where: Placement) -> CheckResult:
     ghost = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "ghost",
-                                      "cases": [case], "soak": 0}, options)
+                                      "cases": [case], "soak": 0}, options, where)
     if not ghost.ok:
         return anticheat.ghost_replay(None, ghost.failure.message)
-    return anticheat.ghost_replay(compare_files(case, ghost.value["cases"][0]), None)
+    return anticheat.ghost_replay(compare_files(case, ghost.value["cases"][0], options), None)
 
 
-def time_candidate(task: Task, ref: dict, spare: dict, common: dict, options: CheckOptions):
+def time_candidate(task: Task, ref: dict, spare: dict, common: dict, options: CheckOptions, where: Placement):
     """Timings, the timing-phase checks and notes, from one timing worker."""
     result = run_job("timing_job", {**common, "reference": str(task.reference_path),
                                     "candidate": str(task.candidate_path),
                                     "initial": str(options.initial) if options.initial else None,
                                     "groups": ref["selected"], "seed": options.seeds[0],
-                                    "baselines": list(options.baselines), "recheck": spare}, options)
+                                    "baselines": list(options.baselines), "recheck": spare}, options, where)
     if not result.ok:
         failure: Failure = result.failure
         checks = [CheckResult("recheck_after_timing", False, f"timing run failed: {failure.kind}: {failure.message}")]
@@ -155,7 +165,7 @@ def time_candidate(task: Task, ref: dict, spare: dict, common: dict, options: Ch
     timings = tuple(Timing(**t) for t in result.value["timings"])
     medians = {t.group: t.median_ms for t in timings if t.variant == "candidate" and t.median_ms}
     after = compare_case(spare["group"], spare["seed"], tensors.load(spare["reference"]),
-                         tensors.load(result.value["recheck_outputs"]))
+                         tensors.load(result.value["recheck_outputs"]), dict(options.tolerances))
     checks = [anticheat.recheck_after_timing(after, "timing loop"),
               anticheat.side_stream(result.value["side_stream_ratio"], medians)]
     return timings, checks, tuple(result.value["notes"])

@@ -8,13 +8,19 @@
 - `timing_job` times the candidate beside its baselines on a device, then runs the candidate once more
   on a fresh case whose reference output exists only in the parent (the re-check after timing).
 
+Every entry runs in the interpreter of the device's placement (`diagnose.runtime.devices.placement`):
+for `npu` that is an interpreter where torch_npu imports (usually the Ascend toolchain's), so this
+module and what it imports need only the standard library, torch and triton. Tensors go to the
+device through `torch_device(device)` ("cuda", "npu", or "cpu" for the interpreter).
+
 Values travel as files (`diagnose/verify/tensors.py`); the returned dicts carry only paths and counts.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from diagnose.runtime.devices import poison_allocator, synchronize, torch_device, versions
+
+from diagnose.runtime.devices import empty_cache, poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
 from diagnose.verify import instrument, tensors
 from diagnose.verify.inputs import draw, group_table, select_groups
@@ -160,7 +166,7 @@ def timing_job(payload: dict) -> dict:
                 timings.append(t.to_dict())
             side_streams[group] = timing.side_stream_ratio(timer, variants["candidate"])
         del inputs, variants
-        torch.cuda.empty_cache() if device == "cuda" else None
+        empty_cache(device)
     recheck = payload["recheck"]
     inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
     outputs = run_forward(models["candidate"], inputs, device)

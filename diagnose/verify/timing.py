@@ -11,6 +11,11 @@ run compare like with like.
 Spread is reported as p20/p80, the interquartile range and the coefficient of variation; a variant whose
 IQR/median exceeds `WIDE_SPREAD` is re-timed once more and, if still wide, marked unstable.
 
+The protocol is the same on every timed device: `cuda` times with `torch.cuda` events, `npu` with
+`torch.npu` events (torch_npu); `diagnose.runtime.devices` says which. The flush buffer is twice the
+L2 that torch reports, at least `L2_FLUSH_MIN` (256 MiB, above the 910B's 192 MB and the 950's 128 MB
+L2, for a device whose properties do not report it).
+
 Work that a function leaves on another stream would escape the events; `side_stream_ratio` times the
 same function with a device-wide synchronize inside the timed region, and a large ratio says so.
 """
@@ -65,17 +70,22 @@ def summarize(variant: str, group: str, samples: list[float], stable: bool, note
 
 
 class EventTimer:
-    """Device events and an L2 flush buffer for one device (`cuda` or `npu`)."""
+    """Device events and an L2 flush buffer for one timed device (`cuda`, `npu`).
 
-    def __init__(self, device: str):
+    What differs between devices (which torch module has the events, the L2 size, the extension to
+    import) comes from `diagnose.runtime.devices`; `backend` and `flush_bytes` may be given instead
+    (a test's stand-in for the device).
+    """
+
+    def __init__(self, device: str, backend: Any = None, flush_bytes: int | None = None):
         import torch
 
-        self.torch = torch
-        self.backend = getattr(torch, device)
-        l2 = 0
-        if device == "cuda":
-            l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0))
-        self.flush_buffer = torch.empty(max(2 * l2, L2_FLUSH_MIN), dtype=torch.uint8, device=device)
+        from diagnose.runtime import devices
+
+        self.device = device
+        self.backend = backend if backend is not None else devices.events(device)
+        size = flush_bytes if flush_bytes is not None else max(2 * devices.l2_bytes(device), L2_FLUSH_MIN)
+        self.flush_buffer = torch.empty(size, dtype=torch.uint8, device=devices.torch_device(device))
 
     def flush(self) -> None:
         self.flush_buffer.zero_()

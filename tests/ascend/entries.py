@@ -62,3 +62,17 @@ def npu_vector_add(payload: dict) -> dict:
     add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
     synchronize("npu")
     return {"max_error": float((out - (x + y)).abs().max().cpu()), "device": str(out.device)}
+
+
+def npu_timer(payload: dict) -> dict:
+    """The harness's timer on the NPU: which torch module it times with, and a vector add's median."""
+    import torch
+
+    from diagnose.runtime.devices import torch_device
+    from diagnose.verify import timing
+
+    timer = timing.EventTimer("npu")
+    x = torch.randn(1 << 20, device=torch_device("npu"))
+    (t,) = timing.measure(timer, {"add": lambda: x + x}, "n_2e20")
+    return {"backend": timer.backend.__name__, "median_ms": t.median_ms, "reps": t.reps,
+            "flush_bytes": timer.flush_buffer.numel(), "flush_device": str(timer.flush_buffer.device)}

@@ -1,0 +1,149 @@
+"""The device abstraction on constructed inputs: which torch module times each device, where each
+device's jobs run (toolchain records made here), the timing protocol on a stand-in backend, and the
+one-line error for `--device npu` where no NPU is usable."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from diagnose.errors import UsageError
+from diagnose.runtime import devices, npu
+from diagnose.runtime.devices import Placement
+from diagnose.task import load_task
+from diagnose.toolchain.config import ToolchainRecord, save_record
+from diagnose.verify import timing
+from diagnose.verify.harness import CheckOptions, verify
+from tests.conftest import EXAMPLES
+
+NO_TORCH_NPU = "torch_npu is not installed"
+
+
+def record(python: str = "/envs/ascend/bin/python", **capabilities) -> ToolchainRecord:
+    return ToolchainRecord(name="ascend", python=python, venv="/envs/ascend", requirements=(), versions=(),
+                           created="2026-12-02T00:00:00+00:00", setup_seconds=0.0, capabilities=capabilities)
+
+
+def test_each_device_names_its_timer_and_its_extension():
+    assert devices.kind("cuda").events == "cuda" and devices.kind("npu").events == "npu"
+    assert devices.kind("npu").extension == "torch_npu" and devices.kind("cuda").extension is None
+    assert devices.timed("cuda") and devices.timed("npu") and not devices.timed("cpu")
+    assert devices.interpreted("cpu") and not devices.interpreted("npu") and not devices.interpreted("tpu")
+    with pytest.raises(UsageError, match="nothing is timed"):
+        devices.events("cpu")
+    with pytest.raises(UsageError, match="unknown device"):
+        devices.kind("tpu")
+
+
+def test_cpu_runs_in_this_interpreter_with_triton_interpreted():
+    where = devices.require("cpu")
+    assert where == Placement("cpu", interpret=True)
+    assert where.runner_options() == {"python": None, "env": None, "interpret": True}
+
+
+def test_npu_jobs_go_to_the_toolchain_whose_probe_saw_an_npu():
+    where, why = npu.decide(record(npu=None, npu_devices=8), here=NO_TORCH_NPU)
+    assert why == "" and where.device == "npu" and where.python == "/envs/ascend/bin/python"
+    assert not where.interpret
+    # compile workers keep torch from auto-loading torch_npu; NPU jobs need it
+    assert npu.AUTOLOAD not in dict(where.env)
+
+
+def test_npu_jobs_stay_in_this_interpreter_when_only_it_has_an_npu():
+    blocked = record(npu="torch_npu is not installed in the Ascend toolchain", npu_devices=0)
+    assert npu.decide(blocked, here=None) == (Placement("npu"), "")
+    assert npu.decide(None, here=None) == (Placement("npu"), "")
+
+
+@pytest.mark.parametrize("rec, here, words", [
+    (None, NO_TORCH_NPU, ["the Ascend toolchain is not set up", "diagnose toolchain setup ascend", NO_TORCH_NPU]),
+    (record(npu="torch_npu is not installed in the Ascend toolchain", npu_devices=0), NO_TORCH_NPU,
+     ["torch_npu is not installed in the Ascend toolchain", f"this Python: {NO_TORCH_NPU}"]),
+    (record(npu="torch_npu needs the CANN runtime (ASCEND_HOME_PATH not set)"), "torch_npu sees no NPU device",
+     ["Ascend toolchain: torch_npu needs the CANN runtime", "this Python: torch_npu sees no NPU device"]),
+    (record(npu=None, npu_devices=0), NO_TORCH_NPU, ["Ascend toolchain: torch_npu sees no NPU device"]),
+])
+def test_no_usable_npu_is_one_line_naming_what_each_interpreter_lacks(rec, here, words):
+    where, why = npu.decide(rec, here)
+    assert where is None and "\n" not in why and why.startswith("device npu is not available here: ")
+    for w in words:
+        assert w in why
+
+
+def test_the_toolchain_record_is_read_from_the_cache(tmp_path):
+    save_record(record(python=sys.executable, npu=None, npu_devices=1), tmp_path)
+    where, why = npu.npu_placement(tmp_path)
+    assert why == "" and where.python == sys.executable
+
+
+def test_a_placement_for_another_device_is_refused():
+    with pytest.raises(UsageError, match="placement is for device npu"):
+        verify(load_task(EXAMPLES / "vector_add.py"), CheckOptions(device="cpu", placement=Placement("npu")))
+
+
+class Clock:
+    """Stand-in for `torch.cuda` / `torch.npu`: events read a clock that each timed call advances by 1 ms."""
+
+    def __init__(self):
+        self.now_ms = 0.0
+        self.syncs = 0
+        clock = self
+
+        class Event:
+            def __init__(self, enable_timing: bool):
+                assert enable_timing
+                self.at = None
+
+            def record(self):
+                self.at = clock.now_ms
+
+            def elapsed_time(self, end) -> float:
+                return end.at - self.at
+
+        self.Event = Event
+
+    def synchronize(self):
+        self.syncs += 1
+
+
+def test_the_timing_protocol_flushes_and_times_on_the_backend_it_is_given():
+    backend = Clock()
+    timer = timing.EventTimer("cpu", backend=backend, flush_bytes=4096)
+    flushed_before_each_call = []
+
+    def fn():
+        flushed_before_each_call.append(int(timer.flush_buffer.sum()) == 0)
+        timer.flush_buffer.fill_(1)
+        backend.now_ms += 1.0
+
+    (t,) = timing.measure(timer, {"candidate": fn}, "g")
+    assert t.median_ms == 1.0 and t.reps >= timing.MIN_REPS and t.stable
+    assert backend.syncs > 0
+    # warm-up calls are not flushed; every timed call is
+    assert all(flushed_before_each_call[-t.reps:])
+    assert timing.side_stream_ratio(timer, fn) == 1.0
+
+
+def test_npu_events_need_torch_npu():
+    if devices.available("npu")[0]:
+        pytest.skip("an NPU is usable here")
+    try:
+        import torch_npu  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError):
+            devices.events("npu")
+    else:
+        pytest.skip("torch_npu imports here")
+
+
+@pytest.mark.parametrize("command", ["check", "optimize"])
+def test_device_npu_without_an_npu_is_one_line_and_exit_2(cli, command, tmp_path):
+    if devices.available("npu")[0]:
+        pytest.skip("an NPU is usable here")
+    result = cli(command, str(EXAMPLES / "vector_add.py"), "--device", "npu", env={"DIAGNOSE_CACHE_DIR": str(tmp_path)})
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("diagnose: error: device npu is not available here"), result.stderr
+    assert "the Ascend toolchain is not set up" in lines[0]
+    assert "Traceback" not in result.stderr
