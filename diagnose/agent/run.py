@@ -3,9 +3,10 @@
 A run lives in `<cache>/runs/<run id>/` (cache: `DIAGNOSE_CACHE_DIR` or `.diagnose_cache/`): the SQLite
 checkpoints (LangGraph's `SqliteSaver`, written synchronously after every node, so a run killed at any
 node resumes from the last one that finished), the candidate files, and the report (`report.json`, the
-source of truth, plus Markdown and HTML renderings). The optimized task goes next to the input as
-`<name>.optimized.py` with its diff beside it (or into `out_dir`, as benchmark sweeps ask) — never over
-the input unless `write=True`, and never over an existing file (a run-specific name is used instead).
+source of truth, plus the roofline plot and the Markdown and HTML renderings: `diagnose/report/run_files.py`).
+The optimized task goes next to the input as `<name>.optimized.py` with its diff beside it (or into
+`out_dir`, as benchmark sweeps ask) — never over the input unless `write=True`, and never over an existing
+file (a run-specific name is used instead).
 """
 
 from __future__ import annotations
@@ -55,8 +56,15 @@ def open_graph(folder: Path):
 
 def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: Budget = Budget(),
              resume: str | None = None, write: bool = False, tools: Tools | None = None,
-             on_step: Callable[[str, dict], None] | None = None, out_dir: str | Path | None = None) -> RunResult:
-    """Run (or resume) the agent on a task and write its outputs."""
+             on_step: Callable[[str, dict], None] | None = None, out_dir: str | Path | None = None,
+             on_start: Callable[[str], None] | None = None,
+             on_candidate: Callable[[str, int, int], None] | None = None) -> RunResult:
+    """Run (or resume) the agent on a task and write its outputs.
+
+    Progress hooks, all optional: `on_start(node)` as a node starts, `on_step(node, values)` with the state
+    update a node returned, `on_candidate(id, index, total)` as a candidate's verification starts (through
+    the default `Tools`; a caller's own `tools` report nothing).
+    """
     if resume:
         folder = run_dir(resume)
         if not (folder / "checkpoints.sqlite").exists():
@@ -78,22 +86,25 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
                                                      "out_dir": out_dir}))
     graph, connection = open_graph(folder)
     config = {"configurable": {"thread_id": run_id}}
-    context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(str(folder)))
+    context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(str(folder), on_candidate=on_candidate))
     first = None if resume else {"task": task, "target": target, "device": device, "started": time.time()}
     try:
-        for update in graph.stream(first, config, context=context, stream_mode="updates", durability="sync"):
-            for node, values in update.items():
+        for mode, chunk in graph.stream(first, config, context=context, stream_mode=["updates", "tasks"],
+                                        durability="sync"):
+            if mode == "tasks":
+                if on_start and "input" in chunk:  # a task's start; its end carries "result"
+                    on_start(chunk["name"])
+                continue
+            for node, values in chunk.items():
                 if on_step:
                     on_step(node, values or {})
         state = graph.get_state(config).values
     finally:
         connection.close()
     report = report_from_state(state)
-    (folder / "report.json").write_text(json.dumps(report, indent=2))
-    from diagnose.report.run_view import render_html, render_markdown
+    from diagnose.report.run_files import write_report_files
 
-    (folder / "report.md").write_text(render_markdown(report))
-    (folder / "report.html").write_text(render_html(report))
+    write_report_files(report, folder)
     optimized, diff = write_outputs(state, write, run_id, out_dir)
     return RunResult(run_id, folder, report, optimized, diff)
 

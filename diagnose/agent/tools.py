@@ -8,15 +8,21 @@ through the checkpointer.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 
 @dataclass(frozen=True)
 class Tools:
-    """The real layers; `run_dir` is where this run writes candidate files."""
+    """The real layers; `run_dir` is where this run writes candidate files.
+
+    `on_candidate(id, index, total)`, when given, is called as each candidate's verification starts
+    (the progress display names it); it is not part of the state and never checkpointed.
+    """
 
     run_dir: str
+    on_candidate: Callable[[str, int, int], None] | None = field(default=None, compare=False)
 
     def verify_task(self, task: str, device: str, target: str) -> dict:
         from diagnose.task import load_task
@@ -32,7 +38,7 @@ class Tools:
     def inspect(self, path: str, target: str, deep: bool) -> list[dict]:
         """IR facts of every kernel launch; `deep` adds controlled recompiles and the pass timeline."""
         if target.startswith("ascend"):
-            return self.inspect_ascend(path, target)
+            return self.inspect_ascend(path, target, deep)
         from diagnose.ir.cli import run_worker
         from diagnose.ir.cache import cache_root
 
@@ -41,10 +47,13 @@ class Tools:
         result = run_worker(payload)
         return [e for kernel in result["kernels"] for e in kernel.get("evidence", [])]
 
-    def inspect_ascend(self, path: str, target: str) -> list[dict]:
+    def inspect_ascend(self, path: str, target: str, deep: bool = False) -> list[dict]:
+        """Ascend IR facts (ttadapter, through the toolchain's worker); `deep` adds the per-pass IR and
+        the facts that name the pass that made each problem (`PassIntroduced`, stage `pass`).
+        `ToolchainError` when the Ascend toolchain is not set up here (the level is then skipped)."""
         from diagnose.ascend.inspect import inspect_ascend
 
-        code, text = inspect_ascend(path, target=target, fmt="json")
+        code, text = inspect_ascend(path, target=target, fmt="json", passes=deep)
         data = json.loads(text)
         return [e for kernel in data.get("kernels", []) for e in kernel.get("evidence", [])]
 
@@ -53,15 +62,15 @@ class Tools:
         from diagnose.profiling.profile import ProfileOptions, profile_task
 
         if target.startswith("ascend"):
-            return [], [], {}, "no NPU here: Ascend profiling needs torch_npu and a device"
+            return [], [], {}, ascend_profile_note(device)
         result = profile_task(path, ProfileOptions(device=device, target=target))
         findings = [f.to_dict() for _, group_findings in result.findings for f in group_findings]
         evidence = [e.to_dict() for e in result.evidence]
-        roofline, note = {}, "not timed: static estimate only" if not result.timed else ""
+        roofline, note = plot_inputs(result, path), "not timed: static estimate only" if not result.timed else ""
         candidate = [p for p in result.positions if p.variant == "candidate"]
         if candidate:
             first = candidate[0]
-            roofline = {"bound_ms": first.bound_s * 1e3, "group": first.group}
+            roofline = {**roofline, "bound_ms": first.bound_s * 1e3, "group": first.group}
             note = f"{first.fraction:.0%} of the roofline bound on {first.group} ({first.regime})"
         codes = sorted({f["code"] for f in findings})
         return findings, evidence, roofline, f"{note}; findings: {', '.join(codes) or 'none'}"
@@ -87,9 +96,38 @@ class Tools:
         from diagnose.verify.harness import CheckOptions, verify
 
         results = []
-        for candidate in candidates:
+        for index, candidate in enumerate(candidates, 1):
+            if self.on_candidate:
+                self.on_candidate(candidate["id"], index, len(candidates))
             verdict = verify(load_task(task, candidate["path"]),
                              CheckOptions(device=device, initial=Path(task), baselines=("eager",)))
             results.append({"candidate": {k: v for k, v in candidate.items() if k != "path"},
                             "verdict": verdict.to_dict(), "path": candidate["path"]})
         return results
+
+
+def plot_inputs(result, path: str) -> dict:
+    """What the report's roofline plot needs from a profile: the work per group, the roof, whether it
+    was timed, and the static estimate per group (ms) of the kernel profiled (`profiled`: its file's stem)."""
+    from diagnose.profiling.roofline import roof_for
+
+    if not result.work or not result.ceilings.copy_bytes_per_s:
+        return {}
+    estimate_ms: dict[str, float] = {}
+    for kernel in result.kernels:
+        estimate_ms[kernel.group] = estimate_ms.get(kernel.group, 0.0) + kernel.estimate.time_s * 1e3
+    return {"work": [w.to_dict() for w in result.work], "roof": roof_for(result.ceilings, result.work[0].dtype).to_dict(),
+            "timed": result.timed, "profiled": Path(path).stem, "estimate_ms": estimate_ms}
+
+
+def ascend_profile_note(device: str) -> str:
+    """What the profile level could not do for an Ascend target here, in one line."""
+    from diagnose.runtime.devices import available
+
+    ok, why = available("npu")
+    if not ok:
+        return f"not profiled, nothing timed on an NPU: {why}"
+    if device != "npu":
+        return f"not profiled, nothing timed on an NPU: --device {device} (an NPU is usable here with --device npu)"
+    return ("not profiled: the NPU profiler is not wired into the profile level yet; "
+            "candidates are timed on the NPU (torch.npu events) when verified")

@@ -1,15 +1,47 @@
-"""Markdown and self-contained HTML renderings of an optimize run's report (the JSON is the source of truth).
+"""What an optimize run's report says, section by section, for its renderers (the JSON is the source of truth).
 
-Sections: the outcome (best candidate, speedup and how it was obtained), the escalation trace with the
-reason of every decision, findings, the evidence per source line, and every candidate with its verdict.
+`markdown.py` and `html.py` render these sections; the summary table (`summary.py`) reads the same rows.
+Sections: the outcome (best candidate, speedup and how it was obtained), whether anything was timed, the
+escalation trace, the findings, the evidence per source line with that line's text, and every candidate
+with its verdict.
 """
 
 from __future__ import annotations
 
-import html
 from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
 
-from diagnose.report.scores import score
+from diagnose.report.scores import measured_speedup, score
+
+EVIDENCE_PER_LINE = 8
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """One source line that evidence points at: where, its text (when the file is readable), the evidence."""
+
+    path: str
+    line: int
+    text: str | None
+    items: tuple[dict, ...]
+
+    @property
+    def where(self) -> str:
+        return f"{Path(self.path).name}:{self.line}"
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """One verified candidate as the tables show it."""
+
+    id: str
+    rewrites: str
+    safety: str
+    verdict: str
+    medians: str        # the candidate's median per timed group, or "not timed"
+    speedup: str        # "1.52x" measured, "2.13x (estimate)" without timings, "-" when it failed
+    diff: str
 
 
 def outcome(report: dict) -> str:
@@ -21,13 +53,43 @@ def outcome(report: dict) -> str:
     return f"Best: `{best['candidate']['id']}` ({made}): {value:.2f}x over the initial kernel, {how}."
 
 
-def evidence_by_line(report: dict) -> dict[tuple[str, int], list[dict]]:
-    lines = defaultdict(list)
+def verdicts(report: dict) -> list[dict]:
+    return ([report["baseline"]] if report.get("baseline") else []) + [c["verdict"] for c in report["candidates"]]
+
+
+def timed(report: dict) -> bool:
+    """Whether anything in the run (the task as given or a candidate) was timed on a device."""
+    return any(t.get("median_ms") for v in verdicts(report) for t in v.get("timings", []))
+
+
+def timing_note(report: dict) -> str:
+    if timed(report):
+        return f"Timed on {report['device']}: speedups are ratios of medians measured side by side."
+    return (f"Nothing was timed (device {report['device']}): candidates are ranked by the static estimate, "
+            "and every gain shown is an estimate.")
+
+
+def source_text(path: str, line: int, files: dict[str, list[str] | None]) -> str | None:
+    """The text of `path:line`, reading each file once (`files` caches them); None when it cannot be read."""
+    if path not in files:
+        try:
+            files[path] = Path(path).read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            files[path] = None
+    lines = files[path]
+    return lines[line - 1].rstrip() if lines and 0 < line <= len(lines) else None
+
+
+def evidence_by_line(report: dict) -> list[SourceLine]:
+    """The run's evidence (its own and its findings'), grouped by source line, each line with its text."""
+    grouped: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for item in report.get("evidence", []) + [e for f in report["findings"] for e in f["evidence"]]:
         where = item.get("location")
-        if where:
-            lines[(where["path"], where["line"])].append(item)
-    return dict(sorted(lines.items()))
+        if where and item not in grouped[(where["path"], where["line"])]:
+            grouped[(where["path"], where["line"])].append(item)
+    files: dict[str, list[str] | None] = {}
+    return [SourceLine(path, line, source_text(path, line, files), tuple(items[:EVIDENCE_PER_LINE]))
+            for (path, line), items in sorted(grouped.items())]
 
 
 def describe(item: dict) -> str:
@@ -35,42 +97,30 @@ def describe(item: dict) -> str:
     return f"{item['kind']} {item['name']} [{item['source']}]" + (f" ({args})" if args else "")
 
 
-def render_markdown(report: dict) -> str:
-    out = [f"# diagnose optimize: {report['task']}", "", f"target {report['target']}, device {report['device']}", "",
-           outcome(report), "", "## Escalation trace", ""]
-    out += [f"{i}. **{s['level']}** {s['action']}: {s['reason']}" for i, s in enumerate(report["trace"], 1)]
-    out += ["", "## Findings", ""]
-    out += [f"- `{f['code']}` line {f['location']['line']}: {f['message']}" for f in report["findings"]] or ["(none)"]
-    out += ["", "## Evidence by source line", ""]
-    for (path, line), items in evidence_by_line(report).items():
-        out.append(f"- {path.rsplit('/', 1)[-1]}:{line}")
-        out += [f"  - {describe(i)}" for i in items[:8]]
-    out += ["", "## Candidates", "", "| id | made by | safety | verdict | score |", "|---|---|---|---|---|"]
-    for c in report["candidates"]:
-        value, how = score({**c, "path": ""})
-        verdict = "passed" if c["verdict"]["passed"] else "failed: " + "; ".join(
-            [x["name"] for x in c["verdict"]["checks"] if not x["passed"]] + ([c["verdict"]["failure"]["kind"]] if c["verdict"]["failure"] else []))
-        out.append(f"| {c['candidate']['id']} | {', '.join(c['candidate']['made_by'])} | {c['candidate']['safety']} "
-                   f"| {verdict} | {value:.2f}x {how} |")
-    return "\n".join(out) + "\n"
+def verdict_text(verdict: dict) -> str:
+    if verdict["passed"]:
+        return "passed"
+    why = [x["name"] for x in verdict["checks"] if not x["passed"]]
+    if verdict.get("failure"):
+        why.append(verdict["failure"]["kind"])
+    return "failed: " + ("; ".join(why) or "incorrect output")
 
 
-def render_html(report: dict) -> str:
-    """One self-contained page: the Markdown's content as HTML, diffs in <pre>."""
-    e = html.escape
-    trace = "".join(f"<li><b>{e(s['level'])}</b> {e(s['action'])}: {e(s['reason'])}</li>" for s in report["trace"])
-    findings = "".join(f"<li><code>{e(f['code'])}</code> line {f['location']['line']}: {e(f['message'])}</li>"
-                       for f in report["findings"]) or "<li>(none)</li>"
-    lines = "".join(
-        f"<li>{e(path.rsplit('/', 1)[-1])}:{line}<ul>" + "".join(f"<li>{e(describe(i))}</li>" for i in items[:8]) + "</ul></li>"
-        for (path, line), items in evidence_by_line(report).items())
-    candidates = "".join(
-        f"<h3>{e(c['candidate']['id'])} — {'passed' if c['verdict']['passed'] else 'failed'}</h3>"
-        f"<p>{e(', '.join(c['candidate']['made_by']))}; {e(c['candidate']['safety'])}</p>"
-        f"<pre>{e(c['candidate']['diff'])}</pre>" for c in report["candidates"])
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>diagnose optimize</title>"
-            "<style>body{font-family:sans-serif;max-width:60em}pre{background:#f6f6f6;padding:6px;overflow:auto}</style>"
-            f"</head><body><h1>diagnose optimize</h1><p>{e(report['task'])}: target {e(report['target'])}, "
-            f"device {e(report['device'])}</p><p>{e(outcome(report))}</p><h2>Escalation trace</h2><ol>{trace}</ol>"
-            f"<h2>Findings</h2><ul>{findings}</ul><h2>Evidence by source line</h2><ul>{lines}</ul>"
-            f"<h2>Candidates</h2>{candidates}</body></html>\n")
+def candidate_row(entry: dict) -> CandidateRow:
+    candidate, verdict = entry["candidate"], entry["verdict"]
+    mine = [t for t in verdict["timings"] if t["variant"] == "candidate" and t.get("median_ms")]
+    several = len({t["group"] for t in mine}) > 1
+    medians = [f"{t['median_ms']:.4g} ms" + (f" [{t['group']}]" if several else "") for t in mine]
+    value, _ = score({**entry, "path": ""})
+    if not verdict["passed"]:
+        speedup = "-"
+    elif measured_speedup(verdict) is not None:
+        speedup = f"{value:.2f}x"
+    else:
+        speedup = f"{value:.2f}x (estimate)"
+    return CandidateRow(candidate["id"], ", ".join(candidate["made_by"]), candidate["safety"], verdict_text(verdict),
+                        ", ".join(medians) or "not timed", speedup, candidate["diff"])
+
+
+def candidate_rows(report: dict) -> list[CandidateRow]:
+    return [candidate_row(c) for c in report["candidates"]]

@@ -40,11 +40,19 @@ def test_optimize_each_example_on_cpu(example, tmp_path):
     task.write_text((EXAMPLES / f"{example}.py").read_text())
     result = optimize_cli(str(task), cache=tmp_path / "cache", timeout=900)
     assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads((only_run(tmp_path / "cache") / "report.json").read_text())
+    run = only_run(tmp_path / "cache")
+    report = json.loads((run / "report.json").read_text())
     validate(report)
     assert report["device"] == "cpu" and report["target"] == "cuda:sm90"
     assert [s["level"] for s in report["trace"]][:2] == ["baseline", "triage"]
     assert "not timed" in report["trace"][0]["reason"]
+    page = (run / "report.html").read_text()
+    assert "Nothing was timed" in page and "<h2>Roofline</h2>" in page
+    if report.get("roofline"):  # the profile level ran: its static estimates are plotted, labelled so
+        assert (run / "roofline.svg").exists() and page.count("<svg") == 1 and "(estimate) [" in page
+        assert "![roofline](roofline.svg)" in (run / "report.md").read_text()
+    assert "candidates (nothing timed: speedups are estimates)" in result.stdout  # the summary table
+    assert all(c["candidate"]["id"][:20] in result.stdout for c in report["candidates"])
     assert task.read_text() == (EXAMPLES / f"{example}.py").read_text(), "the input is never overwritten"
 
 
