@@ -149,8 +149,11 @@ def inspect(
 @app.command()
 @one_line_errors
 def bench(
-    suite: str = typer.Argument(..., help="Suite folder (e.g. benchmarks/npukernel), or `report`."),
-    mode: str = typer.Option("score", "--mode", help="score (verify and time as given) or optimize (the agent)."),
+    suite: str = typer.Argument(..., help="Suite folder (e.g. benchmarks/npukernel), `report`, or a format: "
+                                          "kernelbench, multikernelbench, tritonbench, kernelgen, prtask."),
+    path: Optional[Path] = typer.Argument(None, help="After a format: the suite folder."),
+    mode: str = typer.Option("score", "--mode", help="score (verify and time as given), optimize (the agent) "
+                                                     "or portability (kernelgen: compile for --targets)."),
     device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (CPU only; a device runs one)."),
     filter_: Optional[str] = typer.Option(None, "--filter", help="Only entries whose id contains this."),
@@ -159,14 +162,20 @@ def bench(
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds each worker may run."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     target: str = typer.Option("cuda:sm90", "--target", help="Compile target of optimize mode's IR levels."),
+    targets: Optional[str] = typer.Option(None, "--targets", help="Portability mode: comma-separated targets "
+                                                                   "(cuda:sm90,hip:gfx942,ascend:950)."),
+    solutions: Optional[Path] = typer.Option(None, "--solutions", help="Folder of solutions matched to the "
+                                                                       "suite's tasks by name."),
+    tolerance: str = typer.Option("default", "--tolerance", help="Tolerance profile: default or kernelbench."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Optimize mode: candidates per entry."),
     store_path: Path = typer.Option(Path(".diagnose_cache/bench.sqlite"), "--store", help="SQLite results store."),
     fmt: str = typer.Option("md", "--format", help="Report format: md, html, json or csv (with `report`)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the report here instead of stdout."),
 ):
-    """Sweep a suite into the results store (`diagnose bench SUITE`), or render it (`diagnose bench report`)."""
+    """Sweep a suite into the results store (`diagnose bench [FORMAT] SUITE`), or render it (`diagnose bench report`)."""
     from diagnose.bench import report as bench_report
     from diagnose.bench import store
+    from diagnose.bench.suites import DEFAULT, FORMATS
     from diagnose.bench.sweep import SweepOptions, sweep
 
     if suite == "report":
@@ -180,19 +189,38 @@ def bench(
         else:
             typer.echo(text, nl=False)
         raise typer.Exit(EXIT_OK)
+    if suite in FORMATS:
+        if path is None:
+            raise UsageError(f"give the suite folder: diagnose bench {suite} PATH")
+        suite_format, folder = suite, str(path)
+    elif path is not None:
+        raise UsageError(f"unknown suite format {suite!r}; formats: {', '.join(FORMATS)}")
+    else:
+        suite_format, folder = DEFAULT, suite
     from rich.progress import Progress
 
     from diagnose.bench.suite import load_suite
+    from diagnose.bench.sweep import suite_tasks
 
     console = Console(stderr=True)
     from diagnose.agent.state import Budget
     from diagnose.targets import lookup
 
+    from diagnose.bench.suites.tolerance import check as check_tolerance
+
     lookup(target)
+    check_tolerance(tolerance)
+    target_list = tuple(t.strip() for t in (targets or "").split(",") if t.strip())
+    for name in target_list:
+        lookup(name)
     options = SweepOptions(mode=mode, device=device, jobs=jobs, pattern=filter_, redo=redo, seeds=seeds,
                            timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"),
-                           target=target, budget=Budget(max_candidates=max_candidates))
-    total = len(load_suite(suite, filter_))
+                           target=target, budget=Budget(max_candidates=max_candidates), suite_format=suite_format,
+                           solutions=solutions, targets=target_list, tolerance=tolerance)
+    if suite_format == DEFAULT:
+        total = len(load_suite(folder, filter_))
+    else:
+        total = len(suite_tasks(folder, options))
     with Progress(console=console, transient=False) as bar:
         task_bar = bar.add_task("sweep", total=total)
 
@@ -200,7 +228,17 @@ def bench(
             bar.console.print(f"{entry.id}: {outcome}", markup=False)
             bar.advance(task_bar)
 
-        summary = sweep(suite, store_path, options, progress)
+        summary = sweep(folder, store_path, options, progress)
+    if suite_format in ("kernelbench", "kernelgen"):
+        rows = store.rows(store.connect(store_path), suite=f"{suite_format}:{Path(folder).resolve().name}", mode=mode)
+        if suite_format == "kernelbench":
+            from diagnose.bench.suites.kernelbench import render_summary, summary as kernelbench_summary
+
+            typer.echo(render_summary(kernelbench_summary(rows)))
+        elif mode == "portability":
+            from diagnose.bench.suites.kernelgen import portability_table
+
+            typer.echo(portability_table(rows, list(target_list)))
     console.print(f"{summary.ran} run, {summary.skipped} already done, {summary.failed} failed; store {store_path}")
     raise typer.Exit(EXIT_FAILED if summary.failed else EXIT_OK)
 
@@ -215,8 +253,10 @@ def optimize(
     write: bool = typer.Option(False, "--write", help="Write the optimized kernel over the input file."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Candidates to verify at most."),
     max_wall: float = typer.Option(1800.0, "--max-wall", help="Seconds of wall time at most."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr; only the outcome and the table."),
 ):
     """Escalate from cheap to expensive evidence, propose rewrites, verify and time them."""
+    from diagnose.agent.progress import OptimizeProgress
     from diagnose.agent.run import optimize as run_optimize
     from diagnose.agent.state import Budget
     from diagnose.targets import lookup
@@ -224,16 +264,17 @@ def optimize(
     if task is None and resume is None:
         raise UsageError("give a task file, or --resume RUN_ID")
     lookup(target)
-    console = Console(stderr=True)
-
-    def on_step(node, values):
-        for step in values.get("trace", []):
-            console.print(f"[{step['level']}] {step['action']}: {step['reason']}", markup=False)
-
-    result = run_optimize(str(task) if task else "", target=target, device=device, resume=resume, write=write,
-                          budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), on_step=on_step)
+    with OptimizeProgress(Console(stderr=True), quiet=quiet) as progress:
+        result = run_optimize(str(task) if task else "", target=target, device=device, resume=resume, write=write,
+                              budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall),
+                              on_start=progress.on_start, on_step=progress.on_step, on_candidate=progress.on_candidate)
     from diagnose.report.run_view import outcome
+    from diagnose.report.summary import candidates_table
 
+    out = Console()
+    if not out.is_terminal:  # a pipe or a log: plain text, wide enough that the table's rows stay whole
+        out = Console(width=200, color_system=None)
+    out.print(candidates_table(result.report))
     typer.echo(outcome(result.report))
     typer.echo(f"run {result.run_id}: report {result.run_dir / 'report.json'} (also .md, .html)")
     if result.optimized:
@@ -247,29 +288,32 @@ def report(
     run_id: str = typer.Argument(..., help="The run id that `diagnose optimize` printed."),
     fmt: str = typer.Option("md", "--format", help="md, html, json or sarif."),
 ):
-    """Render a finished run's report again."""
+    """Render a finished run's report again, from its `report.json`."""
     from diagnose.agent.run import run_dir
-    from diagnose.report import run_view
+    from diagnose.report.roofline_plot import SVG_NAME
 
-    path = run_dir(run_id) / "report.json"
+    folder = run_dir(run_id)
+    path = folder / "report.json"
+    if fmt not in ("md", "html", "json", "sarif"):
+        raise UsageError(f"unknown format {fmt!r}; choose md, html, json or sarif")
     if not path.exists():
         raise UsageError(f"no report for run {run_id!r} ({path} does not exist)")
     data = json.loads(path.read_text())
     if fmt == "json":
         typer.echo(json.dumps(data, indent=2))
     elif fmt == "md":
-        typer.echo(run_view.render_markdown(data), nl=False)
-    elif fmt == "html":
-        typer.echo(run_view.render_html(data), nl=False)
-    elif fmt == "sarif":
-        from diagnose.records import finding_from_dict
-        from diagnose.triage.sarif import render_sarif
+        from diagnose.report.markdown import render_markdown
 
-        findings = [finding_from_dict(f) for f in data["findings"]]
-        sources = {p: Path(p).read_text() for p in {f.location.path for f in findings} if Path(p).exists()}
-        typer.echo(json.dumps(render_sarif(findings, sources, str(Path.cwd())), indent=2))
+        svg = folder / SVG_NAME
+        typer.echo(render_markdown(data, str(svg.resolve()) if svg.exists() else None), nl=False)
+    elif fmt == "html":
+        from diagnose.report.html import render_html
+
+        typer.echo(render_html(data), nl=False)
     else:
-        raise UsageError(f"unknown format {fmt!r}; choose md, html, json or sarif")
+        from diagnose.report.sarif import report_sarif
+
+        typer.echo(json.dumps(report_sarif(data, Path.cwd()), indent=2))
     raise typer.Exit(EXIT_OK)
 
 
@@ -282,12 +326,15 @@ def rewrite(
     target: str = typer.Option("cuda:sm90", "--target", help="Target for preconditions and the config search."),
     device: str = typer.Option("cpu", "--device", help="Where the candidate is verified (and timed, on a device)."),
     list_only: bool = typer.Option(False, "--list", help="Show which rewrites apply and why, change nothing."),
+    seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group."),
+    no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
 ):
     """Apply evidence-backed rewrites; the verified result goes next to the input with its diff."""
     from diagnose.rewrite import rewrite_command
 
     code, text = rewrite_command(str(task), apply=split_codes(apply), write=write, target=target, device=device,
-                                 list_only=list_only)
+                                 list_only=list_only, seeds=seeds,
+                                 baselines=("eager",) if no_compile else ("eager", "compile"))
     if text:
         typer.echo(text)
     raise typer.Exit(code)

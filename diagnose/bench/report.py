@@ -7,6 +7,11 @@ Metrics (over all entry x group rows, as KernelBench's fast_p divides by the tot
 - fast_p: the share of rows that are correct and faster than p times the baseline, p = 1, 1.5, 2.
 In score mode the candidate is the initial kernel, so "speedup over initial" is 1 by definition and the
 optimized columns stay empty; rows that were not timed (CPU) say so instead of a number.
+
+Tokens (the optional LLM path): a row whose data carries `tokens` (`prompt`, `completion`, `requests`,
+`verified`, counted per entry as the LLM server reported them) shows them in the `tokens` column, and
+the summary gives tokens per task and per verified success over the entries that have them. Rows
+without token counts used no LLM: the column stays empty and the summary says "no LLM used".
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from diagnose.bench.store import Row
 
 FAST_P = (1.0, 1.5, 2.0)
 COLUMNS = ("entry", "group", "status", "initial_ms", "optimized_ms", "speedup_vs_initial", "speedup_vs_eager",
-           "speedup_vs_compile", "roofline_fraction", "deepest_level", "rewrites", "why")
+           "speedup_vs_compile", "roofline_fraction", "deepest_level", "rewrites", "why", "tokens")
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Line:
     deepest_level: str | None
     rewrites: str
     why: str
+    tokens: int | None = None
 
 
 def why_not(row: Row) -> str:
@@ -72,8 +78,34 @@ def lines(rows: list[Row]) -> list[Line]:
             deepest_level=data.get("deepest_level"),
             rewrites=", ".join(data.get("rewrites", [])),
             why=why_not(row),
+            tokens=entry_tokens(row),
         ))
     return out
+
+
+def entry_tokens(row: Row) -> int | None:
+    tokens = row.data.get("tokens")
+    return int(tokens.get("prompt", 0)) + int(tokens.get("completion", 0)) if tokens else None
+
+
+def token_summary(rows: list[Row]) -> dict:
+    """Tokens per task and per verified success, over entries whose rows carry token counts."""
+    per_entry = {(r.suite, r.entry): r.data["tokens"] for r in rows if r.data.get("tokens")}
+    if not per_entry:
+        return {"llm_used": False, "note": "no LLM used"}
+    total = sum(int(t.get("prompt", 0)) + int(t.get("completion", 0)) for t in per_entry.values())
+    verified = sum(int(t.get("verified", 0)) for t in per_entry.values())
+    return {"llm_used": True, "tasks": len(per_entry), "total": total, "per_task": total / len(per_entry),
+            "requests": sum(int(t.get("requests", 0)) for t in per_entry.values()), "verified": verified,
+            "per_verified_success": total / verified if verified else None}
+
+
+def token_line(tokens: dict) -> str:
+    if not tokens["llm_used"]:
+        return tokens["note"]
+    per_success = cell(tokens["per_verified_success"]) if tokens["verified"] else "- (no verified success)"
+    return (f"{tokens['total']} tokens over {tokens['tasks']} tasks ({tokens['requests']} requests): "
+            f"{cell(tokens['per_task'])} per task, {per_success} per verified success ({tokens['verified']} verified)")
 
 
 def geomean(values: list[float]) -> float | None:
@@ -107,6 +139,7 @@ def summary(rows: list[Row]) -> dict:
         "distribution": [distribution(report_lines, b) for b in ("eager", "compile", "initial")],
         "not_improved": [{"entry": line.entry, "group": line.group, "why": line.why}
                          for line in report_lines if line.why],
+        "tokens": token_summary(rows),
     }
 
 
@@ -131,6 +164,7 @@ def render_markdown(data: dict, title: str) -> str:
                    f"{d['above_2x']} | {d['above_5x']} | " + " | ".join(fast) + " |")
     out += ["", "## Not improved, and why", ""]
     out += [f"- {r['entry']} [{r['group']}]: {r['why']}" for r in data["not_improved"]] or ["(none)"]
+    out += ["", "## Tokens", "", token_line(data["tokens"])]
     return "\n".join(out) + "\n"
 
 
@@ -186,7 +220,8 @@ def render_html(data: dict, title: str) -> str:
             f"<table><tr>{head}</tr>{body}</table><h2>Distribution</h2>"
             "<table><tr><th>over</th><th>timed and correct</th><th>geomean</th><th>median</th><th>&gt;2x</th>"
             f"<th>&gt;5x</th><th>fast_1</th><th>fast_1.5</th><th>fast_2</th></tr>{dist}</table>"
-            f"{histogram_svg(data)}<h2>Not improved, and why</h2><ul>{missed}</ul></body></html>\n")
+            f"{histogram_svg(data)}<h2>Not improved, and why</h2><ul>{missed}</ul>"
+            f"<h2>Tokens</h2><p>{html.escape(token_line(data['tokens']))}</p></body></html>\n")
 
 
 def render(rows: list[Row], fmt: str, title: str = "diagnose bench") -> str:

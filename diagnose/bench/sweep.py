@@ -4,6 +4,12 @@ Score mode verifies and times each entry's `ModelNew` as given against eager and
 Optimize mode runs the agent on each entry (`diagnose/bench/optimize.py`), its outputs kept beside
 the store, never in the suite's folder. Entries run `jobs` at a time on the CPU (each verification already runs in its own worker
 processes); on a device, one at a time, since timings must not share the device.
+
+Other suite formats (`options.suite_format`: kernelbench, multikernelbench, tritonbench, kernelgen,
+prtask) are listed and scored by their adapters (`diagnose/bench/suites/`), into the same store under
+the suite name `FORMAT:FOLDER`; the loop, the resume rule and the store are the same. Rows of a target
+that cannot be compiled for here (status `unavailable`) do not fail an entry. `options.tolerance`
+names the tolerance profile every comparison uses (`diagnose/bench/suites/tolerance.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from diagnose.agent.state import Budget
 from diagnose.bench import store
 from diagnose.bench.optimize import optimize_entry
 from diagnose.bench.suite import Entry, load_suite
+from diagnose.bench.suites import tolerance
 from diagnose.errors import DiagnoseError, UsageError
 from diagnose.records import Verdict
 from diagnose.runtime.devices import require, timed
@@ -41,6 +48,10 @@ class SweepOptions:
     baselines: tuple[str, ...] = ("eager", "compile")
     target: str = DEFAULT_TARGET
     budget: Budget = Budget()
+    suite_format: str = "npukernel"
+    solutions: Path | None = None
+    targets: tuple[str, ...] = ()
+    tolerance: str = "default"
 
 
 @dataclass(frozen=True)
@@ -89,7 +100,8 @@ def score_entry(entry: Entry, options: SweepOptions) -> list[tuple[str, str, dic
     try:
         task = load_task(entry.path)
         verdict = verify(task, CheckOptions(device=options.device, seeds=tuple(range(options.seeds)),
-                                            timeout_s=options.timeout_s, baselines=options.baselines))
+                                            timeout_s=options.timeout_s, baselines=options.baselines,
+                                            tolerances=tolerance.overrides(options.tolerance)))
     except DiagnoseError as exc:
         return [("*", "failed", {"failure": {"kind": "load_error", "message": str(exc), "log_tail": ""},
                                  "failed_checks": []})]
@@ -107,13 +119,70 @@ def optimize_one(entry: Entry, options: SweepOptions, runs: Path) -> list[tuple[
 def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
           on_entry: Callable[[Entry, str], None] | None = None) -> SweepSummary:
     """Run every entry not yet done for this version; `on_entry(entry, outcome)` reports progress."""
+    from diagnose.bench.suites import DEFAULT
+
+    tolerance.check(options.tolerance)
+    if options.suite_format != DEFAULT:
+        return sweep_suite(suite_dir, store_path, options, on_entry)
     if options.mode not in MODES:
         raise UsageError(f"unknown mode {options.mode!r}; choose score or optimize")
     require(options.device)
     suite_dir = Path(suite_dir)
     suite = suite_dir.resolve().name
     entries = load_suite(suite_dir, options.pattern)
-    tail = fingerprint(options.device)
+    runs = Path(store_path).with_suffix(".runs")
+
+    def score_one(entry: Entry) -> list[tuple[str, str, dict]]:
+        return score_entry(entry, options) if options.mode == "score" else optimize_one(entry, options, runs)
+
+    return run_entries(suite, entries, score_one, store_path, options, on_entry)
+
+
+def suite_tasks(suite_dir: str | Path, options: SweepOptions) -> list:
+    """The tasks of a suite in another format (its adapter's `SuiteTask`s), after checking the mode."""
+    from diagnose.bench.suites import adapter
+
+    module = adapter(options.suite_format)
+    if options.mode not in module.MODES:
+        raise UsageError(f"{options.suite_format} suites support --mode {' or '.join(module.MODES)}, "
+                         f"not {options.mode!r}")
+    root = Path(suite_dir)
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a suite folder")
+    tasks = module.load(root, options)
+    if not tasks:
+        raise UsageError(f"{root}: no {options.suite_format} tasks" + (f" match {options.pattern!r}" if options.pattern else ""))
+    return tasks
+
+
+def sweep_suite(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
+                on_entry: Callable[[Entry, str], None] | None = None) -> SweepSummary:
+    """A sweep of a suite in another format, scored by its adapter."""
+    from diagnose.bench.suites import adapter
+
+    module = adapter(options.suite_format)
+    tasks = suite_tasks(suite_dir, options)
+    require(options.device)
+    by_id = {t.entry.id: t for t in tasks}
+    suite = f"{options.suite_format}:{Path(suite_dir).resolve().name}"
+
+    def score_one(entry: Entry) -> list[tuple[str, str, dict]]:
+        task = by_id[entry.id]
+        try:
+            return module.score(task, options)
+        except (DiagnoseError, ValueError, OSError) as exc:  # bad input found while scoring: this task only
+            return [("*", "failed", {"failure": {"kind": "load_error", "message": str(exc).splitlines()[0],
+                                                 "log_tail": ""}, "failed_checks": []})]
+
+    return run_entries(suite, [t.entry for t in tasks], score_one, store_path, options, on_entry)
+
+
+def run_entries(suite: str, entries: list[Entry], score_one: Callable[[Entry], list[tuple[str, str, dict]]],
+                store_path: str | Path, options: SweepOptions,
+                on_entry: Callable[[Entry, str], None] | None) -> SweepSummary:
+    """Score every entry not yet done for this version into the store, `jobs` at a time."""
+
+    tail = fingerprint(options.device) + (f"|tolerance {options.tolerance}" if options.tolerance != "default" else "")
     connection = store.connect(store_path)
     todo = [e for e in entries
             if options.redo or not store.is_done(connection, suite, e.id, options.mode, f"{e.source_hash}|{tail}")]
@@ -124,16 +193,14 @@ def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
     jobs = 1 if timed(options.device) else max(1, options.jobs)
     failed = 0
 
-    runs = Path(store_path).with_suffix(".runs")
-
     def run_one(entry: Entry) -> str:
-        groups = score_entry(entry, options) if options.mode == "score" else optimize_one(entry, options, runs)
+        groups = score_one(entry)
         writer = store.connect(store_path)
         try:
             store.write_entry(writer, suite, entry.id, options.mode, f"{entry.source_hash}|{tail}", groups)
         finally:
             writer.close()
-        return "passed" if all(status == "passed" for _, status, _ in groups) else "failed"
+        return "passed" if all(status in ("passed", "unavailable") for _, status, _ in groups) else "failed"
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for entry, outcome in zip(todo, pool.map(run_one, todo)):

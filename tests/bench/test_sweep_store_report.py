@@ -13,7 +13,6 @@ import pytest
 
 from diagnose.bench import report, store
 from diagnose.bench.sweep import SweepOptions, sweep
-from diagnose.errors import UsageError
 from tests.conftest import FIXTURES, ROOT
 
 

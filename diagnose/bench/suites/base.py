@@ -1,0 +1,149 @@
+"""What every suite adapter shares: the task record, matching solutions to problems, failure rows,
+token side files and the tolerance profile.
+
+An adapter lists a suite checkout as `SuiteTask`s without running any of its code (files are only
+read and parsed), and scores one task into store rows `(group, status, data)`, running user code only
+in worker subprocesses. A problem found while listing (a missing function, a malformed JSON line, a
+solution that is not there) is kept on the task as `problem` and becomes that task's failed row, so
+the sweep goes on to the next task.
+
+Solutions are matched to problems by name, in this order: the same path relative to the suite
+(`level1/19_ReLU.py`), the same file stem anywhere under the solutions folder when that is unique, and
+KernelBench's run naming `level_<L>_problem_<N>_sample_<S>_kernel.py` (level and the number the
+problem's file name starts with).
+
+Tokens (the optional LLM path): a solution may have a side file `<stem>.tokens.json` holding
+`{"prompt": int, "completion": int, "requests": int}` as the LLM server reported them; its rows then
+carry `tokens` (with `verified` 1 when the task passed). Without such a file a row carries none and the
+report says "no LLM used"; nothing is ever estimated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from diagnose.bench.suite import Entry
+
+Row = tuple[str, str, dict]
+RUN_NAME = re.compile(r"level_(\d+)_problem_(\d+)_sample_\d+_kernel$")
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    """One task of a suite: the store's entry, the files it was built from, and any listing problem."""
+
+    entry: Entry
+    files: tuple[Path, ...]
+    solution: Path | None = None
+    problem: str | None = None
+
+
+def digest(paths: list[Path] | tuple[Path, ...], extra: str = "") -> str:
+    """A short hash over the files a task depends on (a changed file means a new version)."""
+    h = hashlib.sha256(extra.encode())
+    for path in paths:
+        h.update(str(path.name).encode())
+        h.update(path.read_bytes() if path.is_file() else b"<missing>")
+    return h.hexdigest()[:16]
+
+
+def make_entry(root: Path, path: Path, files: list[Path], category: str | None = None,
+               level: int | None = None, extra: str = "") -> Entry:
+    relative = path.relative_to(root).with_suffix("").as_posix()
+    if level is None:
+        found = re.search(r"level_?(\d+)", relative)
+        level = int(found.group(1)) if found else None
+    return Entry(id=relative, path=path, level=level, category=category or path.parent.name, op=path.stem,
+                 source_hash=digest(files, extra))
+
+
+def keep(tasks: list[SuiteTask], pattern: str | None) -> list[SuiteTask]:
+    if not pattern:
+        return tasks
+    return [t for t in tasks if pattern in t.entry.id or Path(t.entry.id).match(pattern)]
+
+
+def match_solution(root: Path, problem: Path, solutions: Path | None, suffix: str = ".py") -> Path | None:
+    """The solution file for `problem` under `solutions` (see the module docstring), or None."""
+    if solutions is None or not solutions.is_dir():
+        return None
+    relative = problem.relative_to(root).with_suffix(suffix)
+    if (solutions / relative).is_file():
+        return solutions / relative
+    same_stem = [p for p in solutions.rglob(f"{problem.stem}{suffix}") if p.is_file()]
+    if len(same_stem) == 1:
+        return same_stem[0]
+    level = re.search(r"level_?(\d+)", relative.as_posix())
+    number = re.match(r"(\d+)_", problem.stem)
+    if level and number:
+        for candidate in sorted(solutions.rglob(f"*{suffix}")):
+            found = RUN_NAME.match(candidate.stem)
+            if found and (int(found.group(1)), int(found.group(2))) == (int(level.group(1)), int(number.group(1))):
+                return candidate
+    return None
+
+
+def failed(kind: str, message: str) -> list[Row]:
+    """The one row of a task that could not be scored, with its one-line reason."""
+    return [("*", "failed", {"failure": {"kind": kind, "message": message.splitlines()[0] if message else kind,
+                                         "log_tail": ""}, "failed_checks": []})]
+
+
+def read_tokens(solution: Path | None) -> dict | None:
+    """The token counts of a solution's side file, or None when it has none (no LLM used)."""
+    if solution is None:
+        return None
+    side = solution.with_name(f"{solution.stem}.tokens.json")
+    if not side.is_file():
+        return None
+    try:
+        data = json.loads(side.read_text())
+        return {k: int(data.get(k, 0) or 0) for k in ("prompt", "completion", "requests")}
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def with_tokens(rows: list[Row], solution: Path | None) -> list[Row]:
+    """Attach a solution's token counts to its rows (each row the same entry-level counts)."""
+    tokens = read_tokens(solution)
+    if tokens is None:
+        return rows
+    verified = int(all(status == "passed" for _, status, _ in rows))
+    return [(g, s, {**d, "tokens": {**tokens, "verified": verified}}) for g, s, d in rows]
+
+
+def verify_rows(reference: Path, candidate: Path, options) -> list[Row]:
+    """Verify and time `candidate`'s ModelNew against `reference` with the harness; store rows."""
+    from diagnose.bench.sweep import group_rows
+    from diagnose.errors import DiagnoseError
+    from diagnose.task import load_task
+    from diagnose.bench.suites import tolerance
+    from diagnose.verify.harness import CheckOptions, verify
+
+    try:
+        task = load_task(reference, candidate)
+        verdict = verify(task, CheckOptions(device=options.device, seeds=tuple(range(options.seeds)),
+                                            timeout_s=options.timeout_s, baselines=options.baselines,
+                                            tolerances=tolerance.overrides(options.tolerance)))
+    except DiagnoseError as exc:
+        return failed("load_error", str(exc))
+    return group_rows(verdict)
+
+
+def python_problem(path: Path, wanted: tuple[str, ...], role: str) -> str | None:
+    """Why `path` is not a usable Python file with `wanted` top-level names, or None (parse only)."""
+    from diagnose.errors import UsageError
+    from diagnose.task import parse_file, top_level_names
+
+    try:
+        names = top_level_names(parse_file(path))
+    except UsageError as exc:
+        return str(exc)
+    missing = [n for n in wanted if n not in names]
+    if missing:
+        return f"{path}: the {role} has no {', '.join(f'`{n}`' for n in missing)}"
+    return None
