@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from diagnose.errors import UsageError
 from diagnose.profiling.nvidia import proton
 from tests.conftest import FIXTURES
 
