@@ -68,7 +68,7 @@ class Int32Index(Rewrite):
     id = "int32-index"
     title = "int32 index arithmetic where offsets fit (an int64 kernel kept for large tensors)"
     codes = ("ASC007",)
-    evidence = ("Int64IndexArithmetic",)
+    evidence = ("Int64IndexArithmetic", "Int64Arithmetic")  # GPU IR; Ascend ttadapter
 
     def answers(self, evidence) -> bool:
         return evidence.name == "Int64IndexArithmetic" and evidence.arg("origin") == "in_kernel"

@@ -62,6 +62,7 @@ class LoadOther(Rewrite):
     id = "load-other"
     title = "Fill masked-off lanes in the load (`other=`) instead of a later `tl.where`"
     codes = ("ASC008",)
+    evidence = ("MaskedLoadPadding",)  # Ascend: a fill before the masked load
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         sites, found_in = [], []

@@ -72,6 +72,7 @@ class PersistentGrid(Rewrite):
     id = "persistent-grid"
     title = "Persistent kernel: grid = core count, a grid-stride loop over the blocks"
     codes = ("ASC001", "ASC002", "TRI020")
+    evidence = ("LaunchGrid",)  # Ascend: more programs than cores (extra rounds) or over the limit
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         reasons = []

@@ -68,6 +68,7 @@ class Structured2dIndex(Rewrite):
     id = "structured-2d-index"
     title = "2-D structured indices instead of a flattened index split with // and %"
     codes = ("ASC006",)
+    evidence = ("ScalarizedAccess",)  # Ascend: a load or store lowered to a scalar loop
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         reasons = []

@@ -61,6 +61,7 @@ class TwoLevelTiling(Rewrite):
     id = "two-level-tiling"
     title = "Two-level tiling (BLOCK per program, BLOCK_SUB per step) for the unified buffer"
     codes = ("ASC003", "ASC013")
+    evidence = ("UBFootprint",)  # Ascend: the block's estimated UB footprint passes the UB size
     backends = ("npu",)
 
     def precondition(self, ctx: RewriteContext) -> Precondition:

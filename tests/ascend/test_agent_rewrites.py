@@ -42,9 +42,6 @@ def test_grid_over_the_core_count_gets_the_persistent_grid_and_tiling(ascend_too
     assert {"persistent-grid", "two-level-tiling"} <= proposed
 
 
-@pytest.mark.xfail(strict=True, reason="the Ascend rewrites are called for by triage codes only: "
-                   "persistent_grid.py, two_level_tiling.py and structured_2d_index.py name no Ascend IR "
-                   "fact (LaunchGrid, UBFootprint, ScalarizedAccess) in `evidence` / `answers`")
 @pytest.mark.parametrize("path, rewrite", [(FLAT_DIVMOD, "structured-2d-index"),
                                            (EXAMPLES / "vector_add.py", "persistent-grid")])
 def test_the_ir_facts_alone_call_for_the_ascend_rewrites(ascend_toolchain, tmp_path, path, rewrite):
