@@ -74,9 +74,11 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         task, target, device, write = meta["task"], meta["target"], meta["device"], meta["write"]
         out_dir = meta.get("out_dir")
     else:
+        from diagnose.runtime.devices import require
         from diagnose.task import load_task
 
         load_task(task)  # bad input fails here, in one line, before a run exists
+        require(device)  # and so does a device that is not here
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         folder = run_dir(run_id)
         folder.mkdir(parents=True)

@@ -147,3 +147,4 @@ def test_device_npu_without_an_npu_is_one_line_and_exit_2(cli, command, tmp_path
     assert len(lines) == 1 and lines[0].startswith("diagnose: error: device npu is not available here"), result.stderr
     assert "the Ascend toolchain is not set up" in lines[0]
     assert "Traceback" not in result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "no run is left behind"
