@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from tests.conftest import EXAMPLES
 from tests.lsp.conftest import (
     apply_edit,
     codes,
@@ -144,8 +145,10 @@ async def test_related_locations_are_sent(client, examples):
     assert related.location.uri == uri and related.location.range.start.line < reload.range.start.line
 
 
-async def test_a_newer_save_supersedes_an_older_one(client, examples):
-    path, uri = examples.copy("matmul.py")
+async def test_a_newer_save_supersedes_an_older_one(launch, folder):
+    # A file of its own, so that no stored IR result answers the first save at once.
+    path, uri = folder.write("matmul_saved_thrice.py", (EXAMPLES / "matmul.py").read_text())
+    client = await launch(folder)
     open_document(client, uri, path.read_text())
     await wait_until(lambda: uri in client.diagnostics, what="triage")
     save(client, uri)
