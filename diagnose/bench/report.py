@@ -135,7 +135,9 @@ def summary(rows: list[Row]) -> dict:
     return {
         "rows": [line.__dict__ for line in report_lines],
         "passed": sum(line.status == "passed" for line in report_lines),
-        "failed": sum(line.status != "passed" for line in report_lines),
+        "failed": sum(line.status not in ("passed", "unavailable") for line in report_lines),
+        # a portability row for a target whose toolchain is not here is not a failure of the kernel
+        "unavailable": sum(line.status == "unavailable" for line in report_lines),
         "distribution": [distribution(report_lines, b) for b in ("eager", "compile", "initial")],
         "not_improved": [{"entry": line.entry, "group": line.group, "why": line.why}
                          for line in report_lines if line.why],
@@ -151,8 +153,13 @@ def cell(value) -> str:
     return str(value)
 
 
+def counts_line(data: dict) -> str:
+    line = f"{data['passed']} passed, {data['failed']} failed"
+    return line + (f", {data['unavailable']} not available here." if data.get("unavailable") else ".")
+
+
 def render_markdown(data: dict, title: str) -> str:
-    out = [f"# {title}", "", f"{data['passed']} passed, {data['failed']} failed.", "",
+    out = [f"# {title}", "", counts_line(data), "",
            "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in data["rows"]:
         out.append("| " + " | ".join(cell(row[c]).replace("|", "\\|") for c in COLUMNS) + " |")
@@ -216,7 +223,7 @@ def render_html(data: dict, title: str) -> str:
     head = "".join(f"<th>{c}</th>" for c in COLUMNS)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px}table{border-collapse:collapse}</style>"
-            f"</head><body><h1>{html.escape(title)}</h1><p>{data['passed']} passed, {data['failed']} failed.</p>"
+            f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(counts_line(data))}</p>"
             f"<table><tr>{head}</tr>{body}</table><h2>Distribution</h2>"
             "<table><tr><th>over</th><th>timed and correct</th><th>geomean</th><th>median</th><th>&gt;2x</th>"
             f"<th>&gt;5x</th><th>fast_1</th><th>fast_1.5</th><th>fast_2</th></tr>{dist}</table>"

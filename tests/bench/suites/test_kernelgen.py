@@ -74,3 +74,12 @@ def test_a_missing_ascend_toolchain_reads_not_available(portable):
 def test_portability_needs_targets():
     with pytest.raises(UsageError, match="--targets"):
         kernelgen.load(SUITE, SweepOptions(mode="portability"))
+
+
+def test_the_report_counts_a_missing_toolchain_apart_from_failures(portable):
+    from diagnose.bench import report
+
+    rows = [r for entry in portable[1].values() for r in entry]
+    data = report.summary(rows)
+    assert data["unavailable"] >= 1 and data["failed"] == 0
+    assert "not available here." in report.render(rows, "md").splitlines()[2]
