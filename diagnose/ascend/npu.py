@@ -22,13 +22,14 @@ from diagnose.toolchain import call, find_record
 
 
 def npu_status(root: Path | None = None) -> tuple[bool, str]:
-    """(available, one line): whether jobs can run on an NPU here, and if not, why."""
+    """(available, one line): whether the Ascend toolchain can run jobs on an NPU here, and if not, why
+    (the reading of its record is `diagnose.runtime.npu.toolchain_blocker`'s)."""
+    from diagnose.runtime.npu import toolchain_blocker
+
     record = find_record("ascend", root)
-    if record is None:
-        return False, "device npu needs the Ascend toolchain: run `diagnose toolchain setup ascend`"
-    reason = record.capabilities.get("npu")
-    if reason:
-        return False, f"device npu is not available here: {reason}"
+    blocked = toolchain_blocker(record)
+    if blocked:
+        return False, f"device npu is not available here: {blocked}"
     return True, f"device npu: {record.capabilities.get('npu_devices', 0)} NPU(s) through {record.python}"
 
 

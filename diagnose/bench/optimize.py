@@ -17,6 +17,7 @@ from pathlib import Path
 
 from diagnose.agent.state import Budget
 from diagnose.bench.suite import Entry
+from diagnose.report.scores import medians, speedups
 
 Row = tuple[str, str, dict]
 
@@ -27,17 +28,6 @@ def optimize_entry(entry: Entry, device: str, target: str, budget: Budget, out_r
     out_dir = out_root / entry.id
     result = optimize(str(entry.path), target=target, device=device, budget=budget, out_dir=out_dir)
     return rows_from_report(result.report, result.run_id)
-
-
-def medians(verdict: dict, variant: str) -> dict[str, float]:
-    return {t["group"]: t["median_ms"] for t in verdict.get("timings", [])
-            if t["variant"] == variant and t.get("median_ms") is not None}
-
-
-def speedups(verdict: dict, over: str) -> dict[str, float]:
-    """Candidate over `over`, per group, from one verification's timings (a dict `Verdict`)."""
-    mine, base = medians(verdict, "candidate"), medians(verdict, over)
-    return {g: base[g] / mine[g] for g in mine if g in base and mine[g] > 0}
 
 
 def rows_from_report(report: dict, run_id: str) -> list[Row]:

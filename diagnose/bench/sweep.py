@@ -26,12 +26,11 @@ from diagnose.bench import store
 from diagnose.bench.optimize import optimize_entry
 from diagnose.bench.suite import Entry, load_suite
 from diagnose.bench.suites import tolerance
+from diagnose.bench.suites.base import failed, verify_rows
 from diagnose.errors import DiagnoseError, UsageError
 from diagnose.records import Verdict
 from diagnose.runtime.devices import require, timed
 from diagnose.targets import DEFAULT_TARGET
-from diagnose.task import load_task
-from diagnose.verify.harness import CheckOptions, verify
 
 MODES = ("score", "optimize")
 
@@ -97,23 +96,14 @@ def group_rows(verdict: Verdict) -> list[tuple[str, str, dict]]:
 
 
 def score_entry(entry: Entry, options: SweepOptions) -> list[tuple[str, str, dict]]:
-    try:
-        task = load_task(entry.path)
-        verdict = verify(task, CheckOptions(device=options.device, seeds=tuple(range(options.seeds)),
-                                            timeout_s=options.timeout_s, baselines=options.baselines,
-                                            tolerances=tolerance.overrides(options.tolerance)))
-    except DiagnoseError as exc:
-        return [("*", "failed", {"failure": {"kind": "load_error", "message": str(exc), "log_tail": ""},
-                                 "failed_checks": []})]
-    return group_rows(verdict)
+    return verify_rows(entry.path, None, options)
 
 
 def optimize_one(entry: Entry, options: SweepOptions, runs: Path) -> list[tuple[str, str, dict]]:
     try:
         return optimize_entry(entry, options.device, options.target, options.budget, runs)
     except DiagnoseError as exc:
-        return [("*", "failed", {"failure": {"kind": "load_error", "message": str(exc), "log_tail": ""},
-                                 "failed_checks": []})]
+        return failed("load_error", str(exc))
 
 
 def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,

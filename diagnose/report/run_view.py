@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from diagnose.report.scores import measured_speedup, score
+from diagnose.report.scores import score
 
 EVIDENCE_PER_LINE = 8
 
@@ -111,10 +111,10 @@ def candidate_row(entry: dict) -> CandidateRow:
     mine = [t for t in verdict["timings"] if t["variant"] == "candidate" and t.get("median_ms")]
     several = len({t["group"] for t in mine}) > 1
     medians = [f"{t['median_ms']:.4g} ms" + (f" [{t['group']}]" if several else "") for t in mine]
-    value, _ = score({**entry, "path": ""})
+    value, how = score({**entry, "path": ""})
     if not verdict["passed"]:
         speedup = "-"
-    elif measured_speedup(verdict) is not None:
+    elif how == "measured":
         speedup = f"{value:.2f}x"
     else:
         speedup = f"{value:.2f}x (estimate)"

@@ -44,7 +44,7 @@ def report_sarif(report: dict, root: str | Path) -> dict[str, Any]:
         try:
             sources[path] = Path(path).read_text()
         except (OSError, UnicodeDecodeError):
-            pass
+            pass  # an unreadable source only loses the snippet; the result still stands
     log = render_sarif([f for f in findings if f.code in RULES], sources, str(root))
     run = log["runs"][0]
     rules = run["tool"]["driver"]["rules"]

@@ -9,16 +9,21 @@ from __future__ import annotations
 import math
 
 
+def medians(verdict: dict, variant: str) -> dict[str, float]:
+    """A variant's median per input group, from a verdict as a dict (`Verdict.to_dict()`)."""
+    return {t["group"]: t["median_ms"] for t in verdict.get("timings", [])
+            if t["variant"] == variant and t.get("median_ms")}
+
+
+def speedups(verdict: dict, over: str) -> dict[str, float]:
+    """Candidate over the `over` variant per group, both from the verdict's one timing run."""
+    mine, base = medians(verdict, "candidate"), medians(verdict, over)
+    return {g: base[g] / mine[g] for g in mine if g in base}
+
+
 def measured_speedup(verdict: dict) -> float | None:
     """Geomean over groups of initial median / candidate median, or None when nothing was timed."""
-    ratios = []
-    timings = verdict.get("timings", [])
-    for t in timings:
-        if t["variant"] != "candidate" or not t.get("median_ms"):
-            continue
-        initial = next((b for b in timings if b["variant"] == "initial" and b["group"] == t["group"]), None)
-        if initial and initial.get("median_ms"):
-            ratios.append(initial["median_ms"] / t["median_ms"])
+    ratios = list(speedups(verdict, "initial").values())
     return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
 
 

@@ -181,7 +181,7 @@ def versions(device: str) -> dict[str, str]:
             try:
                 info[dist] = importlib.metadata.version(dist)
             except importlib.metadata.PackageNotFoundError:
-                pass
+                pass  # not installed here: the version is simply not reported
     else:
         info["device_name"] = f"cpu ({platform.machine()}), Triton interpreter"
     return info

@@ -116,12 +116,13 @@ def with_tokens(rows: list[Row], solution: Path | None) -> list[Row]:
     return [(g, s, {**d, "tokens": {**tokens, "verified": verified}}) for g, s, d in rows]
 
 
-def verify_rows(reference: Path, candidate: Path, options) -> list[Row]:
-    """Verify and time `candidate`'s ModelNew against `reference` with the harness; store rows."""
+def verify_rows(reference: Path, candidate: Path | None, options) -> list[Row]:
+    """Verify and time `candidate`'s ModelNew (None: the reference file's own) against `reference` with
+    the harness; store rows."""
+    from diagnose.bench.suites import tolerance
     from diagnose.bench.sweep import group_rows
     from diagnose.errors import DiagnoseError
     from diagnose.task import load_task
-    from diagnose.bench.suites import tolerance
     from diagnose.verify.harness import CheckOptions, verify
 
     try:
@@ -132,6 +133,20 @@ def verify_rows(reference: Path, candidate: Path, options) -> list[Row]:
     except DiagnoseError as exc:
         return failed("load_error", str(exc))
     return group_rows(verdict)
+
+
+def read_json_object(path: Path, what: str, required: tuple[str, ...]) -> dict:
+    """A JSON object file holding every `required` key; ValueError with a one-line reason otherwise."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path.name}:{exc.lineno}: malformed JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path.name}: a {what} is a JSON object")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise ValueError(f"{path.name}: the {what} has no {', '.join(missing)}")
+    return data
 
 
 def python_problem(path: Path, wanted: tuple[str, ...], role: str) -> str | None:

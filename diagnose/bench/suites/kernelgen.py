@@ -40,7 +40,9 @@ import tempfile
 from pathlib import Path
 
 from diagnose import syntax
-from diagnose.bench.suites.base import Row, SuiteTask, failed, keep, make_entry, python_problem, verify_rows
+from diagnose.bench.suites.base import (
+    Row, SuiteTask, failed, keep, make_entry, python_problem, read_json_object, verify_rows,
+)
 from diagnose.errors import DiagnoseError, ToolchainError, UsageError
 
 MODES = ("score", "portability")
@@ -82,15 +84,7 @@ def get_inputs():
 
 def read_spec(path: Path) -> dict:
     """A checked spec; ValueError with a one-line reason otherwise (nothing is executed)."""
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path.name}:{exc.lineno}: malformed JSON: {exc.msg}") from None
-    if not isinstance(spec, dict):
-        raise ValueError(f"{path.name}: a spec is a JSON object")
-    missing = [k for k in ("op", "torch", "inputs", "shapes", "dtypes") if k not in spec]
-    if missing:
-        raise ValueError(f"{path.name}: the spec has no {', '.join(missing)}")
+    spec = read_json_object(path, "spec", ("op", "torch", "inputs", "shapes", "dtypes"))
     inputs = spec["inputs"]
     if not isinstance(inputs, list) or not inputs or not all(isinstance(n, str) and n.isidentifier() for n in inputs):
         raise ValueError(f"{path.name}: `inputs` must be a non-empty list of argument names")

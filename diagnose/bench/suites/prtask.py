@@ -32,7 +32,6 @@ apply, a missing checkout or a malformed task is that task's one-line error, and
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -40,7 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from diagnose.bench.suites.base import Row, SuiteTask, failed, keep, make_entry, match_solution, with_tokens
+from diagnose.bench.suites.base import (
+    Row, SuiteTask, failed, keep, make_entry, match_solution, read_json_object, with_tokens,
+)
 from diagnose.errors import UsageError
 
 MODES = ("score",)
@@ -50,15 +51,7 @@ TAIL = 300
 
 def read_task(path: Path) -> dict:
     """A checked task; ValueError with a one-line reason otherwise."""
-    try:
-        task = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path.name}:{exc.lineno}: malformed JSON: {exc.msg}") from None
-    if not isinstance(task, dict):
-        raise ValueError(f"{path.name}: a task is a JSON object")
-    missing = [k for k in ("repo", "kernel_file", "requirement", "fail_to_pass") if k not in task]
-    if missing:
-        raise ValueError(f"{path.name}: the task has no {', '.join(missing)}")
+    task = read_json_object(path, "task", ("repo", "kernel_file", "requirement", "fail_to_pass"))
     for key in ("fail_to_pass", "pass_to_pass"):
         value = task.get(key, [])
         if not isinstance(value, list) or not all(isinstance(c, str) and c.strip() for c in value):
@@ -114,7 +107,7 @@ def run_command(command: str, cwd: Path, timeout_s: float, env: dict) -> dict:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            pass
+            pass  # the group is gone already: nothing it started outlives it
         log.seek(0)
         text = log.read().decode("utf-8", "replace")
     lines = [line for line in text.splitlines() if line.strip()]
