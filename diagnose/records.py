@@ -179,6 +179,8 @@ class Verdict(Record):
     failure: Failure | None = None
     versions: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
+    # (step, wall seconds) of the harness: reference, candidate, compare, ghost, timing, total.
+    phases: tuple[tuple[str, float], ...] = ()
 
     @property
     def correct(self) -> bool:

@@ -68,4 +68,7 @@ def render_check(report: Report, console: Console) -> None:
         console.print(timing_table(verdict))
     for note in verdict.notes:
         console.print(f"note: {note}", markup=False)
+    if verdict.phases:
+        console.print("harness wall time: " + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in verdict.phases),
+                      markup=False)
     console.print("[green]PASSED[/green]" if verdict.passed else "[red]FAILED[/red]")

@@ -19,6 +19,8 @@ and raise `UsageError`; candidate failures become the verdict.
 from __future__ import annotations
 
 import tempfile
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,33 +65,72 @@ def compare_files(case: dict, result: dict, options: CheckOptions) -> CaseResult
                         dict(options.tolerances))
 
 
-def sensitivity_pairs(cases: list[dict], results: list[dict]) -> list[tuple[str, bool, bool]]:
-    """Consecutive seeds of one group: do the reference outputs differ, and the candidate's?"""
+def differs(a: list, b: list) -> bool:
     import torch
 
-    def differs(a: list, b: list) -> bool:
-        return len(a) != len(b) or any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(a, b))
-
-    pairs = []
-    for (c1, r1), (c2, r2) in zip(zip(cases, results), zip(cases[1:], results[1:])):
-        if c1["group"] == c2["group"]:
-            label = f"{c1['group']} seeds {c1['seed']}/{c2['seed']}"
-            pairs.append((label,
-                          differs(tensors.load(c1["reference"]), tensors.load(c2["reference"])),
-                          differs(tensors.load(r1["outputs"]), tensors.load(r2["outputs"]))))
-    return pairs
+    return len(a) != len(b) or any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(a, b))
 
 
-def mutations(cases: list[dict], results: list[dict]) -> list[tuple[str, list[int]]]:
-    """Inputs the candidate left differently from how the reference leaves them."""
-    out = []
+def mutated_differently(case: dict, result: dict) -> list[int]:
+    """Inputs the candidate left differently from how the reference leaves them.
+
+    The candidate job saves its post-call inputs only when it changed one; when neither side changed
+    anything there is nothing to load.
+    """
+    if result.get("post_inputs") is None:
+        return list(case["mutated"])
+    expected = tensors.load(case.get("reference_post_inputs") or case["inputs"])
+    actual = tensors.load(result["post_inputs"])
+    return [i for i, (e, a) in enumerate(zip(expected, actual)) if hasattr(e, "shape") and not compare_one(e, a)[0]]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The parent's reading of the candidate's check cases."""
+
+    cases: tuple[CaseResult, ...]
+    # (label, reference outputs differ between the seeds, candidate outputs differ)
+    sensitivity: tuple[tuple[str, bool, bool], ...]
+    mutations: tuple[tuple[str, list[int]], ...]
+
+
+def judge(cases: list[dict], results: list[dict], options: CheckOptions) -> Judged:
+    """Compare every case, pair consecutive seeds of a group and check input mutation.
+
+    Each output file is read once and at most two cases are held at a time: outputs of the large
+    groups are GiB-sized.
+    """
+    case_results, pairs, mutations = [], [], []
+    previous = None
     for case, result in zip(cases, results):
-        expected = tensors.load(case.get("reference_post_inputs") or case["inputs"])
-        actual = tensors.load(result["post_inputs"])
-        bad = [i for i, (e, a) in enumerate(zip(expected, actual))
-               if hasattr(e, "shape") and not compare_one(e, a)[0]]
-        out.append((f"{case['group']}/{case['seed']}", bad))
-    return out
+        refs, outs = tensors.load(case["reference"]), tensors.load(result["outputs"])
+        case_results.append(compare_case(case["group"], case["seed"], refs, outs, dict(options.tolerances)))
+        if previous is not None and previous[0]["group"] == case["group"]:
+            label = f"{case['group']} seeds {previous[0]['seed']}/{case['seed']}"
+            pairs.append((label, differs(previous[1], refs), differs(previous[2], outs)))
+        mutations.append((f"{case['group']}/{case['seed']}", mutated_differently(case, result)))
+        previous = (case, refs, outs)
+    return Judged(tuple(case_results), tuple(pairs), tuple(mutations))
+
+
+class Phases:
+    """Wall seconds of each step of one verification, for the report (where does `check` spend its time)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.seconds: list[tuple[str, float]] = []
+
+    @contextmanager
+    def clock(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds.append((name, round(time.perf_counter() - start, 3)))
+
+    def done(self) -> tuple[tuple[str, float], ...]:
+        """The steps so far, then the total since the verification began."""
+        return (*self.seconds, ("total", round(time.perf_counter() - self.start, 3)))
 
 
 def not_timed(groups: list[str], options: CheckOptions) -> tuple[Timing, ...]:
@@ -102,11 +143,15 @@ def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
     where = options.placement or require(options.device)
     if where.device != options.device:
         raise UsageError(f"the jobs' placement is for device {where.device}, not {options.device}")
+    phases = Phases()
+    clock = phases.clock
     with tempfile.TemporaryDirectory(prefix="diagnose-check-") as job:
         common = {"device": options.device, "job_dir": job}
-        ref = run_job("reference_job", {**common, "reference": str(task.reference_path),
-                                        "groups": list(options.groups) if options.groups else None,
-                                        "seeds": list(options.seeds), "recheck_seed": options.recheck_seed}, options, where)
+        with clock("reference"):
+            ref = run_job("reference_job", {**common, "reference": str(task.reference_path),
+                                            "groups": list(options.groups) if options.groups else None,
+                                            "seeds": list(options.seeds), "recheck_seed": options.recheck_seed},
+                          options, where)
         if not ref.ok:
             raise UsageError(f"{task.reference_path}: the reference failed: {ref.failure.message}")
         versions = tuple(sorted(ref.value["versions"].items()))
@@ -114,33 +159,39 @@ def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
         cases = [c for c in ref.value["cases"] if c["role"] == "check"]
         spare = next(c for c in ref.value["cases"] if c["role"] == "recheck")
         on_device = timed(options.device)
-        cand = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "check",
-                                         "cases": cases + ([] if on_device else [spare]),
-                                         "soak": 0 if on_device else options.soak}, options, where)
+        with clock("candidate"):
+            cand = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "check",
+                                             "cases": cases + ([] if on_device else [spare]),
+                                             "soak": 0 if on_device else options.soak}, options, where)
         if not cand.ok:
-            return Verdict(False, options.device, failure=cand.failure, versions=versions, notes=notes)
+            return Verdict(False, options.device, failure=cand.failure, versions=versions, notes=notes,
+                           phases=phases.done())
         results = [r for r in cand.value["cases"] if r["role"] == "check"]
-        case_results = tuple(compare_files(c, r, options) for c, r in zip(cases, results))
+        with clock("compare"):
+            judged = judge(cases, results, options)
+        case_results = judged.cases
         checks = [
             anticheat.launches_triton(results),
             anticheat.no_reference_call(cand.value["reference_calls"]),
-            anticheat.input_sensitivity(sensitivity_pairs(cases, results)),
-            anticheat.input_mutation(mutations(cases, results)),
+            anticheat.input_sensitivity(list(judged.sensitivity)),
+            anticheat.input_mutation(list(judged.mutations)),
         ]
         correct = all(c.passed for c in case_results)
         timings: tuple[Timing, ...] = not_timed(ref.value["selected"], options)
         if correct:
-            checks.append(ghost_check(cases[0], common, task, options, where))
+            with clock("ghost"):
+                checks.append(ghost_check(cases[0], common, task, options, where))
             if on_device:
-                timings, timing_checks, timing_notes = time_candidate(task, ref.value, spare, common, options, where)
+                with clock("timing"):
+                    timings, timing_checks, timing_notes = time_candidate(task, ref.value, spare, common, options, where)
                 checks += timing_checks
                 notes += timing_notes
             else:
                 after = next(r for r in cand.value["cases"] if r["role"] == "recheck")
                 checks.append(anticheat.recheck_after_timing(compare_files(spare, after, options), f"soak of {options.soak} calls"))
         passed = correct and all(c.passed for c in checks)
-        return Verdict(passed, options.device, case_results, tuple(checks), timings,
-                       versions=versions, notes=notes)
+    return Verdict(passed, options.device, case_results, tuple(checks), timings,
+                   versions=versions, notes=notes, phases=phases.done())
 
 
 def ghost_check(case: dict, common: dict, task: Task, options: CheckOptions, where: Placement) -> CheckResult:

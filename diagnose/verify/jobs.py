@@ -14,6 +14,7 @@ module and what it imports need only the standard library, torch and triton. Ten
 device through `torch_device(device)` ("cuda", "npu", or "cpu" for the interpreter).
 
 Values travel as files (`diagnose/verify/tensors.py`); the returned dicts carry only paths and counts.
+A candidate's inputs after the call travel only when the call changed one.
 """
 
 from __future__ import annotations
@@ -89,16 +90,19 @@ def reference_job(payload: dict) -> dict:
 
 
 def run_case(model, case: dict, device: str, job: Path, mode: str, log: instrument.LaunchLog) -> dict:
-    inputs = tensors.to_device(tensors.load(case["inputs"]), torch_device(device))
+    """One forward on a saved case; the inputs come back only if the call changed one (they can be GiB)."""
+    pristine = tensors.load(case["inputs"])
+    inputs = tensors.copy_to(pristine, torch_device(device))
     # Memory a kernel forgets to write should read as NaN, not as zeros or an earlier result.
     poison_allocator(device, 4 * input_bytes(inputs))
     before = log.total()
     outputs = run_forward(model, inputs, device)
     stem = f"{mode}_{case['group']}_{case['seed']}"
+    post = tensors.to_cpu(inputs)
     return {
         "group": case["group"], "seed": case["seed"], "role": case["role"],
         "outputs": tensors.save(outputs, job / f"out_{stem}.pt"),
-        "post_inputs": tensors.save(tensors.to_cpu(inputs), job / f"post_{stem}.pt"),
+        "post_inputs": tensors.save(post, job / f"post_{stem}.pt") if tensors.changed(pristine, post) else None,
         "launches": log.total() - before,
     }
 

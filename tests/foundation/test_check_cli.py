@@ -18,12 +18,14 @@ def test_example_passes_and_its_json_report_validates(cli, tmp_path):
     verdict = data["candidates"][0]["verdict"]
     assert verdict["passed"] and verdict["device"] == "cpu"
     assert all(t["median_ms"] is None and "not timed" in t["note"] for t in verdict["timings"])
+    assert [step for step, _ in verdict["phases"]] == ["reference", "candidate", "compare", "ghost", "total"]
 
 
 def test_table_output_says_not_timed_and_passed(cli):
     result = cli("check", str(FIXTURES / "cheats" / "honest.py"))
     assert result.returncode == 0, result.stderr
     assert "not timed" in result.stdout and "PASSED" in result.stdout
+    assert "harness wall time: reference" in result.stdout
 
 
 def test_failed_verification_exits_1(cli):

@@ -76,6 +76,24 @@ def test_mutating_an_input_is_caught():
     assert "input_mutation" in failed_checks(verdict)
 
 
+def test_an_in_place_reference_is_matched_by_an_in_place_candidate():
+    verdict = verdict_of("tasks/in_place_honest.py")
+    assert verdict.passed, (verdict.failure, verdict.checks, verdict.cases)
+
+
+def test_skipping_the_references_in_place_update_is_caught():
+    verdict = verdict_of("tasks/in_place_skipped.py")
+    assert all(c.passed for c in verdict.cases)
+    assert failed_checks(verdict) == {"input_mutation"}
+
+
+def test_the_verdict_says_where_the_time_went():
+    steps = dict(verdict_of("cheats/honest.py").phases)
+    assert {"reference", "candidate", "compare", "ghost", "total"} <= set(steps)
+    assert all(seconds >= 0 for seconds in steps.values())
+    assert steps["total"] >= steps["reference"] + steps["candidate"]
+
+
 @pytest.mark.parametrize("fixture, kind, words", [
     ("model_new_raises", "exception", "boom"),
     ("worker_segfaults", "crashed", "SIGSEGV"),
