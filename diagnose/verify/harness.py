@@ -7,6 +7,8 @@ The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
 2. the candidate job runs `ModelNew` on the same inputs, its launches counted and the reference trapped;
    where nothing is timed it also soaks (repeated calls) and then runs the spare case;
 3. the parent compares outputs and decides the anti-cheat checks (`diagnose/verify/anticheat.py`);
+   the reference outputs were read into the parent and their files deleted before step 2, so no
+   candidate process can find them on disk;
 4. a correct candidate gets a ghost replay in a fresh worker;
 5. on a device, the timing job times candidate and baselines and runs the spare case after timing.
 
@@ -60,8 +62,29 @@ def run_job(name: str, payload: dict, options: CheckOptions, where: Placement):
                 **where.runner_options())
 
 
-def compare_files(case: dict, result: dict, options: CheckOptions) -> CaseResult:
-    return compare_case(case["group"], case["seed"], tensors.load(case["reference"]), tensors.load(result["outputs"]),
+def key(case: dict) -> tuple[str, int, str]:
+    return case["group"], case["seed"], case["role"]
+
+
+def take_references(cases: list[dict]) -> dict[tuple[str, int, str], tuple[list, list | None]]:
+    """Read the reference outputs (and the inputs as the reference left them, where it changed one)
+    into this process and delete their files, before any candidate job starts.
+
+    A candidate runs as the same user and could read a file left on disk; what it is judged against
+    lives only here. The cases lose their paths to those files, so no payload names them either.
+    """
+    held = {}
+    for case in cases:
+        outputs_file, post_file = case.pop("reference"), case.pop("reference_post_inputs", None)
+        held[key(case)] = (tensors.load(outputs_file), tensors.load(post_file) if post_file else None)
+        for file in (outputs_file, post_file):
+            if file:
+                Path(file).unlink()
+    return held
+
+
+def compare_held(case: dict, held: dict, outputs_file: str, options: CheckOptions) -> CaseResult:
+    return compare_case(case["group"], case["seed"], held[key(case)][0], tensors.load(outputs_file),
                         dict(options.tolerances))
 
 
@@ -71,7 +94,7 @@ def differs(a: list, b: list) -> bool:
     return len(a) != len(b) or any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(a, b))
 
 
-def mutated_differently(case: dict, result: dict) -> list[int]:
+def mutated_differently(case: dict, result: dict, reference_post: list | None) -> list[int]:
     """Inputs the candidate left differently from how the reference leaves them.
 
     The candidate job saves its post-call inputs only when it changed one; when neither side changed
@@ -79,7 +102,7 @@ def mutated_differently(case: dict, result: dict) -> list[int]:
     """
     if result.get("post_inputs") is None:
         return list(case["mutated"])
-    expected = tensors.load(case.get("reference_post_inputs") or case["inputs"])
+    expected = reference_post if reference_post is not None else tensors.load(case["inputs"])
     actual = tensors.load(result["post_inputs"])
     return [i for i, (e, a) in enumerate(zip(expected, actual)) if hasattr(e, "shape") and not compare_one(e, a)[0]]
 
@@ -94,21 +117,21 @@ class Judged:
     mutations: tuple[tuple[str, list[int]], ...]
 
 
-def judge(cases: list[dict], results: list[dict], options: CheckOptions) -> Judged:
+def judge(cases: list[dict], results: list[dict], held: dict, options: CheckOptions) -> Judged:
     """Compare every case, pair consecutive seeds of a group and check input mutation.
 
-    Each output file is read once and at most two cases are held at a time: outputs of the large
+    Each output file is read once and at most two of them are held at a time: outputs of the large
     groups are GiB-sized.
     """
     case_results, pairs, mutations = [], [], []
     previous = None
     for case, result in zip(cases, results):
-        refs, outs = tensors.load(case["reference"]), tensors.load(result["outputs"])
+        (refs, reference_post), outs = held[key(case)], tensors.load(result["outputs"])
         case_results.append(compare_case(case["group"], case["seed"], refs, outs, dict(options.tolerances)))
         if previous is not None and previous[0]["group"] == case["group"]:
             label = f"{case['group']} seeds {previous[0]['seed']}/{case['seed']}"
             pairs.append((label, differs(previous[1], refs), differs(previous[2], outs)))
-        mutations.append((f"{case['group']}/{case['seed']}", mutated_differently(case, result)))
+        mutations.append((f"{case['group']}/{case['seed']}", mutated_differently(case, result, reference_post)))
         previous = (case, refs, outs)
     return Judged(tuple(case_results), tuple(pairs), tuple(mutations))
 
@@ -156,6 +179,7 @@ def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
             raise UsageError(f"{task.reference_path}: the reference failed: {ref.failure.message}")
         versions = tuple(sorted(ref.value["versions"].items()))
         notes = tuple(ref.value["notes"])
+        held = take_references(ref.value["cases"])
         cases = [c for c in ref.value["cases"] if c["role"] == "check"]
         spare = next(c for c in ref.value["cases"] if c["role"] == "recheck")
         on_device = timed(options.device)
@@ -168,7 +192,7 @@ def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
                            phases=phases.done())
         results = [r for r in cand.value["cases"] if r["role"] == "check"]
         with clock("compare"):
-            judged = judge(cases, results, options)
+            judged = judge(cases, results, held, options)
         case_results = judged.cases
         checks = [
             anticheat.launches_triton(results),
@@ -180,29 +204,32 @@ def verify(task: Task, options: CheckOptions = CheckOptions()) -> Verdict:
         timings: tuple[Timing, ...] = not_timed(ref.value["selected"], options)
         if correct:
             with clock("ghost"):
-                checks.append(ghost_check(cases[0], common, task, options, where))
+                checks.append(ghost_check(cases[0], held, common, task, options, where))
             if on_device:
                 with clock("timing"):
-                    timings, timing_checks, timing_notes = time_candidate(task, ref.value, spare, common, options, where)
+                    timings, timing_checks, timing_notes = time_candidate(task, ref.value, spare, held, common,
+                                                                          options, where)
                 checks += timing_checks
                 notes += timing_notes
             else:
                 after = next(r for r in cand.value["cases"] if r["role"] == "recheck")
-                checks.append(anticheat.recheck_after_timing(compare_files(spare, after, options), f"soak of {options.soak} calls"))
+                checks.append(anticheat.recheck_after_timing(compare_held(spare, held, after["outputs"], options),
+                                                             f"soak of {options.soak} calls"))
         passed = correct and all(c.passed for c in checks)
     return Verdict(passed, options.device, case_results, tuple(checks), timings,
                    versions=versions, notes=notes, phases=phases.done())
 
 
-def ghost_check(case: dict, common: dict, task: Task, options: CheckOptions, where: Placement) -> CheckResult:
+def ghost_check(case: dict, held: dict, common: dict, task: Task, options: CheckOptions, where: Placement) -> CheckResult:
     ghost = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "ghost",
                                       "cases": [case], "soak": 0}, options, where)
     if not ghost.ok:
         return anticheat.ghost_replay(None, ghost.failure.message)
-    return anticheat.ghost_replay(compare_files(case, ghost.value["cases"][0], options), None)
+    return anticheat.ghost_replay(compare_held(case, held, ghost.value["cases"][0]["outputs"], options), None)
 
 
-def time_candidate(task: Task, ref: dict, spare: dict, common: dict, options: CheckOptions, where: Placement):
+def time_candidate(task: Task, ref: dict, spare: dict, held: dict, common: dict, options: CheckOptions,
+                   where: Placement):
     """Timings, the timing-phase checks and notes, from one timing worker."""
     result = run_job("timing_job", {**common, "reference": str(task.reference_path),
                                     "candidate": str(task.candidate_path),
@@ -215,8 +242,7 @@ def time_candidate(task: Task, ref: dict, spare: dict, common: dict, options: Ch
         return not_timed(ref["selected"], options), checks, ()
     timings = tuple(Timing(**t) for t in result.value["timings"])
     medians = {t.group: t.median_ms for t in timings if t.variant == "candidate" and t.median_ms}
-    after = compare_case(spare["group"], spare["seed"], tensors.load(spare["reference"]),
-                         tensors.load(result.value["recheck_outputs"]), dict(options.tolerances))
+    after = compare_held(spare, held, result.value["recheck_outputs"], options)
     checks = [anticheat.recheck_after_timing(after, "timing loop"),
               anticheat.side_stream(result.value["side_stream_ratio"], medians)]
     return timings, checks, tuple(result.value["notes"])

@@ -4,7 +4,7 @@
   reference outputs and the reference's state to the job folder.
 - `candidate_job` imports the candidate file, builds `ModelNew` with the reference's state, and runs it
   on the saved inputs with its Triton launches counted (or, in `ghost` mode, turned into no-ops). It
-  never sees a reference output: those stay in files only the parent reads.
+  never sees a reference output: the parent reads those files and deletes them before it starts.
 - `timing_job` times the candidate beside its baselines on a device, then runs the candidate once more
   on a fresh case whose reference output exists only in the parent (the re-check after timing).
 

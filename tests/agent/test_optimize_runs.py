@@ -16,6 +16,10 @@ from diagnose.report.reports import validate
 from tests.conftest import EXAMPLES, ROOT
 
 
+# Two candidates exercise every step (propose, verify, rank, report) at a fraction of the default's cost.
+BUDGET = ("--max-candidates", "2")
+
+
 def optimize_cli(*args, cache, **kwargs):
     return subprocess.run([sys.executable, "-m", "diagnose.cli", "optimize", *args], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)}, **kwargs)
@@ -38,7 +42,7 @@ def comparable(report: dict) -> dict:
 def test_optimize_each_example_on_cpu(example, tmp_path):
     task = tmp_path / f"{example}.py"
     task.write_text((EXAMPLES / f"{example}.py").read_text())
-    result = optimize_cli(str(task), cache=tmp_path / "cache", timeout=900)
+    result = optimize_cli(str(task), *BUDGET, cache=tmp_path / "cache", timeout=900)
     assert result.returncode == 0, result.stderr[-2000:]
     run = only_run(tmp_path / "cache")
     report = json.loads((run / "report.json").read_text())
@@ -60,12 +64,12 @@ def test_optimize_each_example_on_cpu(example, tmp_path):
 def test_killed_run_resumes_to_the_same_result(tmp_path):
     task = tmp_path / "vector_add.py"
     task.write_text((EXAMPLES / "vector_add.py").read_text())
-    alone = optimize_cli(str(task), cache=tmp_path / "alone", timeout=900)
+    alone = optimize_cli(str(task), *BUDGET, cache=tmp_path / "alone", timeout=900)
     assert alone.returncode == 0, alone.stderr[-2000:]
     expected = json.loads((only_run(tmp_path / "alone") / "report.json").read_text())
 
     cache = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "optimize", str(task)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "optimize", str(task), *BUDGET], cwd=ROOT,
                             env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)}, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline, checkpoints = time.monotonic() + 300, 0

@@ -49,10 +49,11 @@ def test_each_cheat_is_caught_by_its_check(fixture, check):
     assert check in failed_checks(verdict)
 
 
-@pytest.mark.parametrize("fixture", ["patches_allclose", "hunts_tensors", "empty_like_reuse"])
+@pytest.mark.parametrize("fixture", ["patches_allclose", "hunts_tensors", "empty_like_reuse", "reads_reference_files"])
 def test_cheats_on_the_comparison_fail_correctness(fixture):
     # The comparison runs in the parent on tensors from files, and no reference output is ever alive in
-    # the candidate's process: patching torch.allclose or hunting live tensors gains nothing.
+    # the candidate's process or left on disk for it: patching torch.allclose, hunting live tensors or
+    # reading the harness's files gains nothing.
     verdict = verdict_of(f"cheats/{fixture}.py")
     assert not verdict.passed
     assert not all(c.passed for c in verdict.cases)
