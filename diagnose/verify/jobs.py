@@ -14,6 +14,8 @@ module and what it imports need only the standard library, torch and triton. Ten
 device through `torch_device(device)` ("cuda", "npu", or "cpu" for the interpreter).
 
 Values travel as files (`diagnose/verify/tensors.py`); the returned dicts carry only paths and counts.
+Jobs read the reference's files from `job_dir` and write their own into `out_dir` (one per verification,
+so that candidates verified at once against one prepared reference do not collide).
 A candidate's inputs after the call travel only when the call changed one.
 """
 
@@ -89,7 +91,7 @@ def reference_job(payload: dict) -> dict:
             "versions": versions(device)}
 
 
-def run_case(model, case: dict, device: str, job: Path, mode: str, log: instrument.LaunchLog) -> dict:
+def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrument.LaunchLog) -> dict:
     """One forward on a saved case; the inputs come back only if the call changed one (they can be GiB)."""
     pristine = tensors.load(case["inputs"])
     inputs = tensors.copy_to(pristine, torch_device(device))
@@ -101,8 +103,8 @@ def run_case(model, case: dict, device: str, job: Path, mode: str, log: instrume
     post = tensors.to_cpu(inputs)
     return {
         "group": case["group"], "seed": case["seed"], "role": case["role"],
-        "outputs": tensors.save(outputs, job / f"out_{stem}.pt"),
-        "post_inputs": tensors.save(post, job / f"post_{stem}.pt") if tensors.changed(pristine, post) else None,
+        "outputs": tensors.save(outputs, out / f"out_{stem}.pt"),
+        "post_inputs": tensors.save(post, out / f"post_{stem}.pt") if tensors.changed(pristine, post) else None,
         "launches": log.total() - before,
     }
 
@@ -110,6 +112,7 @@ def run_case(model, case: dict, device: str, job: Path, mode: str, log: instrume
 def candidate_job(payload: dict) -> dict:
     """Run ModelNew on every saved case; `mode` is `check` (launches counted) or `ghost` (no-ops)."""
     device, job, mode = payload["device"], Path(payload["job_dir"]), payload["mode"]
+    out = Path(payload.get("out_dir") or job)
     module = import_task_file(payload["candidate"])
     log = instrument.LaunchLog()
     kernels = instrument.user_kernels()
@@ -121,7 +124,7 @@ def candidate_job(payload: dict) -> dict:
     checks = [c for c in payload["cases"] if c["role"] == "check"]
     rechecks = [c for c in payload["cases"] if c["role"] != "check"]
     for case in checks:
-        results.append(run_case(model, case, device, job, mode, log))
+        results.append(run_case(model, case, device, out, mode, log))
     if payload.get("soak") and checks:
         # Stand-in for a timing loop where nothing is timed: a candidate that changes behaviour
         # after many calls is caught by the re-check case that follows.
@@ -129,7 +132,7 @@ def candidate_job(payload: dict) -> dict:
         for _ in range(payload["soak"]):
             run_forward(model, inputs, device)
     for case in rechecks:
-        results.append(run_case(model, case, device, job, mode, log))
+        results.append(run_case(model, case, device, out, mode, log))
     return {"cases": results, "reference_calls": log.reference_calls,
             "kernels": sorted(instrument.kernel_name(k) for k in kernels), "launches": dict(log.launches)}
 
@@ -175,4 +178,4 @@ def timing_job(payload: dict) -> dict:
     inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
     outputs = run_forward(models["candidate"], inputs, device)
     return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams,
-            "recheck_outputs": tensors.save(outputs, job / "out_recheck_after_timing.pt")}
+            "recheck_outputs": tensors.save(outputs, Path(payload.get("out_dir") or job) / "out_recheck_after_timing.pt")}

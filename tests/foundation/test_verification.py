@@ -118,3 +118,22 @@ def test_reference_failures_are_bad_input(fixture, words):
     with pytest.raises(UsageError, match="the reference failed") as error:
         verdict_of(f"tasks/{fixture}.py")
     assert "\n" not in str(error.value)
+
+
+def test_a_prepared_reference_serves_every_candidate_of_its_task(tmp_path):
+    from diagnose.runtime.devices import require
+    from diagnose.verify.harness import prepared
+
+    reference = tmp_path / "reference.py"
+    reference.write_text((FIXTURES / "tasks/two_files/reference.py").read_text())
+    honest, wrong = FIXTURES / "tasks/two_files/candidate.py", FIXTURES / "tasks/wrong_values.py"
+    with prepared(load_task(reference, honest), OPTIONS, require("cpu")) as shared:
+        first = verify(load_task(reference, honest), OPTIONS, shared)
+        second = verify(load_task(reference, wrong), OPTIONS, shared)
+        assert dict(first.phases)["reference (prepared)"] == 0.0 and first.passed
+        assert "reference (prepared)" in dict(second.phases) and not second.passed
+        assert not shared.serves(load_task(reference, honest), CheckOptions(device="cpu", seeds=(5,)))
+        reference.write_text(reference.read_text() + "\n# edited\n")
+        assert not shared.serves(load_task(reference, honest), OPTIONS), "an edited reference is run again"
+        again = verify(load_task(reference, honest), OPTIONS, shared)
+        assert "reference" in dict(again.phases) and again.passed

@@ -1,0 +1,92 @@
+"""The parent's side of a verification: reading what the workers wrote and deciding on it.
+
+Reference outputs are read into the parent and their files deleted before any candidate job starts
+(`take_references`); a candidate's outputs are deleted as soon as they are read (`take`). A candidate
+runs as the same user and could read any file left on disk — the reference's outputs, or the outputs
+of an earlier candidate that passed — so what it is judged against lives only in this process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from diagnose.records import CaseResult
+from diagnose.verify import tensors
+from diagnose.verify.compare import compare_case, compare_one
+
+# (reference outputs, the inputs as the reference left them or None when it changed none), per case
+Held = dict[tuple[str, int, str], tuple[list, "list | None"]]
+
+
+def key(case: dict) -> tuple[str, int, str]:
+    return case["group"], case["seed"], case["role"]
+
+
+def take(path: str | Path):
+    """Read a worker's file and delete it."""
+    value = tensors.load(path)
+    Path(path).unlink(missing_ok=True)
+    return value
+
+
+def take_references(cases: list[dict]) -> Held:
+    """The reference outputs of every case, read here, their files deleted; the cases lose their paths
+    to those files, so no payload sent to a candidate names them either."""
+    held: Held = {}
+    for case in cases:
+        outputs_file, post_file = case.pop("reference"), case.pop("reference_post_inputs", None)
+        held[key(case)] = (take(outputs_file), take(post_file) if post_file else None)
+    return held
+
+
+def compare_held(case: dict, held: Held, outputs_file: str, tolerances: dict) -> CaseResult:
+    return compare_case(case["group"], case["seed"], held[key(case)][0], take(outputs_file), tolerances)
+
+
+def differs(a: list, b: list) -> bool:
+    import torch
+
+    return len(a) != len(b) or any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(a, b))
+
+
+def mutated_differently(case: dict, result: dict, reference_post: list | None) -> list[int]:
+    """Inputs the candidate left differently from how the reference leaves them.
+
+    The candidate job saves its post-call inputs only when it changed one; when neither side changed
+    anything there is nothing to load.
+    """
+    if result.get("post_inputs") is None:
+        return list(case["mutated"])
+    expected = reference_post if reference_post is not None else tensors.load(case["inputs"])
+    actual = take(result["post_inputs"])
+    return [i for i, (e, a) in enumerate(zip(expected, actual)) if hasattr(e, "shape") and not compare_one(e, a)[0]]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The parent's reading of the candidate's check cases."""
+
+    cases: tuple[CaseResult, ...]
+    # (label, reference outputs differ between the seeds, candidate outputs differ)
+    sensitivity: tuple[tuple[str, bool, bool], ...]
+    mutations: tuple[tuple[str, list[int]], ...]
+
+
+def judge(cases: list[dict], results: list[dict], held: Held, tolerances: dict) -> Judged:
+    """Compare every case, pair consecutive seeds of a group and check input mutation.
+
+    Each output file is read once and at most two of them are kept at a time: outputs of the large
+    groups are GiB-sized.
+    """
+    case_results, pairs, mutations = [], [], []
+    previous = None
+    for case, result in zip(cases, results):
+        (refs, reference_post), outs = held[key(case)], take(result["outputs"])
+        case_results.append(compare_case(case["group"], case["seed"], refs, outs, tolerances))
+        if previous is not None and previous[0]["group"] == case["group"]:
+            label = f"{case['group']} seeds {previous[0]['seed']}/{case['seed']}"
+            pairs.append((label, differs(previous[1], refs), differs(previous[2], outs)))
+        mutations.append((f"{case['group']}/{case['seed']}", mutated_differently(case, result, reference_post)))
+        previous = (case, refs, outs)
+    return Judged(tuple(case_results), tuple(pairs), tuple(mutations))

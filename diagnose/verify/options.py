@@ -1,0 +1,35 @@
+"""How a verification is run (`CheckOptions`) and how its jobs are started (`run_job`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from diagnose.runtime import call
+from diagnose.runtime.devices import Placement
+
+JOBS = "diagnose.verify.jobs"
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """How to verify: where, how many seeds and which groups, limits, and what to time against."""
+
+    device: str = "cpu"
+    seeds: tuple[int, ...] = (0, 1, 2)
+    groups: tuple[str, ...] | None = None
+    timeout_s: float = 600.0
+    memory_limit: int = 16 * 2**30
+    soak: int = 20
+    baselines: tuple[str, ...] = ("eager", "compile")
+    initial: Path | None = None
+    recheck_seed: int = 1009
+    # Where the jobs run (interpreter, environment); None: where `device` runs here (`require`).
+    placement: Placement | None = None
+    # (dtype name, (atol, rtol)) pairs that replace the default table's (a suite's own tolerances).
+    tolerances: tuple[tuple[str, tuple[float, float]], ...] = ()
+
+
+def run_job(name: str, payload: dict, options: CheckOptions, where: Placement):
+    return call(f"{JOBS}:{name}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
+                **where.runner_options())

@@ -1,0 +1,80 @@
+"""The reference side of a verification, computed once and shared by every candidate of one task.
+
+`prepared(task, options, where)` runs the reference job in a fresh job folder and yields a `Reference`:
+the folder (every case's inputs, the init inputs and the model state, which candidate jobs read), the
+job's result, and the reference outputs held in this process (`diagnose/verify/judge.py`: their files
+are gone before any candidate runs). `verify(..., reference=...)` of another candidate of the same
+task, device, groups and seeds skips the reference job; a reference file that was edited since, or
+input files that changed on disk, make it run again (`serves`). The folder is deleted on exit.
+
+An optimize run or a launch-config search verifies many candidates of one task: each one's reference
+job (a fresh worker drawing every case's inputs and running `Model` on them) was the same work again.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from diagnose.errors import UsageError
+from diagnose.runtime.devices import Placement
+from diagnose.task import Task
+from diagnose.verify.judge import Held, take_references
+from diagnose.verify.options import CheckOptions, run_job
+
+
+def stamp(path: str | Path) -> tuple[str, int, int]:
+    info = Path(path).stat()
+    return str(path), info.st_size, info.st_mtime_ns
+
+
+def identity(task: Task, options: CheckOptions) -> tuple:
+    """What a reference's result depends on: the reference file as it is now, and what is drawn."""
+    return (stamp(task.reference_path.resolve()), options.device, options.groups, options.seeds,
+            options.recheck_seed)
+
+
+@dataclass(frozen=True)
+class Reference:
+    job_dir: str
+    identity: tuple
+    value: dict  # the reference job's result; its cases no longer name the reference outputs
+    held: Held
+    # (path, size, mtime) of every file candidate jobs read from the folder
+    inputs: tuple[tuple[str, int, int], ...]
+
+    def serves(self, task: Task, options: CheckOptions) -> bool:
+        return identity(task, options) == self.identity and all(
+            Path(path).exists() and stamp(path) == (path, size, mtime) for path, size, mtime in self.inputs)
+
+    @property
+    def cases(self) -> list[dict]:
+        return [c for c in self.value["cases"] if c["role"] == "check"]
+
+    @property
+    def spare(self) -> dict:
+        return next(c for c in self.value["cases"] if c["role"] == "recheck")
+
+
+@contextmanager
+def prepared(task: Task, options: CheckOptions, where: Placement,
+             clock: Callable | None = None) -> Iterator[Reference]:
+    """Run the reference job for `task` and hold its outputs; `clock(name)` times the step when given."""
+    with tempfile.TemporaryDirectory(prefix="diagnose-check-") as job:
+        payload = {"device": options.device, "job_dir": job, "reference": str(task.reference_path),
+                   "groups": list(options.groups) if options.groups else None,
+                   "seeds": list(options.seeds), "recheck_seed": options.recheck_seed}
+        before = identity(task, options)
+        if clock is None:
+            ref = run_job("reference_job", payload, options, where)
+        else:
+            with clock("reference"):
+                ref = run_job("reference_job", payload, options, where)
+        if not ref.ok:
+            raise UsageError(f"{task.reference_path}: the reference failed: {ref.failure.message}")
+        held = take_references(ref.value["cases"])
+        files = [Path(job, "init_inputs.pt"), Path(job, "state.pt"), *(c["inputs"] for c in ref.value["cases"])]
+        yield Reference(job, before, ref.value, held, tuple(stamp(f) for f in files))
