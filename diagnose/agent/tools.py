@@ -93,16 +93,20 @@ class Tools:
 
     def evaluate(self, task: str, candidates: list[dict], device: str, target: str) -> list[dict]:
         from diagnose.task import load_task
-        from diagnose.verify.harness import CheckOptions, verify
+        from diagnose.verify.harness import CheckOptions, prepared, verify
 
+        if not candidates:
+            return []
         results = []
-        for index, candidate in enumerate(candidates, 1):
-            if self.on_candidate:
-                self.on_candidate(candidate["id"], index, len(candidates))
-            verdict = verify(load_task(task, candidate["path"]),
-                             CheckOptions(device=device, initial=Path(task), baselines=("eager",)))
-            results.append({"candidate": {k: v for k, v in candidate.items() if k != "path"},
-                            "verdict": verdict.to_dict(), "path": candidate["path"]})
+        options = CheckOptions(device=device, initial=Path(task), baselines=("eager",))
+        # One reference job for the round: every candidate is judged against the same cases.
+        with prepared(load_task(task, candidates[0]["path"]), options) as reference:
+            for index, candidate in enumerate(candidates, 1):
+                if self.on_candidate:
+                    self.on_candidate(candidate["id"], index, len(candidates))
+                verdict = verify(load_task(task, candidate["path"]), options, reference)
+                results.append({"candidate": {k: v for k, v in candidate.items() if k != "path"},
+                                "verdict": verdict.to_dict(), "path": candidate["path"]})
         return results
 
 

@@ -282,7 +282,7 @@ def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str
     them on a device, and return them best first (see `rank`)."""
     from diagnose.runtime.devices import require, timed
     from diagnose.task import load_task
-    from diagnose.verify.harness import CheckOptions, verify
+    from diagnose.verify.harness import CheckOptions, prepared, verify
 
     require(device)
     lookup(target)
@@ -291,14 +291,18 @@ def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str
     candidates = list(candidates)
     paths = [write_candidate(task_path, c) for c in candidates]
 
-    def one(path: Path) -> Verdict:
-        return verify(load_task(task_path, path), options)
+    if not paths:
+        return []
+    # One reference job for all of them: every candidate is judged against the same cases.
+    with prepared(load_task(task_path, paths[0]), options) as reference:
+        def one(path: Path) -> Verdict:
+            return verify(load_task(task_path, path), options, reference)
 
-    if timed(device) or len(candidates) < 2:  # timings must not share the device
-        verdicts = [one(p) for p in paths]
-    else:
-        with ThreadPoolExecutor(max_workers=parallel or min(len(paths), os.cpu_count() or 1)) as pool:
-            verdicts = list(pool.map(one, paths))
+        if timed(device) or len(candidates) < 2:  # timings must not share the device
+            verdicts = [one(p) for p in paths]
+        else:
+            with ThreadPoolExecutor(max_workers=parallel or min(len(paths), os.cpu_count() or 1)) as pool:
+                verdicts = list(pool.map(one, paths))
     return rank(list(zip(candidates, verdicts)))
 
 

@@ -176,8 +176,13 @@ def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpti
 
         if survivors and timed(options.device) and available(options.device)[0]:
             survivors = sorted(survivors, key=lambda i: trials[i].seconds or math.inf)[:options.top_k]
-            for i in survivors:
-                trials[i] = Trial(trials[i].values, seconds=_timed(options, paths[i]), measured=True)
+            from diagnose.task import load_task
+            from diagnose.verify.harness import prepared
+
+            # One reference job for every configuration timed.
+            with prepared(load_task(options.task_path, paths[survivors[0]]), _check_options(options)) as reference:
+                for i in survivors:
+                    trials[i] = Trial(trials[i].values, seconds=_timed(options, paths[i], reference), measured=True)
             ranked_by = f"time on {options.device} (harness medians; top {options.top_k} by estimate)"
     if not survivors:
         return SearchResult(rewrite.id, default, tuple(trials), "the default (no configuration survived pruning)")
@@ -193,13 +198,18 @@ def pick(trials: list[Trial], survivors: list[int]) -> int:
                <= fastest * (1 + tie))
 
 
-def _timed(options: SearchOptions, path: str) -> float | None:
+def _check_options(options: SearchOptions):
+    from diagnose.verify.harness import CheckOptions
+
+    return CheckOptions(device=options.device, seeds=(0,), baselines=())
+
+
+def _timed(options: SearchOptions, path: str, reference=None) -> float | None:
     """Geometric mean of the candidate's median times over the device groups, from the harness."""
     from diagnose.task import load_task
-    from diagnose.verify.harness import CheckOptions, verify
+    from diagnose.verify.harness import verify
 
-    verdict = verify(load_task(options.task_path, path),
-                     CheckOptions(device=options.device, seeds=(0,), baselines=()))
+    verdict = verify(load_task(options.task_path, path), _check_options(options), reference)
     medians = [t.median_ms for t in verdict.timings if t.variant == "candidate" and t.median_ms]
     if not verdict.passed or not medians:
         return math.inf

@@ -27,13 +27,12 @@ import tempfile
 import time
 from contextlib import contextmanager
 
-from diagnose.errors import UsageError
 from diagnose.records import CheckResult, Failure, Timing, Verdict
-from diagnose.runtime.devices import Placement, require, timed
+from diagnose.runtime.devices import Placement, timed
 from diagnose.task import Task
 from diagnose.verify import anticheat
 from diagnose.verify.judge import Held, compare_held, judge
-from diagnose.verify.options import CheckOptions, run_job
+from diagnose.verify.options import CheckOptions, placement_for, run_job
 from diagnose.verify.reference import Reference, prepared
 
 __all__ = ["NOT_TIMED", "CheckOptions", "Reference", "prepared", "verify"]
@@ -64,13 +63,6 @@ class Phases:
 def not_timed(groups: list[str], options: CheckOptions) -> tuple[Timing, ...]:
     variants = ["candidate", *(["initial"] if options.initial else []), *options.baselines]
     return tuple(Timing(v, g, note=NOT_TIMED) for g in groups for v in variants)
-
-
-def placement_for(options: CheckOptions) -> Placement:
-    where = options.placement or require(options.device)
-    if where.device != options.device:
-        raise UsageError(f"the jobs' placement is for device {where.device}, not {options.device}")
-    return where
 
 
 def verify(task: Task, options: CheckOptions = CheckOptions(), reference: Reference | None = None) -> Verdict:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from diagnose.runtime import call
-from diagnose.runtime.devices import Placement
+from diagnose.errors import UsageError
+from diagnose.runtime.devices import Placement, require
 
 JOBS = "diagnose.verify.jobs"
 
@@ -33,3 +34,11 @@ class CheckOptions:
 def run_job(name: str, payload: dict, options: CheckOptions, where: Placement):
     return call(f"{JOBS}:{name}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
                 **where.runner_options())
+
+
+def placement_for(options: CheckOptions) -> Placement:
+    """Where the jobs run: the options' placement, or where their device runs here."""
+    where = options.placement or require(options.device)
+    if where.device != options.device:
+        raise UsageError(f"the jobs' placement is for device {where.device}, not {options.device}")
+    return where

@@ -23,7 +23,7 @@ from diagnose.errors import UsageError
 from diagnose.runtime.devices import Placement
 from diagnose.task import Task
 from diagnose.verify.judge import Held, take_references
-from diagnose.verify.options import CheckOptions, run_job
+from diagnose.verify.options import CheckOptions, placement_for, run_job
 
 
 def stamp(path: str | Path) -> tuple[str, int, int]:
@@ -60,9 +60,10 @@ class Reference:
 
 
 @contextmanager
-def prepared(task: Task, options: CheckOptions, where: Placement,
+def prepared(task: Task, options: CheckOptions, where: Placement | None = None,
              clock: Callable | None = None) -> Iterator[Reference]:
     """Run the reference job for `task` and hold its outputs; `clock(name)` times the step when given."""
+    where = where or placement_for(options)
     with tempfile.TemporaryDirectory(prefix="diagnose-check-") as job:
         payload = {"device": options.device, "job_dir": job, "reference": str(task.reference_path),
                    "groups": list(options.groups) if options.groups else None,
