@@ -83,13 +83,18 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def verify(state: State, runtime: Runtime[Context]) -> dict:
-    results = runtime.context.tools.evaluate(state["task"], state["pending"], state["device"], state["target"])
+    deadline = state.get("started", time.time()) + runtime.context.budget.max_wall_s
+    results = runtime.context.tools.evaluate(state["task"], state["pending"], state["device"], state["target"],
+                                             deadline=deadline)
     level = LEVELS[max(state.get("level", 0), 0)]
     lines = []
     for r in results:
         value, how = policy.score(r)
         lines.append(f"{r['candidate']['id']}: {'passed' if r['verdict']['passed'] else 'FAILED'}"
                      + (f", {value:.2f}x {how}" if r["verdict"]["passed"] else ""))
+    skipped = [c["id"] for c in state["pending"][len(results):]]
+    if skipped:
+        lines.append(f"not verified (wall time over {runtime.context.budget.max_wall_s:g} s): {', '.join(skipped)}")
     everything = state.get("results", []) + results
     best = policy.best_result(everything)
     update = {"results": results, "pending": [], "trace": [step(level, "verify and time", "; ".join(lines) or "none")]}

@@ -129,6 +129,8 @@ def report_from_state(state: dict) -> dict:
         "evidence": state.get("evidence", []),
         "roofline": state.get("roofline") or None,
         "deepest_level": LEVELS[state["level"]] if state.get("level", -1) >= 0 else None,
+        # From the run's start to its report (a resumed run counts the time it lay stopped too).
+        "wall_s": round(time.time() - state["started"], 1) if state.get("started") else None,
     }
 
 

@@ -91,17 +91,24 @@ class Tools:
             out.append({**candidate.to_dict(), "path": str(path)})
         return out
 
-    def evaluate(self, task: str, candidates: list[dict], device: str, target: str) -> list[dict]:
+    def evaluate(self, task: str, candidates: list[dict], device: str, target: str,
+                 deadline: float | None = None) -> list[dict]:
+        """Verify and time the candidates in order; past `deadline` (a `time.time()`), the rest are left
+        unverified (a round of slow verifications must not run far over the run's wall budget)."""
+        import time
+
         from diagnose.task import load_task
         from diagnose.verify.harness import CheckOptions, prepared, verify
 
-        if not candidates:
+        if not candidates or (deadline is not None and time.time() > deadline):
             return []
         results = []
         options = CheckOptions(device=device, initial=Path(task), baselines=("eager",))
         # One reference job for the round: every candidate is judged against the same cases.
         with prepared(load_task(task, candidates[0]["path"]), options) as reference:
             for index, candidate in enumerate(candidates, 1):
+                if deadline is not None and time.time() > deadline:
+                    break
                 if self.on_candidate:
                     self.on_candidate(candidate["id"], index, len(candidates))
                 verdict = verify(load_task(task, candidate["path"]), options, reference)

@@ -15,7 +15,8 @@ def render_markdown(report: dict, plot_link: str | None = None) -> str:
     """`plot_link`: where the roofline SVG was written (relative to the Markdown file), None when it was not."""
     plot = roofline_plot(report)
     out = [f"# diagnose optimize: {report['task']}", "",
-           f"target {report['target']}, device {report['device']}, deepest level {report.get('deepest_level') or '-'}", "",
+           f"target {report['target']}, device {report['device']}, deepest level {report.get('deepest_level') or '-'}"
+           + (f", wall time {report['wall_s']:g} s" if report.get("wall_s") is not None else ""), "",
            run_view.outcome(report), "", run_view.timing_note(report), "", "## Roofline", "", plot.note, ""]
     if plot.points and plot_link:
         out += [f"![roofline]({plot_link})", ""]

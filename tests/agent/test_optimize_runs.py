@@ -47,7 +47,7 @@ def test_optimize_each_example_on_cpu(example, tmp_path):
     run = only_run(tmp_path / "cache")
     report = json.loads((run / "report.json").read_text())
     validate(report)
-    assert report["device"] == "cpu" and report["target"] == "cuda:sm90"
+    assert report["device"] == "cpu" and report["target"] == "cuda:sm90" and report["wall_s"] > 0
     assert [s["level"] for s in report["trace"]][:2] == ["baseline", "triage"]
     assert "not timed" in report["trace"][0]["reason"]
     page = (run / "report.html").read_text()

@@ -64,3 +64,19 @@ def test_best_is_measured_where_timed_and_estimated_where_not():
     best = policy.best_result(untimed)
     assert best["candidate"]["id"] == "b" and policy.score(best) == (3.0, "estimated (nothing timed)")
     assert policy.best_result([result("x", timed_verdict(1.0, passed=False))]) is None
+
+
+def test_a_round_past_the_wall_budget_leaves_its_candidates_unverified(tmp_path):
+    from langgraph.runtime import Runtime
+
+    from diagnose.agent import nodes
+    from diagnose.agent.state import Context
+    from diagnose.agent.tools import Tools
+
+    pending = [{"id": "a", "path": str(tmp_path / "a.py")}, {"id": "b", "path": str(tmp_path / "b.py")}]
+    state = {"task": str(tmp_path / "task.py"), "device": "cpu", "target": "cuda:sm90", "level": 0,
+             "started": 0.0, "pending": pending}
+    context = Context(run_dir=str(tmp_path), budget=Budget(max_wall_s=10), tools=Tools(str(tmp_path)))
+    update = nodes.verify(state, Runtime(context=context))
+    assert update["results"] == []
+    assert update["trace"][0]["reason"] == "not verified (wall time over 10 s): a, b"
