@@ -58,3 +58,16 @@ def test_proton_needs_a_cuda_device(cli):
     result = cli("profile", "examples/vector_add.py", "--device", "cpu", "--proton")
     assert result.returncode == 2 and "--proton needs --device cuda" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_softmax_tree_from_the_h200_reads_as_the_profile_printed_it():
+    # benchmarks/results/h200-2026-12-02-night/log_a.txt: "proton candidate 0.2095 ms/forward 2.56 TB/s
+    # slowest softmax_kernel 209.5 us/launch (100%)", eager 0.2157 ms/forward.
+    rows = proton.parse_hatchet(load("h200_softmax.hatchet"))
+    candidate, eager = proton.scope_times(tuple(rows), repeats=10)
+    assert candidate.scope == "candidate@rows16384_cols4096_fp32" and eager.scope.startswith("eager@")
+    assert [k.kernel for k in candidate.kernels] == ["softmax_kernel"]
+    assert "SoftMaxForward" in eager.kernels[0].kernel
+    assert round(candidate.seconds_per_forward * 1e3, 4) == 0.2095
+    assert round(eager.seconds_per_forward * 1e3, 4) == 0.2157
+    assert round(candidate.bytes / candidate.seconds_per_forward / 1e12, 2) == 2.56
