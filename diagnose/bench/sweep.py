@@ -91,6 +91,8 @@ def group_rows(verdict: Verdict) -> list[tuple[str, str, dict]]:
             "speedup_vs_eager": verdict.speedups("eager").get(group),
             "speedup_vs_compile": verdict.speedups("compile").get(group),
             "timed": any(m is not None for m in medians.values()),
+            # The whole entry's harness steps (seconds), the same on each of its groups' rows.
+            "phases": [list(step) for step in verdict.phases],
         }))
     return out
 

@@ -31,6 +31,8 @@ def test_sweep_records_each_entry_once_and_skips_done_ones(small_suite, tmp_path
     assert (first.ran, first.skipped, first.failed) == (3, 0, 2)
     status = {r.entry: r.status for r in store.rows(store.connect(db))}
     assert status == {"level1/honest": "passed", "level1/torch_only": "failed", "level1/caches_output": "failed"}
+    honest = next(r for r in store.rows(store.connect(db)) if r.entry == "level1/honest")
+    assert [step for step, _ in honest.data["phases"]][-1] == "total", "rows say where the time went"
     again = sweep(small_suite, db, SweepOptions(seeds=2))
     assert (again.ran, again.skipped) == (0, 3)
     # A changed entry has a new version: it alone is run again.
