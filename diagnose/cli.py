@@ -249,7 +249,7 @@ def optimize(
     task: Optional[Path] = typer.Argument(None, help="Task file (Model, get_inputs, get_init_inputs, ModelNew)."),
     target: str = typer.Option("cuda:sm90", "--target", help="cuda:sm80|sm90|sm100, hip:gfx942|gfx950, ascend:910b|950."),
     device: str = typer.Option("cpu", "--device", help="Where candidates run and are timed: cuda, npu, or cpu (not timed)."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="Resume the run with this id."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Resume the run with this id (with the budget it began with)."),
     write: bool = typer.Option(False, "--write", help="Write the optimized kernel over the input file."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Candidates to verify at most."),
     max_wall: float = typer.Option(1800.0, "--max-wall", help="Seconds of wall time at most."),

@@ -11,6 +11,7 @@ file (a run-specific name is used instead).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -59,7 +60,7 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
              on_step: Callable[[str, dict], None] | None = None, out_dir: str | Path | None = None,
              on_start: Callable[[str], None] | None = None,
              on_candidate: Callable[[str, int, int], None] | None = None) -> RunResult:
-    """Run (or resume) the agent on a task and write its outputs.
+    """Run (or resume) the agent on a task and write its outputs; a resumed run keeps its own budget.
 
     Progress hooks, all optional: `on_start(node)` as a node starts, `on_step(node, values)` with the state
     update a node returned, `on_candidate(id, index, total)` as a candidate's verification starts (through
@@ -73,6 +74,8 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         meta = json.loads((folder / "run.json").read_text())
         task, target, device, write = meta["task"], meta["target"], meta["device"], meta["write"]
         out_dir = meta.get("out_dir")
+        # A resumed run keeps the budget it started with: the same run, the same limits.
+        budget = Budget(**meta["budget"]) if meta.get("budget") else budget
     else:
         from diagnose.runtime.devices import require
         from diagnose.task import load_task
@@ -85,7 +88,7 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         task = str(Path(task).resolve())
         out_dir = str(Path(out_dir).resolve()) if out_dir else None
         (folder / "run.json").write_text(json.dumps({"task": task, "target": target, "device": device, "write": write,
-                                                     "out_dir": out_dir}))
+                                                     "out_dir": out_dir, "budget": dataclasses.asdict(budget)}))
     graph, connection = open_graph(folder)
     config = {"configurable": {"thread_id": run_id}}
     context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(str(folder), on_candidate=on_candidate))
