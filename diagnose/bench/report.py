@@ -56,7 +56,9 @@ def why_not(row: Row) -> str:
     parts = list(data.get("reasons", [])) + list(data.get("failed_checks", []))
     if not parts and not data.get("timed"):
         parts.append("not timed (no device)")
-    elif not parts and (data.get("speedup_vs_eager") or 0) < 1.0:
+    elif not parts and data.get("speedup_vs_eager") is None:
+        parts.append("no eager baseline timed")
+    elif not parts and data["speedup_vs_eager"] < 1.0:
         parts.append("slower than eager")
     return "; ".join(parts)
 

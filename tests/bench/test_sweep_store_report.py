@@ -90,6 +90,12 @@ def test_distribution_metrics():
                                                                    "d": "ghost_replay: still correct"}
 
 
+def test_a_timed_row_without_an_eager_baseline_says_so():
+    # e.g. a PR task timed end to end: there is no eager to be slower than.
+    row = timed_row("e2e", "g", None, None)
+    assert report.why_not(row) == "no eager baseline timed"
+
+
 @pytest.mark.parametrize("fmt, marker", [("md", "| entry |"), ("csv", "entry,group"), ("html", "<svg"), ("json", "{")])
 def test_report_formats(fmt, marker):
     text = report.render([timed_row("a", "g", 2.0, 1.5), timed_row("b", "g", 0.5, 0.4)], fmt)
