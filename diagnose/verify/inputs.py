@@ -77,6 +77,42 @@ def draw(module: ModuleType, group: str, seed: int) -> tuple[list[Any], list[str
     return inputs, notes
 
 
+# Elements changed per floating-point input for the re-check after timing.
+PERTURBED = 16
+
+
+def perturbation_for(inputs: list, seed: int) -> list[tuple[int, Any, Any]]:
+    """(input index, flat positions, new values) for every contiguous floating-point tensor input.
+
+    The re-check after timing runs the candidate on the very buffers it was timed (or soaked) on, with
+    these few elements changed in place: a candidate that caches its output under a fingerprint of its
+    inputs (their address, a few sampled values) returns a stale result and fails. The new values are
+    taken from other positions of the same tensor, so they stay in its range (positive stays positive).
+    Integer and boolean inputs are left alone: they are often indices or masks with rules of their own.
+    """
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    out = []
+    for i, value in enumerate(inputs):
+        if not (isinstance(value, torch.Tensor) and value.dtype.is_floating_point and value.is_contiguous()
+                and value.numel() >= 2):
+            continue
+        flat = value.reshape(-1)
+        count = min(PERTURBED, flat.numel())
+        positions = torch.randint(flat.numel(), (count,), generator=generator)
+        donors = torch.randint(flat.numel(), (count,), generator=generator)
+        out.append((i, positions, flat[donors].clone()))
+    return out
+
+
+def apply_perturbation(inputs: list, perturbation: list) -> None:
+    """Write a `perturbation_for` result into the inputs, in place (wherever the tensors live)."""
+    for i, positions, values in perturbation:
+        flat = inputs[i].view(-1)
+        flat[positions.to(flat.device)] = values.to(device=flat.device, dtype=flat.dtype)
+
+
 def cases(module: ModuleType, groups: list[str], seeds: list[int]) -> Iterator[tuple[str, int, list, list[str]]]:
     for group in groups:
         for seed in seeds:

@@ -6,7 +6,9 @@
   on the saved inputs with its Triton launches counted (or, in `ghost` mode, turned into no-ops). It
   never sees a reference output: the parent reads those files and deletes them before it starts.
 - `timing_job` times the candidate beside its baselines on a device, then runs the candidate once more
-  on a fresh case whose reference output exists only in the parent (the re-check after timing).
+  on the buffers it was timed on, a few elements changed in place, whose reference output exists only
+  in the parent (the re-check after timing; a fresh case where the reference mutates its inputs or
+  has no floating-point input to change).
 
 Every entry runs in the interpreter of the device's placement (`diagnose.runtime.devices.placement`):
 for `npu` that is an interpreter where torch_npu imports (usually the Ascend toolchain's), so this
@@ -26,7 +28,7 @@ from pathlib import Path
 from diagnose.runtime.devices import empty_cache, poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
 from diagnose.verify import instrument, tensors
-from diagnose.verify.inputs import draw, group_table, select_groups
+from diagnose.verify.inputs import apply_perturbation, draw, group_table, perturbation_for, select_groups
 
 INIT_SEED = 42
 
@@ -73,7 +75,13 @@ def reference_job(payload: dict) -> dict:
     plan.append((groups[0], payload["recheck_seed"], "recheck"))
     cases, notes = [], []
     for group, seed, role in plan:
-        inputs, drawn_notes = draw(module, group, seed)
+        perturbation = []
+        if role == "recheck":  # the first check case's inputs with a few elements changed (`perturbation_for`)
+            inputs, drawn_notes = draw(module, group, payload["seeds"][0])
+            perturbation = perturbation_for(inputs, seed)
+            apply_perturbation(inputs, perturbation)
+        if not perturbation:
+            inputs, drawn_notes = draw(module, group, seed)
         notes += drawn_notes
         stem = f"{group}_{seed}"
         pristine = tensors.to_cpu([v.clone() if hasattr(v, "clone") else v for v in inputs])
@@ -85,6 +93,11 @@ def reference_job(payload: dict) -> dict:
         case["mutated"] = tensors.changed(pristine, post)
         if case["mutated"]:
             case["reference_post_inputs"] = tensors.save(post, job / f"ref_post_{stem}.pt")
+        if perturbation:
+            case["perturbation"] = tensors.save(perturbation, job / f"perturb_{stem}.pt")
+            case["base_seed"] = payload["seeds"][0]
+            # In place on the timed buffers only where the reference leaves its inputs as they were.
+            case["in_place"] = not cases[0]["mutated"]
         cases.append(case)
         del inputs, device_inputs, post, pristine
     return {"groups": names, "selected": groups, "cases": cases, "notes": sorted(set(notes)),
@@ -109,6 +122,17 @@ def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrume
     }
 
 
+def recheck_in_place(model, inputs: list, case: dict, device: str, out: Path, log: instrument.LaunchLog) -> dict:
+    """The re-check on the buffers the candidate was just timed or soaked on, a few elements changed in
+    place (`diagnose.verify.inputs.perturbation_for`); the reference computed the same change."""
+    apply_perturbation(inputs, tensors.load(case["perturbation"]))
+    before = log.total()
+    outputs = run_forward(model, inputs, device)
+    return {"group": case["group"], "seed": case["seed"], "role": case["role"],
+            "outputs": tensors.save(outputs, out / f"out_recheck_{case['group']}_{case['seed']}.pt"),
+            "post_inputs": None, "launches": log.total() - before}
+
+
 def candidate_job(payload: dict) -> dict:
     """Run ModelNew on every saved case; `mode` is `check` (launches counted) or `ghost` (no-ops)."""
     device, job, mode = payload["device"], Path(payload["job_dir"]), payload["mode"]
@@ -125,14 +149,19 @@ def candidate_job(payload: dict) -> dict:
     rechecks = [c for c in payload["cases"] if c["role"] != "check"]
     for case in checks:
         results.append(run_case(model, case, device, out, mode, log))
+    soaked = None
     if payload.get("soak") and checks:
         # Stand-in for a timing loop where nothing is timed: a candidate that changes behaviour
-        # after many calls is caught by the re-check case that follows.
-        inputs = tensors.to_device(tensors.load(checks[-1]["inputs"]), torch_device(device))
+        # after many calls is caught by the re-check case that follows. The soak runs on the first
+        # case's inputs: the buffers an in-place re-check changes.
+        soaked = tensors.to_device(tensors.load(checks[0]["inputs"]), torch_device(device))
         for _ in range(payload["soak"]):
-            run_forward(model, inputs, device)
+            run_forward(model, soaked, device)
     for case in rechecks:
-        results.append(run_case(model, case, device, out, mode, log))
+        if soaked is not None and case.get("in_place"):
+            results.append(recheck_in_place(model, soaked, case, device, out, log))
+        else:
+            results.append(run_case(model, case, device, out, mode, log))
     return {"cases": results, "reference_calls": log.reference_calls,
             "kernels": sorted(instrument.kernel_name(k) for k in kernels), "launches": dict(log.launches)}
 
@@ -155,9 +184,12 @@ def timing_job(payload: dict) -> dict:
     eager = build_model(reference.Model, init_inputs, device)
     timer = timing.EventTimer(device)
     timings, notes, side_streams = [], [], {}
+    recheck, timed_inputs = payload["recheck"], None
     for group in payload["groups"]:
         inputs, _ = draw(reference, group, payload["seed"])
         inputs = tensors.to_device(inputs, torch_device(device))
+        if recheck.get("in_place") and group == recheck["group"] and payload["seed"] == recheck["base_seed"]:
+            timed_inputs = inputs  # the re-check changes these very buffers
         variants = {name: (lambda m=m: m(*inputs)) for name, m in models.items()}
         variants["eager"] = lambda: eager(*inputs)
         if "compile" in payload["baselines"]:
@@ -174,8 +206,11 @@ def timing_job(payload: dict) -> dict:
             side_streams[group] = timing.side_stream_ratio(timer, variants["candidate"])
         del inputs, variants
         empty_cache(device)
-    recheck = payload["recheck"]
-    inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
+    if timed_inputs is not None:
+        apply_perturbation(timed_inputs, tensors.load(recheck["perturbation"]))
+        inputs = timed_inputs
+    else:
+        inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
     outputs = run_forward(models["candidate"], inputs, device)
     return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams,
             "recheck_outputs": tensors.save(outputs, Path(payload.get("out_dir") or job) / "out_recheck_after_timing.pt")}

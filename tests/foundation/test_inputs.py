@@ -47,3 +47,22 @@ def test_group_selection_by_device():
     assert select_groups(names, "cuda", None) == ["big", "huge"]
     assert select_groups(["only"], "cpu", None) == ["only"]
     assert select_groups(names, "cpu", ["big"]) == ["big"]
+
+
+def test_the_recheck_perturbation_changes_floats_in_range_and_leaves_indices_alone():
+    import torch
+
+    from diagnose.verify.inputs import PERTURBED, apply_perturbation, perturbation_for
+
+    positive = torch.rand(1000) + 0.5
+    index = torch.randint(0, 10, (1000,))
+    strided = torch.randn(64, 64).t()
+    inputs = [positive.clone(), index.clone(), strided, 3.0]
+    perturbation = perturbation_for(inputs, seed=1009)
+    assert [i for i, _, _ in perturbation] == [0], "only contiguous floating-point tensors are changed"
+    assert perturbation == [] or len(perturbation[0][1]) == PERTURBED
+    apply_perturbation(inputs, perturbation)
+    assert not torch.equal(inputs[0], positive) and bool((inputs[0] >= 0.5).all()), "values stay in range"
+    assert torch.equal(inputs[1], index)
+    again = perturbation_for([positive.clone(), index.clone(), strided, 3.0], seed=1009)
+    assert all(torch.equal(a[1], b[1]) and torch.equal(a[2], b[2]) for a, b in zip(perturbation, again))
