@@ -101,11 +101,16 @@ class ProfileResult(Record):
         return dict(self.findings).get(group, ())
 
 
-def _call(entry: str, payload: dict, options: ProfileOptions, interpret: bool = False) -> dict:
+def _call(entry: str, payload: dict, options: ProfileOptions, interpret: bool = False,
+          device: str | None = None) -> dict:
+    """Run a profiling job in a worker: here, or where `device`'s placement says (for `npu`, the
+    interpreter that has torch_npu)."""
     from diagnose.runtime import call
+    from diagnose.runtime.devices import require
 
-    result = call(f"{JOBS}:{entry}", payload, timeout_s=options.timeout_s, interpret=interpret,
-                  memory_limit=options.memory_limit)
+    placed = require(device).runner_options() if device else {"interpret": interpret}
+    result = call(f"{JOBS}:{entry}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
+                  **placed)
     if not result.ok:
         failure = result.failure
         if failure.kind == "load_error":
@@ -161,7 +166,8 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
     artifacts = Path(options.artifacts_dir) if options.artifacts_dir else None
     if on_device:
         dev = _call("device_job", {**common, "device": options.device, "baselines": list(options.baselines),
-                                   "initial": options.initial, "refresh_ceilings": options.refresh_ceilings}, options)
+                                   "initial": options.initial, "refresh_ceilings": options.refresh_ceilings}, options,
+                    device=options.device)
         versions = dev["versions"]
         target = target_for(options.device, versions, options.target)
         ceilings = Ceilings.from_dict(dev["ceilings"]) if "ceilings" in dev else nominal(target)

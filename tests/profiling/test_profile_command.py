@@ -71,7 +71,7 @@ def test_timed_path_with_stand_ins(tmp_path, monkeypatch):
     monkeypatch.setenv(ncu_run.NCU_ENV, str(NCU / "fake_ncu.py"))
     real_call = profile._call
 
-    def call(entry, payload, options, interpret=False):
+    def call(entry, payload, options, interpret=False, device=None):
         if entry != "device_job":
             return real_call(entry, payload, options, interpret)
         return {"groups": [GROUP], "notes": [], "ceilings": CEILINGS, "ceilings_from_cache": True,
