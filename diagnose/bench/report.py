@@ -4,7 +4,8 @@ that did not improve and why. Rendered as Markdown, HTML (with a histogram), JSO
 Metrics (over all entry x group rows, as KernelBench's fast_p divides by the total):
 - geometric mean and median speedup over eager and over `torch.compile`, over correct timed rows;
 - counts above 2x and above 5x;
-- fast_p: the share of rows that are correct and faster than p times the baseline, p = 1, 1.5, 2.
+- fast_p: the share of rows that are correct and faster than p times the baseline, p = 1, 1.5, 2;
+  fast_0, the share that are correct at all, is in the counts line (it needs no baseline).
 In score mode the candidate is the initial kernel, so "speedup over initial" is 1 by definition and the
 optimized columns stay empty; rows that were not timed (CPU) say so instead of a number.
 
@@ -140,6 +141,8 @@ def summary(rows: list[Row]) -> dict:
         "failed": sum(line.status not in ("passed", "unavailable") for line in report_lines),
         # a portability row for a target whose toolchain is not here is not a failure of the kernel
         "unavailable": sum(line.status == "unavailable" for line in report_lines),
+        # KernelBench's fast_0: rows correct (and honest) over all rows, whatever their speed.
+        "fast_0": (sum(line.status == "passed" for line in report_lines) / len(report_lines)) if report_lines else None,
         "distribution": [distribution(report_lines, b) for b in ("eager", "compile", "initial")],
         "not_improved": [{"entry": line.entry, "group": line.group, "why": line.why}
                          for line in report_lines if line.why],
@@ -157,7 +160,8 @@ def cell(value) -> str:
 
 def counts_line(data: dict) -> str:
     line = f"{data['passed']} passed, {data['failed']} failed"
-    return line + (f", {data['unavailable']} not available here." if data.get("unavailable") else ".")
+    line += f", {data['unavailable']} not available here" if data.get("unavailable") else ""
+    return line + (f"; fast_0 (correct of all rows) {cell(data['fast_0'])}." if data.get("fast_0") is not None else ".")
 
 
 def render_markdown(data: dict, title: str) -> str:

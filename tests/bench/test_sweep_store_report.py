@@ -86,6 +86,8 @@ def test_distribution_metrics():
     assert eager["timed_correct"] == 3 and eager["geomean"] == pytest.approx(19.2 ** (1 / 3))
     assert eager["median"] == 4.0 and eager["above_2x"] == 2 and eager["above_5x"] == 1
     assert eager["fast_p"] == {"1.0": 0.5, "1.5": 0.5, "2.0": 0.5}  # 2 of all 4 rows
+    assert data["fast_0"] == 0.75  # correct, of all 4 rows
+    assert "3 passed, 1 failed; fast_0 (correct of all rows) 0.75." in report.render(rows, "md")
     assert {r["entry"]: r["why"] for r in data["not_improved"]} == {"b": "slower than eager",
                                                                    "d": "ghost_replay: still correct"}
 

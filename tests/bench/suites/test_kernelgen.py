@@ -82,4 +82,4 @@ def test_the_report_counts_a_missing_toolchain_apart_from_failures(portable):
     rows = [r for entry in portable[1].values() for r in entry]
     data = report.summary(rows)
     assert data["unavailable"] >= 1 and data["failed"] == 0
-    assert "not available here." in report.render(rows, "md").splitlines()[2]
+    assert "not available here" in report.render(rows, "md").splitlines()[2]
