@@ -77,7 +77,7 @@ def reference_job(payload: dict) -> dict:
     for group, seed, role in plan:
         perturbation = []
         if role == "recheck":  # the first check case's inputs with a few elements changed (`perturbation_for`)
-            inputs, drawn_notes = draw(module, group, payload["seeds"][0])
+            inputs, drawn_notes = tensors.load(cases[0]["inputs"]), []  # as drawn for it: read, not drawn again
             perturbation = perturbation_for(inputs, seed)
             apply_perturbation(inputs, perturbation)
         if not perturbation:
@@ -102,6 +102,11 @@ def reference_job(payload: dict) -> dict:
         del inputs, device_inputs, post, pristine
     return {"groups": names, "selected": groups, "cases": cases, "notes": sorted(set(notes)),
             "versions": versions(device)}
+
+
+def out_dir(payload: dict) -> Path:
+    """Where a candidate-side job writes: its verification's own folder, else the job folder."""
+    return Path(payload.get("out_dir") or payload["job_dir"])
 
 
 def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrument.LaunchLog) -> dict:
@@ -136,7 +141,7 @@ def recheck_in_place(model, inputs: list, case: dict, device: str, out: Path, lo
 def candidate_job(payload: dict) -> dict:
     """Run ModelNew on every saved case; `mode` is `check` (launches counted) or `ghost` (no-ops)."""
     device, job, mode = payload["device"], Path(payload["job_dir"]), payload["mode"]
-    out = Path(payload.get("out_dir") or job)
+    out = out_dir(payload)
     module = import_task_file(payload["candidate"])
     log = instrument.LaunchLog()
     kernels = instrument.user_kernels()
@@ -213,4 +218,4 @@ def timing_job(payload: dict) -> dict:
         inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
     outputs = run_forward(models["candidate"], inputs, device)
     return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams,
-            "recheck_outputs": tensors.save(outputs, Path(payload.get("out_dir") or job) / "out_recheck_after_timing.pt")}
+            "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt")}
