@@ -155,7 +155,7 @@ def bench(
     mode: str = typer.Option("score", "--mode", help="score (verify and time as given), optimize (the agent) "
                                                      "or portability (kernelgen: compile for --targets)."),
     device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (CPU only; a device runs one)."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (on a device they share it: timing runs alone)."),
     filter_: Optional[str] = typer.Option(None, "--filter", help="Only entries whose id contains this."),
     redo: bool = typer.Option(False, "--redo", help="Run entries again even when done for this version."),
     seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group."),

@@ -59,12 +59,14 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
              resume: str | None = None, write: bool = False, tools: Tools | None = None,
              on_step: Callable[[str, dict], None] | None = None, out_dir: str | Path | None = None,
              on_start: Callable[[str], None] | None = None,
-             on_candidate: Callable[[str, int, int], None] | None = None) -> RunResult:
+             on_candidate: Callable[[str, int, int], None] | None = None,
+             device_lock: str | None = None) -> RunResult:
     """Run (or resume) the agent on a task and write its outputs; a resumed run keeps its own budget.
 
     Progress hooks, all optional: `on_start(node)` as a node starts, `on_step(node, values)` with the state
     update a node returned, `on_candidate(id, index, total)` as a candidate's verification starts (through
-    the default `Tools`; a caller's own `tools` report nothing).
+    the default `Tools`; a caller's own `tools` report nothing). `device_lock`: the lock file of a device
+    shared with other runs (the default `Tools` pass it to every job; `diagnose.runtime.device_lock`).
     """
     if resume:
         folder = run_dir(resume)
@@ -91,7 +93,8 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
                                                      "out_dir": out_dir, "budget": dataclasses.asdict(budget)}))
     graph, connection = open_graph(folder)
     config = {"configurable": {"thread_id": run_id}}
-    context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(str(folder), on_candidate=on_candidate))
+    context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(str(folder), on_candidate=on_candidate,
+                                                                             device_lock=device_lock))
     first = None if resume else {"task": task, "target": target, "device": device, "started": time.time()}
     try:
         for mode, chunk in graph.stream(first, config, context=context, stream_mode=["updates", "tasks"],

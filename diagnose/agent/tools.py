@@ -19,16 +19,19 @@ class Tools:
 
     `on_candidate(id, index, total)`, when given, is called as each candidate's verification starts
     (the progress display names it); it is not part of the state and never checkpointed.
+    `device_lock` names the lock file of a device shared with other runs (a sweep's `--jobs`:
+    `diagnose.runtime.device_lock`).
     """
 
     run_dir: str
     on_candidate: Callable[[str, int, int], None] | None = field(default=None, compare=False)
+    device_lock: str | None = None
 
     def verify_task(self, task: str, device: str, target: str) -> dict:
         from diagnose.task import load_task
         from diagnose.verify.harness import CheckOptions, verify
 
-        return verify(load_task(task), CheckOptions(device=device)).to_dict()
+        return verify(load_task(task), CheckOptions(device=device, device_lock=self.device_lock)).to_dict()
 
     def triage(self, path: str, target: str) -> list[dict]:
         from diagnose.triage.cli import triage_source
@@ -63,7 +66,7 @@ class Tools:
 
         if target.startswith("ascend"):
             return [], [], {}, ascend_profile_note(device)
-        result = profile_task(path, ProfileOptions(device=device, target=target))
+        result = profile_task(path, ProfileOptions(device=device, target=target, device_lock=self.device_lock))
         findings = [f.to_dict() for _, group_findings in result.findings for f in group_findings]
         evidence = [e.to_dict() for e in result.evidence]
         roofline, note = plot_inputs(result, path), "not timed: static estimate only" if not result.timed else ""
@@ -103,7 +106,7 @@ class Tools:
         if not candidates or (deadline is not None and time.time() > deadline):
             return []
         results = []
-        options = CheckOptions(device=device, initial=Path(task), baselines=("eager",))
+        options = CheckOptions(device=device, initial=Path(task), baselines=("eager",), device_lock=self.device_lock)
         # One reference job for the round: every candidate is judged against the same cases.
         with prepared(load_task(task, candidates[0]["path"]), options) as reference:
             for index, candidate in enumerate(candidates, 1):

@@ -22,11 +22,13 @@ from diagnose.report.scores import medians, speedups
 Row = tuple[str, str, dict]
 
 
-def optimize_entry(entry: Entry, device: str, target: str, budget: Budget, out_root: Path) -> list[Row]:
+def optimize_entry(entry: Entry, device: str, target: str, budget: Budget, out_root: Path,
+                   device_lock: str | None = None) -> list[Row]:
     from diagnose.agent.run import optimize
 
     out_dir = out_root / entry.id
-    result = optimize(str(entry.path), target=target, device=device, budget=budget, out_dir=out_dir)
+    result = optimize(str(entry.path), target=target, device=device, budget=budget, out_dir=out_dir,
+                      device_lock=device_lock)
     return rows_from_report(result.report, result.run_id)
 
 

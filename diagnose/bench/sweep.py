@@ -2,8 +2,12 @@
 
 Score mode verifies and times each entry's `ModelNew` as given against eager and `torch.compile`.
 Optimize mode runs the agent on each entry (`diagnose/bench/optimize.py`), its outputs kept beside
-the store, never in the suite's folder. Entries run `jobs` at a time on the CPU (each verification already runs in its own worker
-processes); on a device, one at a time, since timings must not share the device.
+the store, never in the suite's folder. Entries run `jobs` at a time (each verification already runs
+in its own worker processes). On a timed device the entries share it through a lock file beside the
+store (`<store>.lock`, `diagnose.runtime.device_lock`): timing loops hold it alone, other device work
+holds it together, so one entry's process starts, imports, compiles and comparisons overlap another's
+timing and no two timings overlap. Host-side work of other entries (CPU, PCIe) still runs during a
+timing; entries sized well above launch overhead do not feel it.
 
 Other suite formats (`options.suite_format`: kernelbench, multikernelbench, tritonbench, kernelgen,
 prtask) are listed and scored by their adapters (`diagnose/bench/suites/`), into the same store under
@@ -14,6 +18,7 @@ names the tolerance profile every comparison uses (`diagnose/bench/suites/tolera
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -51,6 +56,7 @@ class SweepOptions:
     solutions: Path | None = None
     targets: tuple[str, ...] = ()
     tolerance: str = "default"
+    device_lock: str | None = None  # set by the sweep for --jobs > 1 on a timed device
 
 
 @dataclass(frozen=True)
@@ -97,13 +103,20 @@ def group_rows(verdict: Verdict) -> list[tuple[str, str, dict]]:
     return out
 
 
+def sharing_device(options: SweepOptions, store_path: str | Path) -> SweepOptions:
+    """The options with the device lock named when several entries will run at once on a timed device."""
+    if options.jobs > 1 and timed(options.device):
+        return dataclasses.replace(options, device_lock=str(Path(store_path).with_suffix(".lock")))
+    return options
+
+
 def score_entry(entry: Entry, options: SweepOptions) -> list[tuple[str, str, dict]]:
     return verify_rows(entry.path, None, options)
 
 
 def optimize_one(entry: Entry, options: SweepOptions, runs: Path) -> list[tuple[str, str, dict]]:
     try:
-        return optimize_entry(entry, options.device, options.target, options.budget, runs)
+        return optimize_entry(entry, options.device, options.target, options.budget, runs, options.device_lock)
     except DiagnoseError as exc:
         return failed("load_error", str(exc))
 
@@ -119,6 +132,7 @@ def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
     if options.mode not in MODES:
         raise UsageError(f"unknown mode {options.mode!r}; choose score or optimize")
     require(options.device)
+    options = sharing_device(options, store_path)
     suite_dir = Path(suite_dir)
     suite = suite_dir.resolve().name
     entries = load_suite(suite_dir, options.pattern)
@@ -155,6 +169,7 @@ def sweep_suite(suite_dir: str | Path, store_path: str | Path, options: SweepOpt
     module = adapter(options.suite_format)
     tasks = suite_tasks(suite_dir, options)
     require(options.device)
+    options = sharing_device(options, store_path)
     by_id = {t.entry.id: t for t in tasks}
     suite = f"{options.suite_format}:{Path(suite_dir).resolve().name}"
 
@@ -182,7 +197,7 @@ def run_entries(suite: str, entries: list[Entry], score_one: Callable[[Entry], l
     for entry in entries:
         if entry not in todo and on_entry:
             on_entry(entry, "skipped (done)")
-    jobs = 1 if timed(options.device) else max(1, options.jobs)
+    jobs = max(1, options.jobs)
     failed = 0
 
     def run_one(entry: Entry) -> str:

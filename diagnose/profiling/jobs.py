@@ -37,23 +37,27 @@ def _groups(reference, device: str, wanted: list[str] | None) -> list[str]:
 
 def device_job(payload: dict) -> dict:
     """Work, timings and ceilings on a device. Payload: reference, candidate, device, groups,
-    baselines, initial, cache_root, refresh_ceilings."""
+    baselines, initial, cache_root, refresh_ceilings, device_lock (timing and the ceilings' measurement
+    hold it alone, the other device work shares it: `diagnose.runtime.device_lock`)."""
     import torch
 
     from diagnose.profiling import ceilings as ceiling_cache
     from diagnose.profiling.work import count_work
+    from diagnose.runtime import device_lock
     from diagnose.runtime.devices import torch_device, versions
     from diagnose.task import import_task_file
     from diagnose.verify import tensors, timing
     from diagnose.verify.inputs import draw
     from diagnose.verify.jobs import build_model
 
-    device = payload["device"]
+    device, lock = payload["device"], payload.get("device_lock")
     reference, candidate = _modules(payload)
     groups = _groups(reference, "cuda", payload.get("groups"))
     out: dict[str, Any] = {"groups": groups, "work": [], "timings": [], "notes": [], "versions": versions(device)}
     if device == "cuda":
-        found, hit = ceiling_cache.cached_or_measured(device, payload.get("cache_root"), bool(payload.get("refresh_ceilings")))
+        with device_lock.exclusive(lock):
+            found, hit = ceiling_cache.cached_or_measured(device, payload.get("cache_root"),
+                                                          bool(payload.get("refresh_ceilings")))
         out["ceilings"], out["ceilings_from_cache"] = found.to_dict(), hit
     init_inputs = list(reference.get_init_inputs())
     eager = build_model(reference.Model, init_inputs, device)
@@ -64,19 +68,20 @@ def device_job(payload: dict) -> dict:
     timer = timing.EventTimer(device)
     for group in groups:
         inputs, _ = draw(reference, group, SEED)
-        inputs = tensors.to_device(inputs, torch_device(device))
-        out["work"].append(count_work(reference, eager, inputs, group).to_dict())
+        with device_lock.shared(lock):
+            inputs = tensors.to_device(inputs, torch_device(device))
+            out["work"].append(count_work(reference, eager, inputs, group).to_dict())
         variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
         variants["eager"] = lambda x=inputs: eager(*x)
         if "compile" in payload.get("baselines", ()):
             try:
                 compiled = torch.compile(eager)
-                with torch.no_grad():
+                with torch.no_grad(), device_lock.shared(lock):
                     compiled(*inputs)
                 variants["compile"] = lambda c=compiled, x=inputs: c(*x)
             except Exception as exc:  # noqa: BLE001 - a baseline that cannot compile is a note
                 out["notes"].append(f"torch.compile failed on {group}: {type(exc).__name__}: {exc}"[:300])
-        with torch.no_grad():
+        with torch.no_grad(), device_lock.exclusive(lock):
             out["timings"] += [t.to_dict() for t in timing.measure(timer, variants, group)]
         del inputs, variants
         torch.cuda.empty_cache() if device == "cuda" else None

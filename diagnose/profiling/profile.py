@@ -61,6 +61,8 @@ class ProfileOptions:
     ncu_timeout_s: float = 300.0
     memory_limit: int = 48 * 2**30
     refresh_ceilings: bool = False
+    # A lock file shared with other workers timing on the same device (`diagnose.runtime.device_lock`).
+    device_lock: str | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,7 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
     artifacts = Path(options.artifacts_dir) if options.artifacts_dir else None
     if on_device:
         dev = _call("device_job", {**common, "device": options.device, "baselines": list(options.baselines),
+                                   "device_lock": options.device_lock,
                                    "initial": options.initial, "refresh_ceilings": options.refresh_ceilings}, options,
                     device=options.device)
         versions = dev["versions"]

@@ -88,7 +88,8 @@ def verify_against(task: Task, options: CheckOptions, where: Placement, referenc
     cases, spare = reference.cases, reference.spare
     on_device = timed(options.device)
     with tempfile.TemporaryDirectory(prefix="diagnose-candidate-") as out:
-        common = {"device": options.device, "job_dir": reference.job_dir, "out_dir": out}
+        common = {"device": options.device, "job_dir": reference.job_dir, "out_dir": out,
+                  "device_lock": options.device_lock}
         with clock("candidate"):
             cand = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "check",
                                              "cases": cases + ([] if on_device else [spare]),

@@ -15,6 +15,9 @@ for `npu` that is an interpreter where torch_npu imports (usually the Ascend too
 module and what it imports need only the standard library, torch and triton. Tensors go to the
 device through `torch_device(device)` ("cuda", "npu", or "cpu" for the interpreter).
 
+On a device shared by several workers (`diagnose.runtime.device_lock`, the payload's `device_lock`),
+what runs kernels holds the lock shared and the timing loop holds it alone.
+
 Values travel as files (`diagnose/verify/tensors.py`); the returned dicts carry only paths and counts.
 Jobs read the reference's files from `job_dir` and write their own into `out_dir` (one per verification,
 so that candidates verified at once against one prepared reference do not collide).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from diagnose.runtime import device_lock
 from diagnose.runtime.devices import empty_cache, poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
 from diagnose.verify import instrument, tensors
@@ -87,9 +91,11 @@ def reference_job(payload: dict) -> dict:
         pristine = tensors.to_cpu([v.clone() if hasattr(v, "clone") else v for v in inputs])
         case = {"group": group, "seed": seed, "role": role,
                 "inputs": tensors.save(pristine, job / f"inputs_{stem}.pt")}
-        device_inputs = tensors.to_device(inputs, torch_device(device))
-        case["reference"] = tensors.save(run_forward(model, device_inputs, device), job / f"ref_{stem}.pt")
-        post = tensors.to_cpu(device_inputs)
+        with device_lock.shared(payload.get("device_lock")):
+            device_inputs = tensors.to_device(inputs, torch_device(device))
+            outputs = run_forward(model, device_inputs, device)
+            post = tensors.to_cpu(device_inputs)
+        case["reference"] = tensors.save(outputs, job / f"ref_{stem}.pt")
         case["mutated"] = tensors.changed(pristine, post)
         if case["mutated"]:
             case["reference_post_inputs"] = tensors.save(post, job / f"ref_post_{stem}.pt")
@@ -99,7 +105,7 @@ def reference_job(payload: dict) -> dict:
             # In place on the timed buffers only where the reference leaves its inputs as they were.
             case["in_place"] = not cases[0]["mutated"]
         cases.append(case)
-        del inputs, device_inputs, post, pristine
+        del inputs, device_inputs, post, pristine, outputs
     return {"groups": names, "selected": groups, "cases": cases, "notes": sorted(set(notes)),
             "versions": versions(device)}
 
@@ -109,16 +115,18 @@ def out_dir(payload: dict) -> Path:
     return Path(payload.get("out_dir") or payload["job_dir"])
 
 
-def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrument.LaunchLog) -> dict:
+def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrument.LaunchLog,
+             lock: str | None = None) -> dict:
     """One forward on a saved case; the inputs come back only if the call changed one (they can be GiB)."""
     pristine = tensors.load(case["inputs"])
-    inputs = tensors.copy_to(pristine, torch_device(device))
-    # Memory a kernel forgets to write should read as NaN, not as zeros or an earlier result.
-    poison_allocator(device, 4 * input_bytes(inputs))
     before = log.total()
-    outputs = run_forward(model, inputs, device)
+    with device_lock.shared(lock):
+        inputs = tensors.copy_to(pristine, torch_device(device))
+        # Memory a kernel forgets to write should read as NaN, not as zeros or an earlier result.
+        poison_allocator(device, 4 * input_bytes(inputs))
+        outputs = run_forward(model, inputs, device)
+        post = tensors.to_cpu(inputs)
     stem = f"{mode}_{case['group']}_{case['seed']}"
-    post = tensors.to_cpu(inputs)
     return {
         "group": case["group"], "seed": case["seed"], "role": case["role"],
         "outputs": tensors.save(outputs, out / f"out_{stem}.pt"),
@@ -127,12 +135,14 @@ def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrume
     }
 
 
-def recheck_in_place(model, inputs: list, case: dict, device: str, out: Path, log: instrument.LaunchLog) -> dict:
+def recheck_in_place(model, inputs: list, case: dict, device: str, out: Path, log: instrument.LaunchLog,
+                     lock: str | None = None) -> dict:
     """The re-check on the buffers the candidate was just timed or soaked on, a few elements changed in
     place (`diagnose.verify.inputs.perturbation_for`); the reference computed the same change."""
-    apply_perturbation(inputs, tensors.load(case["perturbation"]))
     before = log.total()
-    outputs = run_forward(model, inputs, device)
+    with device_lock.shared(lock):
+        apply_perturbation(inputs, tensors.load(case["perturbation"]))
+        outputs = run_forward(model, inputs, device)
     return {"group": case["group"], "seed": case["seed"], "role": case["role"],
             "outputs": tensors.save(outputs, out / f"out_recheck_{case['group']}_{case['seed']}.pt"),
             "post_inputs": None, "launches": log.total() - before}
@@ -141,7 +151,7 @@ def recheck_in_place(model, inputs: list, case: dict, device: str, out: Path, lo
 def candidate_job(payload: dict) -> dict:
     """Run ModelNew on every saved case; `mode` is `check` (launches counted) or `ghost` (no-ops)."""
     device, job, mode = payload["device"], Path(payload["job_dir"]), payload["mode"]
-    out = out_dir(payload)
+    out, lock = out_dir(payload), payload.get("device_lock")
     module = import_task_file(payload["candidate"])
     log = instrument.LaunchLog()
     kernels = instrument.user_kernels()
@@ -153,7 +163,7 @@ def candidate_job(payload: dict) -> dict:
     checks = [c for c in payload["cases"] if c["role"] == "check"]
     rechecks = [c for c in payload["cases"] if c["role"] != "check"]
     for case in checks:
-        results.append(run_case(model, case, device, out, mode, log))
+        results.append(run_case(model, case, device, out, mode, log, lock))
     soaked = None
     if payload.get("soak") and checks:
         # Stand-in for a timing loop where nothing is timed: a candidate that changes behaviour
@@ -164,9 +174,9 @@ def candidate_job(payload: dict) -> dict:
             run_forward(model, soaked, device)
     for case in rechecks:
         if soaked is not None and case.get("in_place"):
-            results.append(recheck_in_place(model, soaked, case, device, out, log))
+            results.append(recheck_in_place(model, soaked, case, device, out, log, lock))
         else:
-            results.append(run_case(model, case, device, out, mode, log))
+            results.append(run_case(model, case, device, out, mode, log, lock))
     return {"cases": results, "reference_calls": log.reference_calls,
             "kernels": sorted(instrument.kernel_name(k) for k in kernels), "launches": dict(log.launches)}
 
@@ -177,7 +187,7 @@ def timing_job(payload: dict) -> dict:
 
     from diagnose.verify import timing
 
-    device, job = payload["device"], Path(payload["job_dir"])
+    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
     reference = import_task_file(payload["reference"])
     candidate = import_task_file(payload["candidate"])
     state = tensors.load(job / "state.pt")
@@ -192,7 +202,8 @@ def timing_job(payload: dict) -> dict:
     recheck, timed_inputs = payload["recheck"], None
     for group in payload["groups"]:
         inputs, _ = draw(reference, group, payload["seed"])
-        inputs = tensors.to_device(inputs, torch_device(device))
+        with device_lock.shared(lock):
+            inputs = tensors.to_device(inputs, torch_device(device))
         if recheck.get("in_place") and group == recheck["group"] and payload["seed"] == recheck["base_seed"]:
             timed_inputs = inputs  # the re-check changes these very buffers
         variants = {name: (lambda m=m: m(*inputs)) for name, m in models.items()}
@@ -200,22 +211,23 @@ def timing_job(payload: dict) -> dict:
         if "compile" in payload["baselines"]:
             try:
                 compiled = torch.compile(eager)
-                with torch.no_grad():
+                with torch.no_grad(), device_lock.shared(lock):  # compiling is host work: not under the timing lock
                     compiled(*inputs)
                 variants["compile"] = lambda: compiled(*inputs)
             except Exception as exc:  # noqa: BLE001 - a baseline that cannot compile is reported, not fatal
                 notes.append(f"torch.compile failed on group {group}: {type(exc).__name__}: {exc}"[:300])
-        with torch.no_grad():
+        with torch.no_grad(), device_lock.exclusive(lock):
             for t in timing.measure(timer, variants, group):
                 timings.append(t.to_dict())
             side_streams[group] = timing.side_stream_ratio(timer, variants["candidate"])
         del inputs, variants
         empty_cache(device)
-    if timed_inputs is not None:
-        apply_perturbation(timed_inputs, tensors.load(recheck["perturbation"]))
-        inputs = timed_inputs
-    else:
-        inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
-    outputs = run_forward(models["candidate"], inputs, device)
+    with device_lock.shared(lock):
+        if timed_inputs is not None:
+            apply_perturbation(timed_inputs, tensors.load(recheck["perturbation"]))
+            inputs = timed_inputs
+        else:
+            inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
+        outputs = run_forward(models["candidate"], inputs, device)
     return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams,
             "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt")}

@@ -29,6 +29,8 @@ class CheckOptions:
     placement: Placement | None = None
     # (dtype name, (atol, rtol)) pairs that replace the default table's (a suite's own tolerances).
     tolerances: tuple[tuple[str, tuple[float, float]], ...] = ()
+    # A lock file shared with other workers timing on the same device (`diagnose.runtime.device_lock`).
+    device_lock: str | None = None
 
 
 def run_job(name: str, payload: dict, options: CheckOptions, where: Placement):

@@ -67,7 +67,8 @@ def prepared(task: Task, options: CheckOptions, where: Placement | None = None,
     with tempfile.TemporaryDirectory(prefix="diagnose-check-") as job:
         payload = {"device": options.device, "job_dir": job, "reference": str(task.reference_path),
                    "groups": list(options.groups) if options.groups else None,
-                   "seeds": list(options.seeds), "recheck_seed": options.recheck_seed}
+                   "seeds": list(options.seeds), "recheck_seed": options.recheck_seed,
+                   "device_lock": options.device_lock}
         before = identity(task, options)
         if clock is None:
             ref = run_job("reference_job", payload, options, where)

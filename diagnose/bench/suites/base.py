@@ -129,7 +129,8 @@ def verify_rows(reference: Path, candidate: Path | None, options) -> list[Row]:
         task = load_task(reference, candidate)
         verdict = verify(task, CheckOptions(device=options.device, seeds=tuple(range(options.seeds)),
                                             timeout_s=options.timeout_s, baselines=options.baselines,
-                                            tolerances=tolerance.overrides(options.tolerance)))
+                                            tolerances=tolerance.overrides(options.tolerance),
+                                            device_lock=options.device_lock))
     except DiagnoseError as exc:
         return failed("load_error", str(exc))
     return group_rows(verdict)
