@@ -10,10 +10,10 @@ import libcst as cst
 from diagnose import syntax
 from diagnose.rewrite import retune_launch, wgmma_tiles
 from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statements, unique_name
-from diagnose.rewrite.launch_values import slots
+from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, kernels, literal_binding, module_names, model_forward, names, pointer_params,
+    Kernel, LaunchSite, calls, code, kernels, module_names, model_forward, names, pointer_params,
     resolve_grid, sites_of, walk,
 )
 
@@ -49,8 +49,10 @@ class AddAutotune(Rewrite):
     just runs each config once in the interpreter, where nothing can be timed.
 
     ## When it is valid
-    As for `retune-launch` / `wgmma-tiles` (every access masked, so every config computes the same
-    result; the tuned values set once on the host), plus: the kernel has no atomics (autotuning
+    As for `retune-launch` / `wgmma-tiles` (for `retune-launch`, every access whose pointer depends on
+    the block size masked, accesses independent of it such as a reduction's per-row store needing
+    none; for `wgmma-tiles`, every access masked: so every config computes the same result; the
+    tuned values set once on the host), plus: the kernel has no atomics (autotuning
     runs it several times on the same outputs) and is not autotuned yet; the grid is a tuple or a
     name bound once to one; the tuned host names are used only by the grid and the launch.
 
@@ -62,7 +64,8 @@ class AddAutotune(Rewrite):
     Safe: every config computes the same values (block sizes change only the reduction order).
 
     ## Answers
-    TRI001, TRI005, TRI006 (like the retunes), TRI024 (autotune-empty-key) by construction.
+    TRI001, TRI005, TRI006 (like the retunes), TRI024 (autotune-empty-key) by construction; the
+    profiling codes PRF003 (latency-bound) and PRF005 (launch-bound), like `retune-launch`.
 
     ## References
     notes/triton-internals.md section 8 (autotune configs); Triton `triton.autotune`.
@@ -70,7 +73,7 @@ class AddAutotune(Rewrite):
 
     id = "add-autotune"
     title = "Add @triton.autotune over the launch-config search's survivors, keyed on the sizes"
-    codes = ("TRI001", "TRI005", "TRI006", "TRI024")
+    codes = ("TRI001", "TRI005", "TRI006", "TRI024", "PRF003", "PRF005")
     conflicts = ("retune-launch", "wgmma-tiles")
     tunable = True
 
@@ -120,7 +123,7 @@ class AddAutotune(Rewrite):
             mapping[plan.site.call] = call.with_changes(func=call.func.with_changes(
                 slice=[cst.SubscriptElement(cst.Index(lambda_grid))]))
         for host in host_names:  # `BLOCK_SIZE = 128` is now the autotuner's business
-            binding = literal_binding(forward, host)
+            binding = host_binding(forward, host)
             if binding is not None and isinstance(binding.statement.body[0].targets[0].target, cst.Name):
                 mapping[binding.statement] = cst.RemoveFromParent()
         module = replace(ctx.module, mapping)

@@ -5,13 +5,16 @@ one of three ways this module can change:
 
 - `kwarg`: a literal keyword argument of the launch, `BLOCK=1024`;
 - `host`: a keyword argument naming a host variable bound once to a literal, `BLOCK_SIZE=BLOCK_SIZE`
-  with `BLOCK_SIZE = 128` (or `BM, BN = 32, 32`); the literal changes, so a grid computed from the
+  with `BLOCK_SIZE = 128` (or `BM, BN = 32, 32`), or to a literal capped by the problem,
+  `BLOCK = min(1024, triton.next_power_of_2(n))`; the literal changes, so a grid computed from the
   name follows;
 - `absent`: a launch option not given (Triton's default); it is added as a keyword.
 
 A constexpr that multiplies a program id (`pid * BLOCK`) decides the grid: it may only change when
 the grid is computed from its host name (or is a callable reading `meta`), else the new block size
 and the old grid would disagree.
+
+A new block size is only safe where the accesses it widens are masked: `tile_accesses_masked`.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.edit import fit_call, replace, set_keyword
+from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, grid_coupled, int_value, kernels, keyword, literal_binding, model_forward, names,
-    positional, resolve_grid, sites_of,
+    EFFECTS, HostBinding, Kernel, LaunchSite, calls, code, dotted, grid_coupled, host_assignments, int_value, kernels,
+    keyword, literal_binding, model_forward, names, positional, resolve_grid, simple_assignment, sites_of, tl_name,
 )
 
 OPTIONS = ("num_warps", "num_stages")
+ATOMICS = tuple(e for e in EFFECTS if e.startswith("atomic"))
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ def slots(module: cst.Module, kernel: Kernel, site: LaunchSite, params: tuple[st
             out[param] = Slot(param, "kwarg", literal)
             continue
         if isinstance(arg.value, cst.Name):
-            binding = literal_binding(forward, arg.value.value)
+            binding = host_binding(forward, arg.value.value)
             if binding is None:
                 return f"{param}={arg.value.value} is not bound once to a literal in forward"
             if param in coupled and not callable_grid and binding.name not in grid_names:
@@ -72,6 +77,23 @@ def slots(module: cst.Module, kernel: Kernel, site: LaunchSite, params: tuple[st
             continue
         return f"{param}={code(arg.value)} is computed on the host"
     return out
+
+
+def host_binding(forward: cst.FunctionDef, name: str) -> HostBinding | None:
+    """`name`'s one binding in `forward` to a literal, or to `min(literal, expr)`: a block size capped by
+    the problem (`BLOCK = min(1024, triton.next_power_of_2(n))`), whose literal is the value set."""
+    found = literal_binding(forward, name)
+    if found is not None:
+        return found
+    statements = host_assignments(forward, name)
+    target, value = simple_assignment(statements[0]) if len(statements) == 1 else (None, None)
+    if target != name or not isinstance(value, cst.Call) or dotted(value.func) != "min":
+        return None
+    args = positional(value)
+    literals = [a.value for a in args if int_value(a.value) is not None]
+    if len(args) != len(value.args) or len(literals) != 1:
+        return None
+    return HostBinding(name, statements[0], literals[0], int_value(literals[0]))
 
 
 def set_values(module: cst.Module, kernel_name: str, values: dict[str, int], site_index: int = 0) -> cst.Module:
@@ -88,7 +110,7 @@ def set_values(module: cst.Module, kernel_name: str, values: dict[str, int], sit
         if slot.kind == "kwarg":
             mapping[site.arg(kernel, param).value] = cst.Integer(str(value))
         elif slot.kind == "host":
-            mapping[literal_binding(forward, slot.host_name).literal] = cst.Integer(str(value))
+            mapping[host_binding(forward, slot.host_name).literal] = cst.Integer(str(value))
     module = replace(module, mapping)
     absent = {p: v for p, v in values.items() if found[p].kind == "absent"}
     if absent:
@@ -115,3 +137,31 @@ def every_access_masked(kernel: Kernel) -> bool:
         if keyword(call, "mask") is None and len(positional(call)) < (3 if is_store else 2):
             return False
     return bool(accesses)
+
+
+def tile_accesses_masked(kernel: Kernel, block: str, axes: frozenset[int] = frozenset()) -> bool:
+    """Every load, store and atomic whose pointer may depend on `block` (so on `tl.arange(0, block)`),
+    or that runs under a condition that may, is masked: a new block size only adds masked-off lanes.
+
+    An access independent of it (the per-row `tl.store(y_ptr + row, tl.sum(acc))` of a reduction on
+    a grid of rows) touches the same addresses whatever the block size, so needs no mask. Only the
+    pointer decides what an access touches: Triton refuses a tensor value or mask at a scalar address.
+    The program ids of the grid `axes` computed from the block size depend on it too, so there
+    `tl.store(partial_ptr + pid, ...)` needs a mask. See `dependence.py` for how far names are followed.
+    """
+    found = dependence(kernel.node, block, axes, ("load", "store", *ATOMICS))
+    for call, context in found.accesses:
+        pointer = keyword(call, "pointer") or next(iter(positional(call)), None)
+        if (pointer is None or found.depends(pointer.value, context)) and not _masked(call):
+            return False
+    return bool(found.accesses)
+
+
+def _masked(call: cst.Call) -> bool:
+    op = tl_name(call.func)
+    if op == "atomic_cas":  # takes no mask
+        return False
+    mask = keyword(call, "mask")
+    if mask is not None:
+        return dotted(mask.value) != "None"
+    return len(positional(call)) > (1 if op == "load" else 2)

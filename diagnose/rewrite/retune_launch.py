@@ -5,14 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values
+import libcst as cst
+
+from diagnose.rewrite.dependence import dependence
+from diagnose.rewrite.launch_values import set_values, slots, tile_accesses_masked
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext, missed
-from diagnose.rewrite.source import Kernel, calls, dotted, grid_coupled, kernels, sites_of
+from diagnose.rewrite.source import (
+    Kernel, calls, cdiv_parts, coupled_by_axis, dotted, grid_coupled, grid_elements, kernels, launch_sites,
+    model_forward, names, positional, resolve_grid, sites_of, walk,
+)
 
 BLOCKS = (1024, 2048, 4096, 8192)
 WARPS = (4, 8, 16)
 # Values per thread worth having: 4 fp32 make one 128-bit access; past 32 the registers fill up.
 PER_THREAD = (4, 32)
+RANGES = ("range", "tl.range", "tl.static_range", "triton.language.range", "triton.language.static_range")
 
 
 @dataclass(frozen=True)
@@ -20,6 +27,7 @@ class RetunePlan:
     kernel: str
     block: str
     current: dict
+    hosts: dict  # "block" / "num_warps" -> the host variable that sets it, where one does
 
 
 class RetuneLaunch(Rewrite):
@@ -31,10 +39,19 @@ class RetuneLaunch(Rewrite):
     ranked by the static estimate or timed on a device); without a search, 1024 with 4 warps.
 
     ## When it is valid
-    The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business) and is not autotuned; every
-    load and store is masked, so a larger block only adds masked-off lanes at the edges; the block
-    size is a literal or a host variable bound once to a literal; if it multiplies a program id, the
-    grid is computed from that same variable. One launch of the kernel in `ModelNew.forward`.
+    The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business) and is not autotuned. Every
+    load, store and atomic whose pointer may depend on the block size (through `tl.arange(0, BLOCK)`
+    or any local name computed from it, followed through loops and branches, and through the program
+    ids where the grid follows the block; when unsure, dependent) or that runs under a condition that
+    may, is masked, so a new block only adds masked-off lanes at the edges; an access independent of
+    it, like a row reduction's `tl.store(y_ptr + row, tl.sum(acc))` on a grid of rows, needs no
+    mask (`diagnose/rewrite/dependence.py`). The data a program
+    covers follows the block: it multiplies a program id and the grid is computed from the same host
+    variable, or it steps a loop (`for start in range(0, K, BLOCK)`, a row reduction's chunk on a
+    grid of rows). The block size is a literal or a host variable bound once to a literal (or to
+    `min(literal, ...)`, whose literal changes); a host variable that other launches read too must
+    pass these checks as their block size (or num_warps) as well. One launch of the kernel in
+    `ModelNew.forward`.
 
     ## Why it is faster
     A block of 128 with 4 warps gives each thread one value: 32-bit accesses, millions of tiny
@@ -46,8 +63,9 @@ class RetuneLaunch(Rewrite):
     in-block reduction may change with the block size.
 
     ## Answers
-    TRI001 (too-few-elements-per-thread), TRI018 (more-warps-than-elements); IR evidence
-    GlobalAccessWidth (missed, `elements_per_thread`).
+    TRI001 (too-few-elements-per-thread), TRI018 (more-warps-than-elements); the profiling codes
+    PRF003 (latency-bound: more independent work in flight) and PRF005 (launch-bound: more work per
+    program); IR evidence GlobalAccessWidth (missed, `elements_per_thread`).
 
     ## References
     notes/triton-internals.md section 3a (access width vs elements per thread); Triton tutorial
@@ -56,7 +74,7 @@ class RetuneLaunch(Rewrite):
 
     id = "retune-launch"
     title = "Retune the block size and num_warps at the launch"
-    codes = ("TRI001", "TRI018")
+    codes = ("TRI001", "TRI018", "PRF003", "PRF005")
     evidence = ("GlobalAccessWidth",)
     conflicts = ("add-autotune",)
     tunable = True
@@ -110,7 +128,51 @@ def tile_constexpr(kernel: Kernel) -> str | None:
     return (coupled or sizes or [None])[0]
 
 
+def steps_a_loop(kernel: Kernel, block: str) -> bool:
+    """`block` is the step of a loop whose bounds do not depend on it (`range(0, K, BLOCK)`), or the
+    loop counts `tl.cdiv(K, BLOCK)` chunks (a grid-stride loop too): it covers the same data whatever
+    the block size."""
+    dependent = dependence(kernel.node, block).names
+    for node in walk(kernel.node.body):
+        if not (isinstance(node, cst.For) and isinstance(node.iter, cst.Call) and dotted(node.iter.func) in RANGES):
+            continue
+        args = [a.value for a in positional(node.iter)]
+        if not 1 <= len(args) <= 3:
+            continue
+        start, stop, step = (None, args[0], None) if len(args) == 1 else (*args, None)[:3]
+        chunks = cdiv_parts(stop)
+        if step is not None and dotted(step) == block:
+            bounds = [start, stop]
+        elif chunks and dotted(chunks[1]) == block:
+            bounds = [start, step, chunks[0]]
+        else:
+            continue
+        if not set().union(*(names(b) for b in bounds if b is not None)) & dependent:
+            return True
+    return False
+
+
 def _plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
+    plan = _own_plan(ctx, kernel)
+    if not isinstance(plan, RetunePlan):
+        return plan
+    site = sites_of(ctx.module, kernel.name)[0]
+    known = kernels(ctx.module)
+    for role, host in plan.hosts.items():
+        for other in launch_sites(ctx.module):
+            if other.statement is site.statement or host not in names(other.call):
+                continue
+            # the new literal reaches this launch too: it must be as safe to change there
+            theirs = _own_plan(ctx, known[other.kernel])
+            if not isinstance(theirs, RetunePlan):
+                return f"{host} also reaches the launch of {other.kernel}, where it cannot change ({theirs})"
+            if theirs.hosts.get(role) != host:
+                return f"{host} also reaches the launch of {other.kernel}, but not as its {role}"
+    return plan
+
+
+def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
+    """The plan for `kernel`'s launch alone, other launches sharing its host names not considered."""
     sites = sites_of(ctx.module, kernel.name)
     if not sites:
         return None
@@ -123,9 +185,29 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
         return "no constexpr sizes its tl.arange"
     if len(sites) != 1:
         return f"launched {len(sites)} times"
-    if not every_access_masked(kernel):
+    found = slots(ctx.module, kernel, sites[0], (block, "num_warps"))
+    if isinstance(found, str):
+        return found
+    if not tile_accesses_masked(kernel, block, _grid_axes(ctx, kernel, block, found[block].host_name)):
         return "a load or store has no mask: a larger block would run past the data"
-    current = current_values(ctx.module, kernel.name, (block, "num_warps"))
-    if isinstance(current, str):
-        return current
-    return RetunePlan(kernel.name, block, current)
+    if block not in grid_coupled(kernel) and not steps_a_loop(kernel, block):
+        return f"{block} neither multiplies a program id nor steps a loop: what a program covers may not follow it"
+    hosts = {("block" if p == block else p): s.host_name for p, s in found.items() if s.kind == "host"}
+    return RetunePlan(kernel.name, block, {p: s.current for p, s in found.items()}, hosts)
+
+
+def _grid_axes(ctx: RewriteContext, kernel: Kernel, block: str, host: str | None) -> frozenset[int]:
+    """The grid axes whose extent may change with the block size: their program ids change with it."""
+    forward = model_forward(ctx.module)
+    grid, _ = resolve_grid(forward, sites_of(ctx.module, kernel.name)[0])
+    every = frozenset(range(3))
+    if isinstance(grid, cst.Lambda):
+        return every
+    coupled = frozenset(a for a, constexprs in coupled_by_axis(kernel).items() if block in constexprs)
+    if host is None:
+        return coupled
+    follows = dependence(forward, host)
+    elements = grid_elements(grid)
+    if elements is None:
+        return every if follows.depends(grid) else coupled
+    return coupled | {i for i, e in enumerate(elements) if follows.depends(e)}
