@@ -49,7 +49,7 @@ def arange_sizes(kernel: Kernel) -> dict[str, str]:
     return out
 
 
-def _axis_names(pointer: cst.BaseExpression) -> tuple[set[str], set[str]]:
+def axis_names(pointer: cst.BaseExpression) -> tuple[set[str], set[str]]:
     """Names indexed as rows (`x[:, None]`) and as columns (`x[None, :]`) in a pointer expression."""
     rows, cols = set(), set()
     for node in walk(pointer):
@@ -62,7 +62,8 @@ def _axis_names(pointer: cst.BaseExpression) -> tuple[set[str], set[str]]:
     return rows, cols
 
 
-def _operand_pointer(kernel: Kernel, operand: cst.BaseExpression, bound: dict) -> cst.BaseExpression | None:
+def operand_pointer(kernel: Kernel, operand: cst.BaseExpression, bound: dict) -> cst.BaseExpression | None:
+    """The pointer of the one `tl.load` a dot operand is (directly or through one name), else None."""
     if isinstance(operand, cst.Name) and operand.value in bound and len(bound[operand.value]) == 1:
         operand = bound[operand.value][0]
     loads = calls(operand, "load")
@@ -84,12 +85,12 @@ def dot_tiles(kernel: Kernel) -> DotTiles | None:
         return None
     bound = assignments(kernel)
     sizes = arange_sizes(kernel)
-    a = _operand_pointer(kernel, dot.args[0].value, bound)
-    b = _operand_pointer(kernel, dot.args[1].value, bound)
+    a = operand_pointer(kernel, dot.args[0].value, bound)
+    b = operand_pointer(kernel, dot.args[1].value, bound)
     if a is None or b is None:
         return None
-    a_rows, a_cols = _axis_names(a)
-    b_rows, b_cols = _axis_names(b)
+    a_rows, a_cols = axis_names(a)
+    b_rows, b_cols = axis_names(b)
 
     def size(found: set[str]) -> str | None:
         tiles = {sizes[n] for n in found if n in sizes}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from diagnose.errors import UsageError
 from diagnose.rewrite.add_autotune import AddAutotune
+from diagnose.rewrite.attention_tiles import AttentionTiles
 from diagnose.rewrite.dot_input_precision import DotInputPrecision
 from diagnose.rewrite.fuse_elementwise import FuseElementwise
 from diagnose.rewrite.group_m_swizzle import GroupMSwizzle
@@ -40,6 +41,7 @@ REWRITES: dict[str, Rewrite] = {
         DotInputPrecision(),
         VectorizationHints(),
         WgmmaTiles(),
+        AttentionTiles(),
         RetuneLaunch(),
         AddAutotune(),
     )

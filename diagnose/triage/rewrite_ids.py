@@ -1,6 +1,6 @@
 """The rewrites that answer each triage code, by id (`diagnose/rewrite/` owns the rewrites themselves).
 
-Triage runs as you type and must not import the rewrite layer (libcst and fourteen codemods, a few
+Triage runs as you type and must not import the rewrite layer (libcst and fifteen codemods, a few
 hundred milliseconds), so the ids are kept here as data. They are the rewrite table's own answer
 (`diagnose.rewrite.table.CODE_REWRITES`, built from each rewrite's `codes`): a test holds the two equal,
 so a rewrite that starts or stops answering a code fails CI until this table follows.
@@ -20,8 +20,8 @@ REWRITE_IDS: dict[str, tuple[str, ...]] = {
     "ASC015": ("hoist-loop-invariant",),
     "TRI001": ("retune-launch", "add-autotune"),
     "TRI004": ("dot-input-precision",),
-    "TRI005": ("wgmma-tiles", "add-autotune"),
-    "TRI006": ("wgmma-tiles", "add-autotune"),
+    "TRI005": ("wgmma-tiles", "attention-tiles", "add-autotune"),
+    "TRI006": ("wgmma-tiles", "attention-tiles", "add-autotune"),
     "TRI007": ("single-pass-row",),
     "TRI011": ("fuse-elementwise",),
     "TRI018": ("retune-launch",),
