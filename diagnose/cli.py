@@ -156,7 +156,8 @@ def bench(
                                                      "or portability (kernelgen: compile for --targets)."),
     device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (on a device they share it: timing runs alone)."),
-    filter_: Optional[str] = typer.Option(None, "--filter", help="Only entries whose id contains this."),
+    filter_: Optional[str] = typer.Option(None, "--filter", help="Only entries whose id contains this "
+                                                                 "(or one of several, comma-separated)."),
     redo: bool = typer.Option(False, "--redo", help="Run entries again even when done for this version."),
     seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds each worker may run."),
@@ -168,6 +169,7 @@ def bench(
                                                                        "suite's tasks by name."),
     tolerance: str = typer.Option("default", "--tolerance", help="Tolerance profile: default or kernelbench."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Optimize mode: candidates per entry."),
+    max_wall: float = typer.Option(1800.0, "--max-wall", help="Optimize mode: seconds of wall time per entry."),
     store_path: Path = typer.Option(Path(".diagnose_cache/bench.sqlite"), "--store", help="SQLite results store."),
     fmt: str = typer.Option("md", "--format", help="Report format: md, html, json or csv (with `report`)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the report here instead of stdout."),
@@ -215,7 +217,7 @@ def bench(
         lookup(name)
     options = SweepOptions(mode=mode, device=device, jobs=jobs, pattern=filter_, redo=redo, seeds=seeds,
                            timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"),
-                           target=target, budget=Budget(max_candidates=max_candidates), suite_format=suite_format,
+                           target=target, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), suite_format=suite_format,
                            solutions=solutions, targets=target_list, tolerance=tolerance)
     if suite_format == DEFAULT:
         total = len(load_suite(folder, filter_))

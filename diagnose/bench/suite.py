@@ -63,14 +63,20 @@ def load_entry(path: Path, root: Path) -> Entry:
     )
 
 
+def matches(entry_id: str, pattern: str) -> bool:
+    """Whether an entry id contains (or matches as a glob) the pattern, or one of its comma-separated parts."""
+    return any(p in entry_id or Path(entry_id).match(p) for p in pattern.split(",") if p)
+
+
 def load_suite(root: str | Path, pattern: str | None = None) -> list[Entry]:
-    """The suite's entries, sorted by id; `pattern` keeps ids containing it (or matching a glob)."""
+    """The suite's entries, sorted by id; `pattern` keeps ids containing it (or matching a glob), or any
+    of several comma-separated ones."""
     root = Path(root)
     if not root.is_dir():
         raise UsageError(f"{root}: not a suite folder")
     entries = [load_entry(p, root) for p in sorted(root.rglob("*.py")) if not p.name.startswith("_")]
     if pattern:
-        entries = [e for e in entries if pattern in e.id or Path(e.id).match(pattern)]
+        entries = [e for e in entries if matches(e.id, pattern)]
     if not entries:
         raise UsageError(f"{root}: no suite entries" + (f" match {pattern!r}" if pattern else ""))
     return entries

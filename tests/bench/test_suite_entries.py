@@ -31,3 +31,9 @@ def test_every_entry_passes_check_on_the_interpreter(tmp_path):
     failed = [(r.entry, r.group, r.data) for r in rows if r.status != "passed"]
     assert not failed, failed
     assert summary.failed == 0 and summary.ran == len(load_suite(SUITE))
+
+
+def test_filter_takes_several_comma_separated_parts():
+    ids = [e.id for e in load_suite(SUITE, "gemv,level3/attention,norm_rms")]
+    assert ids == ["level2/norm_rms_norm", "level3/attention", "level3/gemv"]
+    assert [e.id for e in load_suite(SUITE, "level1/math_*")] == [e.id for e in load_suite(SUITE, "math_")]

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from diagnose.bench.suite import Entry
+from diagnose.bench.suite import Entry, matches
 
 Row = tuple[str, str, dict]
 RUN_NAME = re.compile(r"level_(\d+)_problem_(\d+)_sample_\d+_kernel$")
@@ -64,7 +64,7 @@ def make_entry(root: Path, path: Path, files: list[Path], category: str | None =
 def keep(tasks: list[SuiteTask], pattern: str | None) -> list[SuiteTask]:
     if not pattern:
         return tasks
-    return [t for t in tasks if pattern in t.entry.id or Path(t.entry.id).match(pattern)]
+    return [t for t in tasks if matches(t.entry.id, pattern)]
 
 
 def match_solution(root: Path, problem: Path, solutions: Path | None, suffix: str = ".py") -> Path | None:
