@@ -60,6 +60,21 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
             "speedup_vs_eager": speedups(best["verdict"] if best else baseline, "eager").get(group),
             "speedup_vs_compile": compiled[group] / mine if mine and compiled.get(group) else None,
             "roofline_fraction": bound / mine if bound and mine else None,
-            "reasons": [] if best else ["no candidate passed verification; the entry stays as given"],
+            "reasons": [] if best else [why_unimproved(report)],
         }))
     return out
+
+
+def why_unimproved(report: dict) -> str:
+    """Why a run kept the entry as given, read from its candidates and trace: nothing proposed, nothing
+    verified inside the wall budget, or nothing that passed."""
+    # the verify node's line for candidates it had no time for: "not verified (wall time over N s): a, b"
+    unverified = [line.strip() for t in report.get("trace", []) for line in t["reason"].split(";")
+                  if line.strip().startswith("not verified (wall time over")]
+    if report.get("candidates"):
+        return "no candidate passed verification; the entry stays as given"
+    if unverified:
+        limit = unverified[-1].split("(", 1)[1].split(")", 1)[0]
+        count = len(unverified[-1].split(": ", 1)[1].split(", "))
+        return f"{count} proposed candidate(s) left unverified ({limit}); the entry stays as given"
+    return "no rewrite was proposed for its findings; the entry stays as given"

@@ -159,3 +159,17 @@ def test_report_cli(cli, small_suite, tmp_path):
     sweep(small_suite, db, SweepOptions(seeds=2, pattern="honest"))
     result = cli("bench", "report", "--store", str(db), "--format", "csv")
     assert result.returncode == 0 and "level1/honest" in result.stdout
+
+
+@pytest.mark.parametrize("candidates, trace, expected", [
+    ([], [{"reason": "not verified (wall time over 170 s): a-retune, a-autotune"}],
+     "2 proposed candidate(s) left unverified (wall time over 170 s)"),
+    ([], [{"reason": "b-x: FAILED; not verified (wall time over 60 s): b-y"}],
+     "1 proposed candidate(s) left unverified (wall time over 60 s)"),
+    ([], [{"reason": "nothing untried"}], "no rewrite was proposed for its findings"),
+    ([{"candidate": {"id": "c"}, "verdict": {"passed": False}}], [], "no candidate passed verification"),
+])
+def test_an_unimproved_entry_says_why(candidates, trace, expected):
+    from diagnose.bench.optimize import why_unimproved
+
+    assert why_unimproved({"candidates": candidates, "trace": trace}).startswith(expected)
