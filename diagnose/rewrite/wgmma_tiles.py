@@ -59,8 +59,11 @@ class WgmmaTiles(Rewrite):
 
     ## Answers
     TRI005 (dot-below-wgmma-minimum), TRI006 (unpipelined-k-loop), TRI022 (tiles overflow shared
-    memory), TRI023 (dot dimension below 16), ASC011/ASC012 (cube tiles); IR evidence DotLowering
-    (missed) and SoftwarePipelining (missed).
+    memory), TRI023 (dot dimension below 16), ASC011/ASC012 (cube tiles); the profiling code PRF001
+    (memory-bound): for a `tl.dot` kernel that is the operands re-read from memory for every small
+    output tile (a 64x64 tile on wgmma is still memory-bound where 128x128 is not: the H200 run of
+    npukernel matmul_bias at 43% of its roofline, 0.50x of cuBLAS); IR evidence DotLowering (missed)
+    and SoftwarePipelining (missed).
 
     ## References
     notes/triton-internals.md sections 3c-3e; Triton tutorial 03-matrix-multiplication (configs).
@@ -68,7 +71,7 @@ class WgmmaTiles(Rewrite):
 
     id = "wgmma-tiles"
     title = "Matmul tiles, warps and stages sized for the matrix engine (wgmma on sm_90)"
-    codes = ("TRI005", "TRI006", "TRI022", "TRI023", "ASC011", "ASC012")
+    codes = ("TRI005", "TRI006", "TRI022", "TRI023", "ASC011", "ASC012", "PRF001")
     evidence = ("DotLowering", "SoftwarePipelining")
     tunable = True
 

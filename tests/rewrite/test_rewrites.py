@@ -126,3 +126,20 @@ def test_triage_findings_carry_their_rewrite_ids():
     findings = triage_source(source, "matmul.py", target="cuda:sm90")
     assert findings and all(f.rewrites == rewrites_for(f.code) for f in findings)
     assert any(f.rewrites for f in findings)
+
+
+def test_a_memory_bound_matmul_calls_for_larger_tiles():
+    """PRF001 on a tl.dot kernel (small tiles re-read A and B, as npukernel matmul_bias on the H200)
+    calls for wgmma-tiles, whose precondition holds there; it does not call for it on a kernel without
+    a dot."""
+    from diagnose.records import Evidence, Finding, Location
+    from diagnose.rewrite.pipeline import called_by, context_for, survey
+
+    evidence = (Evidence("profile", "estimate", "Bottleneck", "analysis"),)
+    finding = Finding("PRF001", "Memory-bound: 43% of the roofline", "warning", "medium",
+                      Location("matmul_bias.py", 40), evidence)
+    assert called_by(REWRITES["wgmma-tiles"], [finding], ()) == ("PRF001@matmul_bias.py:40",)
+    for path, holds in ((ROOT / "benchmarks/npukernel/level3/matmul_bias.py", True),
+                        (ROOT / "benchmarks/npukernel/level1/math_abs.py", False)):
+        found = {a.rewrite.id: a for a in survey(context_for(path, [finding], (), "cuda:sm90"))}
+        assert found["wgmma-tiles"].precondition.holds is holds, path
