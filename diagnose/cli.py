@@ -255,6 +255,8 @@ def optimize(
     write: bool = typer.Option(False, "--write", help="Write the optimized kernel over the input file."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Candidates to verify at most."),
     max_wall: float = typer.Option(1800.0, "--max-wall", help="Seconds of wall time at most."),
+    seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group in each verification."),
+    no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline of the task as given."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr; only the outcome and the table."),
 ):
     """Escalate from cheap to expensive evidence, propose rewrites, verify and time them."""
@@ -268,7 +270,8 @@ def optimize(
     lookup(target)
     with OptimizeProgress(Console(stderr=True), quiet=quiet) as progress:
         result = run_optimize(str(task) if task else "", target=target, device=device, resume=resume, write=write,
-                              budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall),
+                              budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall, seeds=seeds,
+                                            compile_baseline=not no_compile),
                               on_start=progress.on_start, on_step=progress.on_step, on_candidate=progress.on_candidate)
     from diagnose.report.run_view import outcome
     from diagnose.report.summary import candidates_table

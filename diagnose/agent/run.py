@@ -93,8 +93,9 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
                                                      "out_dir": out_dir, "budget": dataclasses.asdict(budget)}))
     graph, connection = open_graph(folder)
     config = {"configurable": {"thread_id": run_id}}
-    context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(str(folder), on_candidate=on_candidate,
-                                                                             device_lock=device_lock))
+    context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(
+        str(folder), on_candidate=on_candidate, device_lock=device_lock, seeds=budget.seeds,
+        compile_baseline=budget.compile_baseline))
     first = None if resume else {"task": task, "target": target, "device": device, "started": time.time()}
     try:
         for mode, chunk in graph.stream(first, config, context=context, stream_mode=["updates", "tasks"],

@@ -35,11 +35,19 @@ class State(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class Budget:
-    """Limits of one run: candidates verified, levels, wall time."""
+    """What one run may spend: candidates verified, wall time, and how thorough each verification is.
+
+    `seeds` input sets per group in every verification of the run (the baseline's and each candidate's);
+    `compile_baseline` times `torch.compile` beside the task as given. Both trade evidence for wall
+    time: on a device shared by a sweep's `--jobs`, three seeds of GiB inputs and a compile of every
+    reference can use a whole run's wall budget before its first candidate.
+    """
 
     max_candidates: int = 12
     max_wall_s: float = 1800.0
     roofline_fraction: float = 0.9   # stop once the best reaches this fraction of the bound
+    seeds: int = 3
+    compile_baseline: bool = True
 
 
 @dataclass(frozen=True)

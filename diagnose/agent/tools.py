@@ -20,18 +20,23 @@ class Tools:
     `on_candidate(id, index, total)`, when given, is called as each candidate's verification starts
     (the progress display names it); it is not part of the state and never checkpointed.
     `device_lock` names the lock file of a device shared with other runs (a sweep's `--jobs`:
-    `diagnose.runtime.device_lock`).
+    `diagnose.runtime.device_lock`). `seeds` and `compile_baseline` are the run's (`Budget`).
     """
 
     run_dir: str
     on_candidate: Callable[[str, int, int], None] | None = field(default=None, compare=False)
     device_lock: str | None = None
+    seeds: int = 3
+    compile_baseline: bool = True
 
     def verify_task(self, task: str, device: str, target: str) -> dict:
         from diagnose.task import load_task
         from diagnose.verify.harness import CheckOptions, verify
 
-        return verify(load_task(task), CheckOptions(device=device, device_lock=self.device_lock)).to_dict()
+        baselines = ("eager", "compile") if self.compile_baseline else ("eager",)
+        options = CheckOptions(device=device, seeds=tuple(range(self.seeds)), baselines=baselines,
+                               device_lock=self.device_lock)
+        return verify(load_task(task), options).to_dict()
 
     def triage(self, path: str, target: str) -> list[dict]:
         from diagnose.triage.cli import triage_source
@@ -106,7 +111,8 @@ class Tools:
         if not candidates or (deadline is not None and time.time() > deadline):
             return []
         results = []
-        options = CheckOptions(device=device, initial=Path(task), baselines=("eager",), device_lock=self.device_lock)
+        options = CheckOptions(device=device, seeds=tuple(range(self.seeds)), initial=Path(task), baselines=("eager",),
+                               device_lock=self.device_lock)
         # One reference job for the round: every candidate is judged against the same cases.
         with prepared(load_task(task, candidates[0]["path"]), options) as reference:
             for index, candidate in enumerate(candidates, 1):

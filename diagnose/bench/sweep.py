@@ -115,8 +115,10 @@ def score_entry(entry: Entry, options: SweepOptions) -> list[tuple[str, str, dic
 
 
 def optimize_one(entry: Entry, options: SweepOptions, runs: Path) -> list[tuple[str, str, dict]]:
+    # The sweep's --seeds and --no-compile reach the agent's verifications as they reach score mode's.
+    budget = dataclasses.replace(options.budget, seeds=options.seeds, compile_baseline="compile" in options.baselines)
     try:
-        return optimize_entry(entry, options.device, options.target, options.budget, runs, options.device_lock)
+        return optimize_entry(entry, options.device, options.target, budget, runs, options.device_lock)
     except DiagnoseError as exc:
         return failed("load_error", str(exc))
 

@@ -97,3 +97,19 @@ def test_bad_input_and_unknown_run_are_one_line(tmp_path):
     assert result.returncode == 2 and "no such file" in result.stderr and "Traceback" not in result.stderr
     result = optimize_cli("--resume", "nope", cache=tmp_path)
     assert result.returncode == 2 and "no run 'nope'" in result.stderr
+
+
+@pytest.mark.slow
+def test_seeds_and_no_compile_reach_every_verification_of_the_run(tmp_path):
+    task = tmp_path / "vector_add.py"
+    task.write_text((EXAMPLES / "vector_add.py").read_text())
+    result = optimize_cli(str(task), "--max-candidates", "1", "--seeds", "2", "--no-compile", "--quiet",
+                          cache=tmp_path / "cache", timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads((only_run(tmp_path / "cache") / "report.json").read_text())
+    verdicts = [report["baseline"], *(c["verdict"] for c in report["candidates"])]
+    assert len(verdicts) == 2, "the baseline and one candidate"
+    for verdict in verdicts:
+        assert {case["seed"] for case in verdict["cases"]} == {0, 1}
+        assert "compile" not in {t["variant"] for t in verdict["timings"]}
+    assert json.loads((only_run(tmp_path / "cache") / "run.json").read_text())["budget"]["seeds"] == 2

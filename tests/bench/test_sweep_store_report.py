@@ -121,7 +121,8 @@ def test_optimize_mode_runs_the_agent_and_keeps_the_suite_folder_as_it_was(small
     honest = rows["level1/honest"]
     assert honest.status == "passed" and honest.data["deepest_level"] in ("triage", "profile", "ir", "passes")
     assert honest.data["run_id"] and not honest.data["timed"]  # CPU: verified, not timed
-    assert (tmp_path / "cache" / "runs" / honest.data["run_id"] / "report.json").exists()
+    run = json.loads((tmp_path / "cache" / "runs" / honest.data["run_id"] / "report.json").read_text())
+    assert {case["seed"] for case in run["baseline"]["cases"]} == {0, 1}, "the sweep's --seeds reach the agent"
     again = sweep(small_suite, db, options)
     assert again.ran == 0, "a finished entry is not optimized again"
 
