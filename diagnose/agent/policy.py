@@ -34,15 +34,21 @@ def stop_reason(state: State, budget: Budget, now: float | None = None) -> str |
         return f"budget spent: {len(results)} candidates verified (limit {budget.max_candidates})"
     if now - state.get("started", now) > budget.max_wall_s:
         return f"budget spent: wall time over {budget.max_wall_s:g} s"
-    roofline = state.get("roofline") or {}
     best = best_result(results)
-    bound = roofline.get("bound_ms")
-    if best and bound:
-        medians = [t["median_ms"] for t in best["verdict"]["timings"]
-                   if t["variant"] == "candidate" and t.get("median_ms") and t["group"] == roofline.get("group")]
-        if medians and bound / medians[0] >= budget.roofline_fraction:
-            return f"best candidate reaches {bound / medians[0]:.0%} of the roofline bound"
+    fractions = roofline_fractions(state.get("roofline") or {}, best["verdict"]) if best else {}
+    if fractions and min(fractions.values()) >= budget.roofline_fraction:
+        farthest = min(fractions, key=fractions.get)
+        where = f" on every input group (farthest: {farthest})" if len(fractions) > 1 else ""
+        return f"best candidate reaches {fractions[farthest]:.0%} of the roofline bound{where}"
     return None
+
+
+def roofline_fractions(roofline: dict, verdict: dict) -> dict[str, float]:
+    """Bound over measured median, per input group with both (`bounds_ms`; older runs: one `bound_ms`)."""
+    bounds = roofline.get("bounds_ms") or ({roofline["group"]: roofline["bound_ms"]} if roofline.get("bound_ms") else {})
+    medians = {t["group"]: t["median_ms"] for t in verdict.get("timings", [])
+               if t["variant"] == "candidate" and t.get("median_ms")}
+    return {group: bound / medians[group] for group, bound in bounds.items() if medians.get(group)}
 
 
 def escalation(state: State, budget: Budget, now: float | None = None) -> tuple[str, str]:

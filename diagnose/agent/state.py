@@ -27,7 +27,7 @@ class State(TypedDict, total=False):
     tried: Annotated[list[str], operator.add]      # candidate ids already proposed
     pending: list[dict]                             # candidates proposed and not yet verified
     baseline: dict                                  # verdict of the task as given
-    roofline: dict                                  # {"bound_ms": ..., "group": ...} when known
+    roofline: dict                                  # {"bound_ms", "group" (the farthest), "bounds_ms"} when known
     best: str | None                                # id of the best verified candidate
     started: float
     next: str                                       # the decision of `decide`, read by its router

@@ -77,9 +77,14 @@ class Tools:
         roofline, note = plot_inputs(result, path), "not timed: static estimate only" if not result.timed else ""
         candidate = [p for p in result.positions if p.variant == "candidate"]
         if candidate:
-            first = candidate[0]
-            roofline = {**roofline, "bound_ms": first.bound_s * 1e3, "group": first.group}
-            note = f"{first.fraction:.0%} of the roofline bound on {first.group} ({first.regime})"
+            # The group farthest from its bound is the one the run must close (and the one it stops on):
+            # the first group can sit at its roof while another is at two thirds of it.
+            worst = min(candidate, key=lambda p: p.fraction)
+            roofline = {**roofline, "bound_ms": worst.bound_s * 1e3, "group": worst.group,
+                        "bounds_ms": {p.group: p.bound_s * 1e3 for p in candidate}}
+            note = f"{worst.fraction:.0%} of the roofline bound on {worst.group} ({worst.regime})"
+            if len(candidate) > 1:
+                note += f", the farthest of {len(candidate)} input groups"
         codes = sorted({f["code"] for f in findings})
         return findings, evidence, roofline, f"{note}; findings: {', '.join(codes) or 'none'}"
 

@@ -8,7 +8,7 @@ stays as it was. One row per input group of the baseline (the entry as given):
 - `speedup_vs_initial` and `speedup_vs_eager`: ratios measured in the best candidate's own timing run;
 - `speedup_vs_compile`: the baseline run's `torch.compile` median over the candidate's (two runs, one
   device, the same protocol);
-- `roofline_fraction` on the group the profile level bounded; `deepest_level`; `rewrites`; `run_id`.
+- `roofline_fraction` on each group the profile level bounded; `deepest_level`; `rewrites`; `run_id`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
     out = []
     for group in dict.fromkeys(c["group"] for c in baseline.get("cases", [])):
         mine = optimized.get(group)
-        bound = roofline.get("bound_ms") if roofline.get("group") == group else None
+        bounds = roofline.get("bounds_ms") or {roofline.get("group"): roofline.get("bound_ms")}
+        bound = bounds.get(group)
         out.append((group, "passed", {
             **common,
             "correct": True,

@@ -49,6 +49,19 @@ def test_stops_near_the_roofline():
     assert policy.after_verify(state, Budget(roofline_fraction=0.9), now=1)[0] == "propose"
 
 
+def test_stops_only_when_every_bounded_group_is_near_the_roofline():
+    def verdict(**ms):
+        return {"passed": True, "timings": [{"variant": v, "group": g, "median_ms": m * (2 if v == "initial" else 1)}
+                                            for g, m in ms.items() for v in ("candidate", "initial")]}
+
+    state = {"level": 1, "started": 0, "roofline": {"bound_ms": 0.6, "group": "b", "bounds_ms": {"a": 0.95, "b": 0.6}},
+             "results": [result("fast", verdict(a=1.0, b=1.0))]}
+    assert policy.after_verify(state, Budget(roofline_fraction=0.9), now=1)[0] == "propose"  # b at 60%
+    state["results"] = [result("faster", verdict(a=1.0, b=0.65))]
+    target, reason = policy.after_verify(state, Budget(roofline_fraction=0.9), now=1)
+    assert target == "finish" and "92% of the roofline bound on every input group (farthest: b)" in reason
+
+
 def test_a_prediction_missed_is_said():
     state = {"level": 0, "started": 0, "results": [result("a", timed_verdict(1.6), predicted=3.0)]}
     target, reason = policy.after_verify(state, Budget(), now=1)

@@ -146,6 +146,9 @@ def test_optimize_rows_carry_medians_speedups_and_roofline():
     assert data["speedup_vs_compile"] == pytest.approx(1.5) and data["roofline_fraction"] == pytest.approx(0.8)
     assert data["rewrites"] == ["retune-launch"] and data["deepest_level"] == "profile"
     [line] = report_module_lines([("g", status, data)])
+    report["roofline"] = {"bound_ms": 0.5, "group": "h", "bounds_ms": {"g": 0.9, "h": 0.5}}  # every group's bound
+    [(_, _, data)] = rows_from_report(report, "run1")
+    assert data["roofline_fraction"] == pytest.approx(0.9)
     assert (line.initial_ms, line.optimized_ms, line.deepest_level) == (4.0, 1.0, "profile")
 
 
