@@ -67,6 +67,10 @@ def analyze_passes(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def propose(state: State, runtime: Runtime[Context]) -> dict:
+    level = LEVELS[max(state.get("level", 0), 0)]
+    done = policy.near_roofline(state, runtime.context.budget)
+    if done:  # candidates for a kernel at its roof would spend the budget on what cannot pay
+        return {"pending": [], "trace": [step(level, "propose rewrites", f"nothing proposed: {done}")]}
     tried = set(state.get("tried", []))
     candidates = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
                                                state.get("evidence", []), state["target"], sorted(tried))
@@ -75,7 +79,6 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     room = max(runtime.context.budget.max_candidates - len(state.get("results", [])), 0)
     held = fresh[room:]  # best first: what the budget leaves out stays untried, for a later round
     fresh = fresh[:room]
-    level = LEVELS[max(state.get("level", 0), 0)]
     reason = (f"{len(fresh)} untried: " + ", ".join(c["id"] for c in fresh)) if fresh else "nothing untried"
     if held:
         reason += f" ({len(held)} more left for the budget of {runtime.context.budget.max_candidates})"

@@ -2,7 +2,8 @@
 
 Go one level deeper when the evidence so far yields no untried candidate (the proposer returned
 nothing new), or after a round of verification whose best result fell short of its prediction; stop
-when the best candidate is within `roofline_fraction` of the roofline bound, when the budget is spent
+when the best candidate (before any, the task as given) is within `roofline_fraction` of the roofline
+bound on every input group (then nothing more is proposed), when the budget is spent
 (candidates verified, wall time), or when the deepest level has been reached and nothing is left to
 try. Every decision comes with its reason, which the node writes into the trace.
 
@@ -34,12 +35,20 @@ def stop_reason(state: State, budget: Budget, now: float | None = None) -> str |
         return f"budget spent: {len(results)} candidates verified (limit {budget.max_candidates})"
     if now - state.get("started", now) > budget.max_wall_s:
         return f"budget spent: wall time over {budget.max_wall_s:g} s"
-    best = best_result(results)
-    fractions = roofline_fractions(state.get("roofline") or {}, best["verdict"]) if best else {}
+    return near_roofline(state, budget)
+
+
+def near_roofline(state: State, budget: Budget) -> str | None:
+    """Why nothing is left to gain, when the best candidate (or, before any, the task as given) is within
+    `roofline_fraction` of the bound on every input group the profile bounded; else None."""
+    best = best_result(state.get("results", []))
+    measured = best["verdict"] if best else state.get("baseline") or {}
+    fractions = roofline_fractions(state.get("roofline") or {}, measured)
     if fractions and min(fractions.values()) >= budget.roofline_fraction:
         farthest = min(fractions, key=fractions.get)
         where = f" on every input group (farthest: {farthest})" if len(fractions) > 1 else ""
-        return f"best candidate reaches {fractions[farthest]:.0%} of the roofline bound{where}"
+        who = "best candidate" if best else "the task as given"
+        return f"{who} reaches {fractions[farthest]:.0%} of the roofline bound{where}"
     return None
 
 

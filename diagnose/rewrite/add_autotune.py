@@ -65,7 +65,8 @@ class AddAutotune(Rewrite):
 
     ## Answers
     TRI001, TRI005, TRI006 (like the retunes), TRI024 (autotune-empty-key) by construction; the
-    profiling codes PRF003 (latency-bound) and PRF005 (launch-bound), like `retune-launch`.
+    profiling codes PRF001 (memory-bound short of the roof), PRF003 (latency-bound) and PRF005
+    (launch-bound), like `retune-launch`.
 
     ## References
     notes/triton-internals.md section 8 (autotune configs); Triton `triton.autotune`.
@@ -73,7 +74,7 @@ class AddAutotune(Rewrite):
 
     id = "add-autotune"
     title = "Add @triton.autotune over the launch-config search's survivors, keyed on the sizes"
-    codes = ("TRI001", "TRI005", "TRI006", "TRI024", "PRF003", "PRF005")
+    codes = ("TRI001", "TRI005", "TRI006", "TRI024", "PRF001", "PRF003", "PRF005")
     conflicts = ("retune-launch", "wgmma-tiles")
     tunable = True
 

@@ -64,8 +64,12 @@ class RetuneLaunch(Rewrite):
 
     ## Answers
     TRI001 (too-few-elements-per-thread), TRI018 (more-warps-than-elements); the profiling codes
+    PRF001 (memory-bound short of the roof, where the static estimate sees enough bytes in flight
+    and the device does not: activation_gelu's 1024-element blocks with 4 warps moved 16-bit data at
+    66% of the H200's copy roof),
     PRF003 (latency-bound: more independent work in flight) and PRF005 (launch-bound: more work per
-    program); IR evidence GlobalAccessWidth (missed, `elements_per_thread`).
+    program); IR evidence GlobalAccessWidth (missed, `elements_per_thread`). The agent proposes
+    nothing once the kernel is within its roofline fraction on every input group.
 
     ## References
     notes/triton-internals.md section 3a (access width vs elements per thread); Triton tutorial
@@ -74,7 +78,7 @@ class RetuneLaunch(Rewrite):
 
     id = "retune-launch"
     title = "Retune the block size and num_warps at the launch"
-    codes = ("TRI001", "TRI018", "PRF003", "PRF005")
+    codes = ("TRI001", "TRI018", "PRF001", "PRF003", "PRF005")
     evidence = ("GlobalAccessWidth",)
     conflicts = ("add-autotune",)
     tunable = True

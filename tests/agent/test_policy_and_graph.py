@@ -62,6 +62,28 @@ def test_stops_only_when_every_bounded_group_is_near_the_roofline():
     assert target == "finish" and "92% of the roofline bound on every input group (farthest: b)" in reason
 
 
+def test_a_task_already_at_its_roof_gets_no_candidates():
+    from types import SimpleNamespace
+
+    from diagnose.agent import nodes
+
+    class NoProposals:
+        def propose(self, *args):
+            raise AssertionError("nothing may be proposed for a kernel at its roof")
+
+    baseline = {"passed": True, "timings": [{"variant": "candidate", "group": g, "median_ms": 1.0} for g in "ab"]}
+    state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0, "baseline": baseline,
+             "roofline": {"bound_ms": 0.92, "group": "b", "bounds_ms": {"a": 0.97, "b": 0.92}}}
+    runtime = SimpleNamespace(context=SimpleNamespace(budget=Budget(roofline_fraction=0.9), tools=NoProposals()))
+    update = nodes.propose(state, runtime)
+    assert update["pending"] == []
+    assert "the task as given reaches 92% of the roofline bound on every input group" in update["trace"][0]["reason"]
+    target, reason = policy.escalation(state, Budget(roofline_fraction=0.9), now=1)
+    assert target == "finish" and "the task as given reaches 92%" in reason
+    state["roofline"]["bounds_ms"]["a"] = 0.5  # one group far from its bound: go on
+    assert policy.near_roofline(state, Budget(roofline_fraction=0.9)) is None
+
+
 def test_a_prediction_missed_is_said():
     state = {"level": 0, "started": 0, "results": [result("a", timed_verdict(1.6), predicted=3.0)]}
     target, reason = policy.after_verify(state, Budget(), now=1)
