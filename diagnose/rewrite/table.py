@@ -19,6 +19,7 @@ from diagnose.rewrite.int32_index import Int32Index
 from diagnose.rewrite.load_other import LoadOther
 from diagnose.rewrite.persistent_grid import PersistentGrid
 from diagnose.rewrite.retune_launch import RetuneLaunch
+from diagnose.rewrite.row_program_order import RowProgramOrder
 from diagnose.rewrite.rewrite import Rewrite
 from diagnose.rewrite.single_pass_row import SinglePassRow
 from diagnose.rewrite.structured_2d_index import Structured2dIndex
@@ -36,6 +37,7 @@ REWRITES: dict[str, Rewrite] = {
         HoistLoopInvariant(),
         Int32Index(),
         GroupMSwizzle(),
+        RowProgramOrder(),
         PersistentGrid(),
         TwoLevelTiling(),
         DotInputPrecision(),

@@ -143,3 +143,26 @@ def test_a_memory_bound_matmul_calls_for_larger_tiles():
                         (ROOT / "benchmarks/npukernel/level1/math_abs.py", False)):
         found = {a.rewrite.id: a for a in survey(context_for(path, [finding], (), "cuda:sm90"))}
         assert found["wgmma-tiles"].precondition.holds is holds, path
+
+
+def test_an_uncoalesced_gather_calls_for_row_program_order(tmp_path):
+    """PRF101 (a gather's scattered sectors, as npukernel index_gather on the H200) calls for
+    row-program-order; it holds on index_gather, not on a plain elementwise kernel, and the rewritten
+    entry stays correct on the interpreter."""
+    from diagnose.records import Evidence, Finding, Location
+    from diagnose.rewrite.pipeline import called_by, context_for, survey
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    evidence = (Evidence("profile", "estimate", "Bottleneck", "analysis"),)
+    finding = Finding("PRF101", "Uncoalesced global accesses", "warning", "medium", Location("index_gather.py", 34), evidence)
+    assert called_by(REWRITES["row-program-order"], [finding], ()) == ("PRF101@index_gather.py:34",)
+    gather = ROOT / "benchmarks/npukernel/level1/index_gather.py"
+    for path, holds in ((gather, True), (ROOT / "benchmarks/npukernel/level1/math_abs.py", False)):
+        found = {a.rewrite.id: a for a in survey(context_for(path, [finding], (), "cuda:sm90"))}
+        assert found["row-program-order"].precondition.holds is holds, path
+    ctx = context_for(gather, [finding], (), "cuda:sm90")
+    candidate = tmp_path / "index_gather_row_order.py"
+    candidate.write_text(REWRITES["row-program-order"].apply(ctx))
+    verdict = verify(load_task(gather, candidate), CheckOptions(seeds=(0, 1), baselines=("eager",)))
+    assert verdict.passed, verdict.failure
