@@ -74,7 +74,10 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     tried = set(state.get("tried", []))
     candidates = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
                                                state.get("evidence", []), state["target"], sorted(tried))
-    fresh = [c for c in candidates if c["id"] not in tried]
+    chain = policy.base_lineage(state)
+    fresh = [{**c, "lineage": chain + list(c["made_by"])} for c in candidates if c["id"] not in tried]
+    again = [c["id"] for c in fresh if policy.repeats_lineage(c, chain)]
+    fresh = [c for c in fresh if c["id"] not in again]
     fresh.sort(key=lambda c: -(c.get("predicted_gain") or 0.0))  # best predicted first; ties keep their order
     room = max(runtime.context.budget.max_candidates - len(state.get("results", [])), 0)
     held = fresh[room:]  # best first: what the budget leaves out stays untried, for a later round
@@ -82,6 +85,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     reason = (f"{len(fresh)} untried: " + ", ".join(c["id"] for c in fresh)) if fresh else "nothing untried"
     if held:
         reason += f" ({len(held)} more left for the budget of {runtime.context.budget.max_candidates})"
+    if again:
+        reason += f"; not again on their own output: {', '.join(again)}"
     return {"pending": fresh, "tried": [c["id"] for c in fresh], "trace": [step(level, "propose rewrites", reason)]}
 
 

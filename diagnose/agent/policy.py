@@ -5,7 +5,8 @@ nothing new), or after a round of verification whose best result fell short of i
 when the best candidate (before any, the task as given) is within `roofline_fraction` of the roofline
 bound on every input group (then nothing more is proposed), when the budget is spent
 (candidates verified, wall time), or when the deepest level has been reached and nothing is left to
-try. Every decision comes with its reason, which the node writes into the trace.
+try. A candidate that only applies again the codemods that made its base is not proposed
+(`repeats_lineage`). Every decision comes with its reason, which the node writes into the trace.
 
 Ranking uses `diagnose/report/scores.py`: measured speedup over the initial kernel where timed, the
 predicted gain (an estimate, said so) where not.
@@ -26,6 +27,22 @@ def best_result(results: list[dict]) -> dict | None:
     if not passed:
         return None
     return max(passed, key=lambda r: score(r)[0])
+
+
+def base_lineage(state: State) -> list[str]:
+    """The rewrites that made the current base: none for the task as given, else the best candidate's
+    whole chain (`lineage`, set by the propose node; `made_by` for a candidate without one)."""
+    best = next((r for r in state.get("results", []) if r["candidate"]["id"] == state.get("best")), None)
+    return list(best["candidate"].get("lineage") or best["candidate"]["made_by"]) if best else []
+
+
+def repeats_lineage(candidate: dict, lineage: list[str]) -> bool:
+    """Whether a candidate only applies again codemods that already made its base: a tunable rewrite
+    searched its space the first time, so a second pass re-ranks the same space (on the H200,
+    wgmma-tiles and attention-tiles on their own output measured below the first pass, each costing a
+    verification). The LLM proposer (`llm:<model>`) may refine its own output."""
+    made = candidate.get("made_by") or []
+    return bool(made) and all(m in lineage and not m.startswith("llm:") for m in made)
 
 
 def stop_reason(state: State, budget: Budget, now: float | None = None) -> str | None:

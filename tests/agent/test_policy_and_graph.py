@@ -84,6 +84,31 @@ def test_a_task_already_at_its_roof_gets_no_candidates():
     assert policy.near_roofline(state, Budget(roofline_fraction=0.9)) is None
 
 
+def test_a_codemod_is_not_proposed_again_on_its_own_output():
+    from types import SimpleNamespace
+
+    from diagnose.agent import nodes
+
+    def candidate(id_, made_by):
+        return {"id": id_, "made_by": made_by, "predicted_gain": 1.0}
+
+    class Tools:
+        def propose(self, *args):
+            return [candidate("t-tiles-1-tiles-2", ["wgmma-tiles"]), candidate("t-tiles-1-swizzle-3", ["group-m-swizzle"]),
+                    candidate("t-tiles-1-llm-4", ["llm:m"])]
+
+    best = {"candidate": {"id": "t-tiles-1", "made_by": ["wgmma-tiles"], "lineage": ["wgmma-tiles"]},
+            "verdict": timed_verdict(1.0), "path": "t-tiles-1.py"}
+    state = {"task": "t.py", "base": "t-tiles-1.py", "target": "cuda:sm90", "level": 1, "started": 0,
+             "results": [best], "best": "t-tiles-1"}
+    runtime = SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools()))
+    update = nodes.propose(state, runtime)
+    assert [c["id"] for c in update["pending"]] == ["t-tiles-1-swizzle-3", "t-tiles-1-llm-4"]
+    assert update["pending"][0]["lineage"] == ["wgmma-tiles", "group-m-swizzle"]
+    assert "not again on their own output: t-tiles-1-tiles-2" in update["trace"][0]["reason"]
+    assert policy.base_lineage({"results": []}) == []
+
+
 def test_a_prediction_missed_is_said():
     state = {"level": 0, "started": 0, "results": [result("a", timed_verdict(1.6), predicted=3.0)]}
     target, reason = policy.after_verify(state, Budget(), now=1)
