@@ -8,7 +8,7 @@ from typing import Any
 import libcst as cst
 
 from diagnose import syntax
-from diagnose.rewrite import retune_launch, wgmma_tiles
+from diagnose.rewrite import attention_tiles, retune_launch, wgmma_tiles
 from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statements, unique_name
 from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
@@ -49,7 +49,8 @@ class AddAutotune(Rewrite):
     just runs each config once in the interpreter, where nothing can be timed.
 
     ## When it is valid
-    As for `retune-launch` / `wgmma-tiles` (for `retune-launch`, every access whose pointer depends on
+    As for `retune-launch` / `wgmma-tiles` / `attention-tiles` (the last for a kernel of two chained
+    dots that `wgmma-tiles` does not take; for `retune-launch`, every access whose pointer depends on
     the block size masked, accesses independent of it such as a reduction's per-row store needing
     none; for `wgmma-tiles`, every access masked: so every config computes the same result; the
     tuned values set once on the host), plus: the kernel has no atomics (autotuning
@@ -166,9 +167,14 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AutotunePlan | str | None:
         return "the module does not import triton"
     if calls(kernel.node.body, "dot"):
         base = wgmma_tiles.WgmmaTiles()
+        pre = base.precondition(ctx)
+        if not (pre.holds and pre.kernels == (kernel.name,)):
+            attention = attention_tiles.AttentionTiles()  # two chained dots: its query/key tiles instead
+            if (found := attention.precondition(ctx)).holds and found.kernels == (kernel.name,):
+                base, pre = attention, found
     else:
         base = retune_launch.RetuneLaunch()
-    pre = base.precondition(ctx)
+        pre = base.precondition(ctx)
     if not pre.holds or pre.kernels != (kernel.name,):
         return pre.reason if not pre.holds else None
     space = base.search_space(ctx, pre.plan)

@@ -8,7 +8,7 @@ from typing import Any
 from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import Kernel, grid_coupled, kernels, sites_of
+from diagnose.rewrite.source import Kernel, calls, grid_coupled, kernels, sites_of
 from diagnose.targets import Target
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); the first of each list is the default.
@@ -116,8 +116,11 @@ def _values(tiles: DotTiles, row: tuple[int, ...]) -> dict[str, int]:
 def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
     sites = sites_of(ctx.module, kernel.name)
     tiles = dot_tiles(kernel)
-    if not sites or tiles is None:
+    if not sites:
         return None
+    if tiles is None:
+        # a dot whose operands are not one (M, K) x (K, N) product of loaded tiles, e.g. attention's P @ V
+        return "its tl.dot is not a matmul of loaded (M, K) and (K, N) tiles" if calls(kernel.node.body, "dot") else None
     if kernel.autotuned:
         return "autotuned"
     if len(sites) != 1:

@@ -40,3 +40,19 @@ def test_matmuls_are_refused():
     for path in (ROOT / "examples" / "matmul.py", FIXTURES / "wgmma-tiles" / "before.py"):
         pre = REWRITE.check(RewriteContext(path.read_text(), str(path)))
         assert not pre.holds and "no loop with two tl.dot calls" in pre.reason, pre.reason
+
+
+def test_add_autotune_tunes_attention_over_the_attention_tiles_and_stays_correct(tmp_path):
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    ctx = RewriteContext(ATTENTION.read_text(), str(ATTENTION))
+    assert "is not a matmul of loaded (M, K) and (K, N) tiles" in REWRITES["wgmma-tiles"].check(ctx).reason
+    pre = REWRITES["add-autotune"].check(ctx)
+    assert pre.holds and "tune BLOCK_M, BLOCK_N, num_warps, num_stages keyed on S, D" in pre.reason
+    new = REWRITES["add-autotune"].apply(ctx)
+    assert 'triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3)' in new
+    candidate = tmp_path / "attention_autotuned.py"
+    candidate.write_text(new)
+    verdict = verify(load_task(ATTENTION, candidate), CheckOptions(seeds=(0, 1), baselines=("eager",)))
+    assert verdict.passed, verdict.failure
