@@ -65,3 +65,23 @@ def test_case_reports_worst_error_and_count_mismatch():
     case = compare_case("g", 0, refs, [torch.ones(3) + 1e-5, torch.zeros(2)])
     assert case.passed and case.max_abs_err == pytest.approx(1e-5, rel=1e-2)
     assert not compare_case("g", 0, refs, refs[:1]).passed
+
+
+def test_a_tensor_compared_in_steps_gives_what_one_pass_gives(monkeypatch):
+    from diagnose.verify import compare
+
+    torch.manual_seed(0)
+    ref = torch.randn(1000, 37)
+    out = ref + 1e-6 * torch.randn_like(ref)
+    out[500, 3] += 0.5  # one element outside, in a later step
+    out[999, 36] = float("nan")
+    whole = compare_one(ref, out)
+    monkeypatch.setattr(compare, "CHUNK", 1000)
+    stepped = compare_one(ref, out)
+    assert (stepped[0], stepped[3]) == (whole[0], whole[3]) and "1 NaN where the reference has none" in whole[3]
+    out[999, 36] = ref[999, 36]
+    ok, max_abs, _, reason = compare_one(ref, out)
+    assert not ok and reason == "1 of 37000 elements outside atol=0.0001, rtol=0.0001"
+    assert max_abs == pytest.approx(0.5, rel=1e-4)
+    ref[10, 0] = float("inf")
+    assert "Inf" in compare_one(ref, out)[3], "an Inf in the reference that the output lacks, in the first step"
