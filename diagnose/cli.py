@@ -170,6 +170,8 @@ def bench(
     tolerance: str = typer.Option("default", "--tolerance", help="Tolerance profile: default or kernelbench."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Optimize mode: candidates per entry."),
     max_wall: float = typer.Option(1800.0, "--max-wall", help="Optimize mode: seconds of wall time per entry."),
+    start_within: Optional[float] = typer.Option(None, "--start-within", help="Start no entry later than this many "
+                                                 "seconds into the sweep (the rest wait for the next sweep)."),
     store_path: Path = typer.Option(Path(".diagnose_cache/bench.sqlite"), "--store", help="SQLite results store."),
     fmt: str = typer.Option("md", "--format", help="Report format: md, html, json or csv (with `report`)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the report here instead of stdout."),
@@ -218,7 +220,8 @@ def bench(
     options = SweepOptions(mode=mode, device=device, jobs=jobs, pattern=filter_, redo=redo, seeds=seeds,
                            timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"),
                            target=target, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), suite_format=suite_format,
-                           solutions=solutions, targets=target_list, tolerance=tolerance)
+                           solutions=solutions, targets=target_list, tolerance=tolerance,
+                           start_within_s=start_within)
     if suite_format == DEFAULT:
         total = len(load_suite(folder, filter_))
     else:
@@ -241,7 +244,8 @@ def bench(
             from diagnose.bench.suites.kernelgen import portability_table
 
             typer.echo(portability_table(rows, list(target_list)))
-    console.print(f"{summary.ran} run, {summary.skipped} already done, {summary.failed} failed; store {store_path}")
+    left = f", {summary.left} not started (--start-within)" if summary.left else ""
+    console.print(f"{summary.ran} run, {summary.skipped} already done, {summary.failed} failed{left}; store {store_path}")
     raise typer.Exit(EXIT_FAILED if summary.failed else EXIT_OK)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from diagnose.runtime.devices import require, timed
 from diagnose.targets import DEFAULT_TARGET
 
 MODES = ("score", "optimize")
+LEFT = "not started (past --start-within)"
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class SweepOptions:
     targets: tuple[str, ...] = ()
     tolerance: str = "default"
     device_lock: str | None = None  # set by the sweep for --jobs > 1 on a timed device
+    # No entry starts later than this many seconds after the sweep began (--start-within): a sweep
+    # bounded from outside (a device call's time limit) ends with its runs finished, none killed.
+    start_within_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class SweepSummary:
     ran: int
     skipped: int
     failed: int
+    left: int = 0  # not started: past `start_within_s`
 
 
 def fingerprint(device: str) -> str:
@@ -201,8 +207,11 @@ def run_entries(suite: str, entries: list[Entry], score_one: Callable[[Entry], l
             on_entry(entry, "skipped (done)")
     jobs = max(1, options.jobs)
     failed = 0
+    began = time.monotonic()
 
     def run_one(entry: Entry) -> str:
+        if options.start_within_s is not None and time.monotonic() - began > options.start_within_s:
+            return LEFT
         groups = score_one(entry)
         writer = store.connect(store_path)
         try:
@@ -211,10 +220,12 @@ def run_entries(suite: str, entries: list[Entry], score_one: Callable[[Entry], l
             writer.close()
         return "passed" if all(status in ("passed", "unavailable") for _, status, _ in groups) else "failed"
 
+    left = 0
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for entry, outcome in zip(todo, pool.map(run_one, todo)):
             failed += outcome == "failed"
+            left += outcome == LEFT
             if on_entry:
                 on_entry(entry, outcome)
     connection.close()
-    return SweepSummary(ran=len(todo), skipped=skipped, failed=failed)
+    return SweepSummary(ran=len(todo) - left, skipped=skipped, failed=failed, left=left)

@@ -25,6 +25,17 @@ def small_suite(tmp_path):
     return suite
 
 
+def test_entries_past_start_within_wait_for_the_next_sweep(small_suite, tmp_path):
+    db = tmp_path / "r.sqlite"
+    seen = []
+    none = sweep(small_suite, db, SweepOptions(seeds=2, start_within_s=0.0), lambda e, outcome: seen.append(outcome))
+    assert (none.ran, none.left, none.failed) == (0, 3, 0) and set(seen) == {"not started (past --start-within)"}
+    assert store.rows(store.connect(db)) == [], "nothing written for an entry that did not start"
+    # the first entry starts at once; the next ones, queued behind it on one job, start past the limit
+    some = sweep(small_suite, db, SweepOptions(seeds=2, start_within_s=1.0))
+    assert (some.ran, some.left) == (1, 2)
+
+
 def test_sweep_records_each_entry_once_and_skips_done_ones(small_suite, tmp_path):
     db = tmp_path / "r.sqlite"
     first = sweep(small_suite, db, SweepOptions(seeds=2, jobs=2))
