@@ -20,6 +20,7 @@ from diagnose.rewrite.load_other import LoadOther
 from diagnose.rewrite.persistent_grid import PersistentGrid
 from diagnose.rewrite.retune_launch import RetuneLaunch
 from diagnose.rewrite.row_program_order import RowProgramOrder
+from diagnose.rewrite.rows_per_program import RowsPerProgram
 from diagnose.rewrite.rewrite import Rewrite
 from diagnose.rewrite.single_pass_row import SinglePassRow
 from diagnose.rewrite.structured_2d_index import Structured2dIndex
@@ -38,6 +39,7 @@ REWRITES: dict[str, Rewrite] = {
         Int32Index(),
         GroupMSwizzle(),
         RowProgramOrder(),
+        RowsPerProgram(),
         PersistentGrid(),
         TwoLevelTiling(),
         DotInputPrecision(),

@@ -155,3 +155,22 @@ def test_rewritten_row_reductions_stay_correct(tmp_path):
         assert verdict.failure is None, (task, verdict.failure)
         assert verdict.cases and all(c.passed for c in verdict.cases), (task, verdict.cases)
         assert verdict.passed, task
+
+
+def test_a_launch_bound_short_row_reduction_gets_several_rows_per_program(tmp_path):
+    """PRF005 (reduce_sum_dim's 128-element rows ran at 0.21x of torch.sum on the H200) calls for
+    rows-per-program; the rewritten entry keeps its rows' arithmetic and stays correct on the interpreter."""
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    evidence = (Evidence("profile", "estimate", "Bottleneck", "analysis"),)
+    finding = Finding("PRF005", "Launch-bound", "warning", "medium", Location("reduce_sum_dim.py", 40), evidence)
+    assert called_by(REWRITES["rows-per-program"], [finding], ()) == ("PRF005@reduce_sum_dim.py:40",)
+    path = BENCH / "level2/reduce_sum_dim.py"
+    new = REWRITES["rows-per-program"].apply(RewriteContext(path.read_text(), str(path), lookup("cuda:sm90")))
+    assert "row_sum_kernel[(triton.cdiv(b * m, 4),)](x, out, n, BLOCK=BLOCK, n_rows=b * m, ROWS=4)" in new
+    assert "        if row < n_rows:\n            x_row = x_ptr + row.to(tl.int64) * n_cols" in new
+    candidate = tmp_path / "reduce_sum_dim_rows.py"
+    candidate.write_text(new)
+    verdict = verify(load_task(path, candidate), CheckOptions(seeds=(0, 1), baselines=("eager",)))
+    assert verdict.passed, verdict.failure

@@ -1,0 +1,139 @@
+"""rows-per-program: a kernel that handles one row per program handles ROWS rows, for short rows."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import libcst as cst
+
+from diagnose.rewrite.edit import fit_call, replace, set_keyword, unique_name
+from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.source import (
+    Kernel, LaunchSite, calls, code, coupled_by_axis, grid_elements, grid_shared, kernels,
+    model_forward, names, program_id_names, resolve_grid, simple_assignment, sites_of, walk,
+)
+
+ROWS = 4
+
+
+@dataclass(frozen=True)
+class RowsPlan:
+    kernel: Kernel
+    site: LaunchSite
+    row: str                                   # the name bound to tl.program_id(0)
+    grid: cst.BaseExpression                   # the grid tuple, where it is written
+    grid_statement: cst.SimpleStatementLine | None
+    rows: cst.BaseExpression                   # its one axis: the number of rows
+
+
+class RowsPerProgram(Rewrite):
+    """## What it changes
+    A kernel launched on a 1-D grid of one program per row (`row = tl.program_id(0)`, grid `(n_rows,)`)
+    handles `ROWS` consecutive rows per program: the statements after the row binding move into
+    `for r in tl.static_range(ROWS): row = tl.program_id(0) * ROWS + r; if row < n_rows: ...`, the
+    kernel gains the parameters `n_rows` and `ROWS: tl.constexpr`, and the launch passes
+    `n_rows=<the grid's axis>`, `ROWS=4` on the grid `(triton.cdiv(<axis>, 4),)`.
+
+    ## When it is valid
+    Every row is still handled once by the same statements, so the values are the same; required: one
+    launch in `ModelNew.forward` on a grid that is a 1-element tuple (not shared with another launch),
+    exactly one `tl.program_id` in the kernel, axis 0, bound once at its top level and not multiplied
+    by a constexpr (a row, not a tile of a flattened range), no `tl.num_programs`, no `return` in the
+    kernel (it would end the rows after it), and not autotuned.
+
+    ## Why it is faster
+    A short row (128 elements: one value per thread with 4 warps) makes a program that starts, loads
+    a few hundred bytes and ends: millions of them are bound by block scheduling and launch overhead,
+    not by memory (npukernel reduce_sum_dim 256x8192x128 fp16 ran at 0.21x of `torch.sum` on the
+    H200). With ROWS rows per program the unrolled loop keeps several rows' loads in flight and
+    divides the number of programs by ROWS.
+
+    ## Safety
+    Safe: each row is computed by the same statements as before.
+
+    ## Answers
+    PRF005 (launch- or scheduling-bound: more work per program), PRF003 (latency-bound: more
+    independent work in flight).
+
+    ## References
+    Triton tutorial 02-fused-softmax (a program loops over several rows); notes/triton-internals.md
+    section 3a (values per thread).
+    """
+
+    id = "rows-per-program"
+    title = "Several rows per program for a kernel of one short row per program"
+    codes = ("PRF005", "PRF003")
+    conflicts = ("persistent-grid",)
+
+    def precondition(self, ctx: RewriteContext) -> Precondition:
+        reasons = []
+        for kernel in kernels(ctx.module).values():
+            plan = _plan(ctx, kernel)
+            if isinstance(plan, RowsPlan):
+                return Precondition.yes(f"{kernel.name}: one program per row of {code(plan.rows)}", (kernel.name,), plan)
+            if plan:
+                reasons.append(f"{kernel.name}: {plan}")
+        return Precondition.no("; ".join(reasons) or "no kernel launched on a 1-D grid of one program per row")
+
+    def transform(self, ctx: RewriteContext, plan: RowsPlan) -> str:
+        kernel = plan.kernel
+        taken = names(kernel.node) | set(kernel.params)
+        n_rows, rows, step = unique_name(taken, "n_rows"), unique_name(taken, "ROWS"), unique_name(taken, "r")
+        value = int(ctx.param("rows", ROWS))
+        body = list(kernel.statements)
+        at = next(i for i, stmt in enumerate(body) if simple_assignment(stmt)[0] == plan.row)
+        before, after = body[:at], body[at + 1:]
+        binding = cst.parse_statement(f"{plan.row} = tl.program_id(0) * {rows} + {step}\n")
+        guarded = cst.If(test=cst.parse_expression(f"{plan.row} < {n_rows}"), body=cst.IndentedBlock(after))
+        loop = cst.For(target=cst.Name(step), iter=cst.parse_expression(f"tl.static_range({rows})"),
+                       body=cst.IndentedBlock([binding, guarded]),
+                       leading_lines=[*body[at].leading_lines, cst.EmptyLine(comment=cst.Comment(
+                           f"# {rows} rows per program: short rows made millions of tiny programs"))])
+        params = list(kernel.node.params.params)
+        params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        params += [cst.Param(name=cst.Name(n_rows), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                   cst.Param(name=cst.Name(rows), annotation=cst.Annotation(cst.parse_expression("tl.constexpr")))]
+        new_kernel = kernel.node.with_changes(params=kernel.node.params.with_changes(params=params),
+                                              body=kernel.node.body.with_changes(body=[*before, loop]))
+        grid = cst.parse_expression(f"(triton.cdiv({code(plan.rows)}, {value}),)")
+        call = set_keyword(set_keyword(plan.site.call, n_rows, plan.rows), rows, cst.Integer(str(value)))
+        mapping = {kernel.node: new_kernel}
+        if plan.grid_statement is not None:
+            mapping[plan.grid] = grid
+        else:
+            call = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(grid))]))
+        mapping[plan.site.call] = fit_call(call, indent=8)
+        return replace(ctx.module, mapping).code
+
+
+def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
+    sites = sites_of(ctx.module, kernel.name)
+    if not sites:
+        return None
+    pids = program_id_names(kernel)
+    if len(calls(kernel.node.body, "program_id")) != 1 or len(pids) != 1 or set(pids.values()) != {0}:
+        return "its one program id is not `row = tl.program_id(0)` at the kernel's top level"
+    (row,) = pids
+    if kernel.autotuned:
+        return "autotuned"
+    if calls(kernel.node.body, "num_programs"):
+        return "reads tl.num_programs"
+    if coupled_by_axis(kernel).get(0):
+        return f"{row} is multiplied by a block size: a program handles a tile, not a row"
+    stores = [n for n in ast.walk(ast.parse(code(kernel.node)))
+              if isinstance(n, ast.Name) and n.id == row and isinstance(n.ctx, ast.Store)]
+    if len(stores) != 1:
+        return f"{row} is bound more than once"
+    if any(isinstance(node, cst.Return) for node in walk(kernel.node.body)):
+        return "returns early"
+    if len(sites) != 1:
+        return f"launched {len(sites)} times"
+    site = sites[0]
+    grid, grid_statement = resolve_grid(model_forward(ctx.module), site)
+    axes = grid_elements(grid)
+    if axes is None or len(axes) != 1:
+        return "the grid is not a 1-element tuple"
+    if grid_shared(ctx.module, site):
+        return "the grid variable serves other launches"
+    return RowsPlan(kernel, site, row, grid, grid_statement, axes[0])
