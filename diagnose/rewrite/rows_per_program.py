@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from diagnose import syntax
 from diagnose.rewrite.edit import fit_call, replace, set_keyword, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -121,7 +122,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
         return "reads tl.num_programs"
     if coupled_by_axis(kernel).get(0):
         return f"{row} is multiplied by a block size: a program handles a tile, not a row"
-    stores = [n for n in ast.walk(ast.parse(code(kernel.node)))
+    stores = [n for n in ast.walk(syntax.parse(code(kernel.node)))
               if isinstance(n, ast.Name) and n.id == row and isinstance(n.ctx, ast.Store)]
     if len(stores) != 1:
         return f"{row} is bound more than once"
