@@ -69,9 +69,14 @@ def near_roofline(state: State, budget: Budget) -> str | None:
     return None
 
 
+def roofline_bounds(roofline: dict) -> dict[str, float]:
+    """The roofline bound (ms) per input group: `bounds_ms`, or an older run's one `bound_ms`."""
+    return roofline.get("bounds_ms") or ({roofline["group"]: roofline["bound_ms"]} if roofline.get("bound_ms") else {})
+
+
 def roofline_fractions(roofline: dict, verdict: dict) -> dict[str, float]:
-    """Bound over measured median, per input group with both (`bounds_ms`; older runs: one `bound_ms`)."""
-    bounds = roofline.get("bounds_ms") or ({roofline["group"]: roofline["bound_ms"]} if roofline.get("bound_ms") else {})
+    """Bound over measured median, per input group with both."""
+    bounds = roofline_bounds(roofline)
     medians = {t["group"]: t["median_ms"] for t in verdict.get("timings", [])
                if t["variant"] == "candidate" and t.get("median_ms")}
     return {group: bound / medians[group] for group, bound in bounds.items() if medians.get(group)}

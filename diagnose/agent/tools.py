@@ -31,12 +31,16 @@ class Tools:
 
     def verify_task(self, task: str, device: str, target: str) -> dict:
         from diagnose.task import load_task
-        from diagnose.verify.harness import CheckOptions, verify
+        from diagnose.verify.harness import verify
 
         baselines = ("eager", "compile") if self.compile_baseline else ("eager",)
-        options = CheckOptions(device=device, seeds=tuple(range(self.seeds)), baselines=baselines,
-                               device_lock=self.device_lock)
-        return verify(load_task(task), options).to_dict()
+        return verify(load_task(task), self.check_options(device, baselines=baselines)).to_dict()
+
+    def check_options(self, device: str, **options):
+        """How this run verifies: its seeds and device lock, plus `options`."""
+        from diagnose.verify.harness import CheckOptions
+
+        return CheckOptions(device=device, seeds=tuple(range(self.seeds)), device_lock=self.device_lock, **options)
 
     def triage(self, path: str, target: str) -> list[dict]:
         from diagnose.triage.cli import triage_source
@@ -111,13 +115,12 @@ class Tools:
         import time
 
         from diagnose.task import load_task
-        from diagnose.verify.harness import CheckOptions, prepared, verify
+        from diagnose.verify.harness import prepared, verify
 
         if not candidates or (deadline is not None and time.time() > deadline):
             return []
         results = []
-        options = CheckOptions(device=device, seeds=tuple(range(self.seeds)), initial=Path(task), baselines=("eager",),
-                               device_lock=self.device_lock)
+        options = self.check_options(device, initial=Path(task), baselines=("eager",))
         # One reference job for the round: every candidate is judged against the same cases.
         with prepared(load_task(task, candidates[0]["path"]), options) as reference:
             for index, candidate in enumerate(candidates, 1):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from diagnose.agent.policy import roofline_bounds
 from diagnose.agent.state import Budget
 from diagnose.bench.suite import Entry
 from diagnose.report.scores import medians, speedups
@@ -46,11 +47,10 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
     initial = medians(baseline, "candidate")
     compiled = medians(baseline, "compile")
     optimized = medians(best["verdict"], "candidate") if best else initial
-    roofline = report.get("roofline") or {}
+    bounds = roofline_bounds(report.get("roofline") or {})
     out = []
     for group in dict.fromkeys(c["group"] for c in baseline.get("cases", [])):
         mine = optimized.get(group)
-        bounds = roofline.get("bounds_ms") or {roofline.get("group"): roofline.get("bound_ms")}
         bound = bounds.get(group)
         out.append((group, "passed", {
             **common,

@@ -9,7 +9,7 @@ import libcst as cst
 from diagnose.rewrite.dependence import dependence, reads
 from diagnose.rewrite.edit import replace, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import Kernel, calls, int_value, keyword, kernels, load_derived, names, positional
+from diagnose.rewrite.source import Kernel, axis_of, calls, code, keyword, kernels, load_derived, names
 
 
 # Stand-ins for "reads tl.program_id(0)" / "(1)" in `dependence`; not valid identifiers, so no name clashes.
@@ -100,11 +100,6 @@ class RowProgramOrder(Rewrite):
         return replace(ctx.module, {kernel.node: new_kernel}).code
 
 
-def axis_of(call: cst.Call) -> int | None:
-    arg = keyword(call, "axis") or (positional(call)[0] if positional(call) else None)
-    return int_value(arg.value) if arg is not None else None
-
-
 def _plan(kernel: Kernel) -> OrderPlan | str | None:
     axes = [axis_of(c) for c in calls(kernel.node.body, "program_id")]
     if not {0, 1} <= set(axes):
@@ -122,5 +117,5 @@ def _plan(kernel: Kernel) -> OrderPlan | str | None:
         # what the address is made of besides the gathered offsets
         rest = (reads(pointer.value, ROW, frozenset({0})) | reads(pointer.value, COL, frozenset({1}))) - loaded
         if read & loaded and rest & on_row and not rest & on_col:
-            return OrderPlan(kernel, cst.Module([]).code_for_node(pointer.value))
+            return OrderPlan(kernel, code(pointer.value))
     return "no load gathers (an address from loaded values) from a row chosen by program_id(0) alone"

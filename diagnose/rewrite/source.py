@@ -222,13 +222,14 @@ def program_id_names(kernel: Kernel) -> dict[str, int]:
     for stmt in kernel.statements:
         target, value = simple_assignment(stmt)
         if target and is_tl_call(value, "program_id"):
-            axis = _axis(value)
+            axis = axis_of(value)
             if axis is not None:
                 out[target] = axis
     return out
 
 
-def _axis(call: cst.Call) -> int | None:
+def axis_of(call: cst.Call) -> int | None:
+    """The literal axis of a `tl.program_id` / `tl.num_programs` call, or None."""
     arg = keyword(call, "axis") or (positional(call)[0] if positional(call) else None)
     return int_value(arg.value) if arg is not None else None
 
@@ -249,7 +250,7 @@ def coupled_by_axis(kernel: Kernel) -> dict[int, set[str]]:
         target, value = simple_assignment(stmt)
         if target and value is not None:
             axes = set().union(*(derived.get(n, set()) for n in names(value)))
-            axes |= {a for a in (_axis(c) for c in calls(value, "program_id")) if a is not None}
+            axes |= {a for a in (axis_of(c) for c in calls(value, "program_id")) if a is not None}
             if axes:
                 derived[target] = derived.get(target, set()) | axes
     out: dict[int, set[str]] = {}
@@ -258,7 +259,7 @@ def coupled_by_axis(kernel: Kernel) -> dict[int, set[str]]:
             for mine, other in ((node.left, node.right), (node.right, node.left)):
                 if isinstance(mine, cst.Name) and mine.value in kernel.constexprs:
                     axes = set().union(*(derived.get(n, set()) for n in names(other)))
-                    axes |= {a for a in (_axis(c) for c in calls(other, "program_id")) if a is not None}
+                    axes |= {a for a in (axis_of(c) for c in calls(other, "program_id")) if a is not None}
                     for axis in axes:
                         out.setdefault(axis, set()).add(mine.value)
     return out

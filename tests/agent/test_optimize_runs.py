@@ -97,6 +97,8 @@ def test_bad_input_and_unknown_run_are_one_line(tmp_path):
     assert result.returncode == 2 and "no such file" in result.stderr and "Traceback" not in result.stderr
     result = optimize_cli("--resume", "nope", cache=tmp_path)
     assert result.returncode == 2 and "no run 'nope'" in result.stderr
+    result = optimize_cli(str(EXAMPLES / "vector_add.py"), "--seeds", "1", cache=tmp_path)
+    assert result.returncode == 2 and "--seeds" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.slow
