@@ -52,17 +52,22 @@ def sha256_file(path: str | os.PathLike) -> str | None:
         return None
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON through a temporary file and a rename, so readers never see half a file."""
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file and a rename, so readers (another process compiling the same
+    kernel) never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_bytes_atomic(path, json.dumps(data).encode())
 
 
 def read_json(path: Path) -> Any | None:

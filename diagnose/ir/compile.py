@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagnose.ir.cache import ir_cache_dir, read_json, write_json_atomic
+from diagnose.ir.cache import ir_cache_dir, read_json, write_bytes_atomic, write_json_atomic
 from diagnose.ir.passes import PassStep, PassTrace, record_passes
 from diagnose.ir.remarks import Diagnostic, parse_diagnostics
 from diagnose.ir.specialize import ConcreteLaunch, build_source, describe_specialization
@@ -116,7 +116,7 @@ class CompileRecord:
             ).stdout
         except (OSError, subprocess.SubprocessError):
             return None
-        path.write_text(text)
+        write_bytes_atomic(path, text.encode())
         return text
 
 
@@ -158,7 +158,7 @@ def compile_launch(
         "snapshots": "all" if snapshots else "allocation",
     }
     blob = json.dumps({"stage_inputs": trace.stage_inputs, "snapshots": trace.snapshots}).encode()
-    (group / SNAPSHOT_FILE).write_bytes(gzip.compress(blob, compresslevel=1))
+    write_bytes_atomic(group / SNAPSHOT_FILE, gzip.compress(blob, compresslevel=1))
     write_json_atomic(group / RECORD_FILE, data)
     return _record(data, kernel, group, cache_hit=False)
 

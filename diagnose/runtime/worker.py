@@ -8,6 +8,11 @@ stdout so that whatever the user's code prints cannot corrupt it.
 
 Environment that must hold before `triton` is imported (`TRITON_INTERPRET=1` for the CPU device) is
 set by the parent in the child's environment, never here.
+
+The worker leads its own process group (the parent kills that group on a timeout), so a parent killed
+outright (SIGKILL, no chance to clean up) would leave it running: a killed run's compiles would go on
+writing the cache that the resumed run reads. A watch thread ends the worker's group when its parent
+is gone.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
+import time
 import traceback
 
 from diagnose.errors import UsageError
@@ -51,8 +59,24 @@ def write_result(path: str, result: dict) -> None:
     os.replace(tmp, path)
 
 
+PARENT_POLL_S = 0.5
+
+
+def end_with_parent(parent: int) -> None:
+    """Kill this worker's group (itself and whatever it started) once `parent` is no longer its parent."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="diagnose-parent-watch", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
     request_path, result_path = argv[1], argv[2]
+    if os.getpgrp() == os.getpid():  # started by `call` in a group of its own
+        end_with_parent(os.getppid())
     with open(request_path) as handle:
         request = json.load(handle)
     try:

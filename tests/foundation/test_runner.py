@@ -1,7 +1,11 @@
 """The runner's isolation: every misbehaving worker becomes a structured failure, the parent survives."""
 
 import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from diagnose.runtime import call
 
@@ -68,6 +72,42 @@ def test_children_left_behind_are_killed():
         time.sleep(0.1)
     else:
         raise AssertionError(f"child {pid} still running")
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] == "Z"  # a zombie waits for init to reap it
+    except OSError:
+        return True
+
+
+def test_a_worker_ends_when_its_parent_is_killed_outright():
+    # A parent killed by SIGKILL cannot kill the worker's group: the worker must notice on its own.
+    parent = subprocess.Popen([sys.executable, "-c", "from diagnose.runtime import call; "
+                               f"call('{ENTRIES}:hang', {{}}, timeout_s=3600)"], cwd=Path(__file__).parents[2])
+    try:
+        children: list[str] = []
+        for _ in range(300):
+            children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
+            if children:
+                break
+            time.sleep(0.05)
+        assert children, "the worker never started"
+        time.sleep(1.0)  # the worker is past its start (its watch thread is running)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        worker = int(children[0])
+        for _ in range(100):
+            if gone(worker):
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(worker, signal.SIGKILL)
+            raise AssertionError(f"worker {worker} outlived its parent")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
 
 
 def test_interpreter_flag_is_set_only_when_asked():
