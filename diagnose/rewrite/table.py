@@ -17,6 +17,7 @@ from diagnose.rewrite.group_m_swizzle import GroupMSwizzle
 from diagnose.rewrite.hoist_loop_invariant import HoistLoopInvariant
 from diagnose.rewrite.int32_index import Int32Index
 from diagnose.rewrite.load_other import LoadOther
+from diagnose.rewrite.online_softmax import OnlineSoftmax
 from diagnose.rewrite.persistent_grid import PersistentGrid
 from diagnose.rewrite.retune_launch import RetuneLaunch
 from diagnose.rewrite.row_program_order import RowProgramOrder
@@ -32,6 +33,7 @@ REWRITES: dict[str, Rewrite] = {
     rewrite.id: rewrite
     for rewrite in (
         SinglePassRow(),
+        OnlineSoftmax(),
         FuseElementwise(),
         Structured2dIndex(),
         LoadOther(),

@@ -22,7 +22,7 @@ REWRITE_IDS: dict[str, tuple[str, ...]] = {
     "TRI004": ("dot-input-precision",),
     "TRI005": ("wgmma-tiles", "attention-tiles", "add-autotune"),
     "TRI006": ("wgmma-tiles", "attention-tiles", "add-autotune"),
-    "TRI007": ("single-pass-row",),
+    "TRI007": ("single-pass-row", "online-softmax"),
     "TRI011": ("fuse-elementwise",),
     "TRI018": ("retune-launch",),
     "TRI019": ("group-m-swizzle",),

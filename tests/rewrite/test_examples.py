@@ -16,7 +16,7 @@ from tests.conftest import EXAMPLES
 
 EXPECTED = {
     "vector_add": ("retune-launch",),
-    "softmax": ("single-pass-row",),
+    "softmax": ("single-pass-row", "online-softmax"),
     "layernorm": ("single-pass-row",),
     "matmul": ("group-m-swizzle", "wgmma-tiles"),
 }

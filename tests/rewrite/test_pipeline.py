@@ -105,9 +105,10 @@ def test_quick_candidates_for_the_editor():
 
     source = (EXAMPLES / "softmax.py").read_text()
     finding = next(f for f in triage_source(source, "softmax.py", "cuda:sm90") if f.code == "TRI007")
-    (candidate,) = candidates_for_finding(finding, source, "softmax.py")
-    assert candidate.made_by == ("single-pass-row",)
-    assert "softmax_kernel_single_block" in candidate.source
+    candidates = candidates_for_finding(finding, source, "softmax.py")
+    assert [c.made_by for c in candidates] == [("single-pass-row",), ("online-softmax",)]
+    assert "softmax_kernel_single_block" in candidates[0].source
+    assert "online softmax" in candidates[1].source and "single_block" not in candidates[1].source
 
 
 def test_missing_task_is_a_usage_error(tmp_path):

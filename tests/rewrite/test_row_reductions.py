@@ -174,3 +174,48 @@ def test_a_launch_bound_short_row_reduction_gets_several_rows_per_program(tmp_pa
     candidate.write_text(new)
     verdict = verify(load_task(path, candidate), CheckOptions(seeds=(0, 1), baselines=("eager",)))
     assert verdict.passed, verdict.failure
+
+
+def test_online_softmax_fuses_the_max_and_sum_passes_of_long_rows(tmp_path):
+    """loss_cross_entropy's vocabularies (32000-128256) are too long for single-pass-row: online-softmax
+    fuses its max and sum passes into one read of the row, and the rewritten task stays correct."""
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    path = BENCH / "level2/loss_cross_entropy.py"
+    source = path.read_text()
+    pre = REWRITES["online-softmax"].check(context(source, str(path)))
+    assert pre.holds and pre.kernels == ("row_loss_kernel",), pre.reason
+    new = REWRITES["online-softmax"].apply(context(source, str(path)))
+    kernel = new.split("def row_loss_kernel", 1)[1].split("\n@triton.jit", 1)[0]
+    assert kernel.count("for start in range(0, n_cols, BLOCK):") == 1 and kernel.count("tl.load(x_row + start") == 1
+    assert "s = s * tl.exp(m - m_shift) + tl.exp(x - m_shift)" in kernel
+    assert "    row_max = tl.max(m, axis=0)\n    # rescale every lane to the row max\n" \
+           '    s = tl.where(m == float("-inf"), 0.0, s * tl.exp(m - row_max))\n' \
+           "    lse = tl.log(tl.sum(s, axis=0)) + row_max" in kernel
+    assert new.split("class ModelNew", 1)[1] == source.split("class ModelNew", 1)[1], "the launch is unchanged"
+    candidate = tmp_path / "loss_cross_entropy_online.py"
+    candidate.write_text(new)
+    groups = ("test_rows37_vocab1000_fp32", "test_rows13_vocab2050_bf16")
+    options = CheckOptions(device="cpu", seeds=SEEDS, soak=SOAK, initial=path, groups=groups)
+    verdict = verify(load_task(path, candidate), options)
+    assert verdict.failure is None, verdict.failure
+    assert verdict.cases and all(c.passed for c in verdict.cases), verdict.cases
+    assert verdict.passed
+
+
+def test_single_pass_row_then_online_softmax_on_softmax():
+    """examples/softmax.py: single-pass-row (first in the table) makes a short row one block and keeps the
+    three-pass kernel for long rows; online-softmax then fuses that kernel's max and sum passes, and
+    leaves its normalize pass and the single-block twin as they are."""
+    path = ROOT / "examples" / "softmax.py"
+    order = list(REWRITES)
+    assert order.index("single-pass-row") < order.index("online-softmax")
+    short = REWRITES["single-pass-row"].apply(context(path.read_text(), str(path)))
+    pre = REWRITES["online-softmax"].check(context(short, str(path)))
+    assert pre.holds and pre.kernels == ("softmax_kernel",), pre.reason
+    both = REWRITES["online-softmax"].apply(context(short, str(path)))
+    multi = both.split("def softmax_kernel(", 1)[1].split("\n@triton.jit", 1)[0]
+    assert multi.count("for start in range(0, n_cols, BLOCK):") == 2 and "tl.store(out_row + start + cols" in multi
+    twin = "def softmax_kernel_single_block"
+    assert both.split(twin, 1)[1].split("\nclass ", 1)[0] == short.split(twin, 1)[1].split("\nclass ", 1)[0]
