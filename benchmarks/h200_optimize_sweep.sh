@@ -5,11 +5,11 @@
 # the device (timing loops hold the device lock alone). BUDGET candidates and WALL seconds per entry.
 # SEEDS (default 2) input sets per group in every verification; NO_COMPILE=1 skips the torch.compile
 # baseline. STORE: a store of an earlier call to go on from (entries done there are skipped; copied,
-# never written). START_WITHIN: no entry starts later (so that LIMIT kills none). LIMIT (default 545) bounds the whole sweep (the store keeps what finished). DEVICE=cpu tries it on the interpreter. Returns the store, its report, and one tar of every run's report.json (the source of truth).
+# never written). REDO=1 runs the named entries again (a newer rewrite). START_WITHIN: no entry starts later (so that LIMIT kills none). LIMIT (default 545) bounds the whole sweep (the store keeps what finished). DEVICE=cpu tries it on the interpreter. Returns the store, its report, and one tar of every run's report.json (the source of truth).
 # Run with the carried wheels on PYTHONPATH (see h200_session3_a.sh).
 export PYTHONUNBUFFERED=1 COLUMNS=160 DIAGNOSE_CACHE_DIR=/tmp/diagnose-cache
 device=${DEVICE:-cuda} budget=${BUDGET:-3} wall=${WALL:-200} seeds=${SEEDS:-2} suite=/tmp/optimize_suite d="python3 -m diagnose.cli"
-extra="--seeds $seeds${NO_COMPILE:+ --no-compile}${START_WITHIN:+ --start-within $START_WITHIN}"
+extra="--seeds $seeds${NO_COMPILE:+ --no-compile}${START_WITHIN:+ --start-within $START_WITHIN}${REDO:+ --redo}"
 rm -rf "$suite" && mkdir -p "$suite/examples"
 [ -n "${STORE:-}" ] && cp "$STORE" "$OUT/optimize.sqlite"
 for id in $(python3 -c "from diagnose.bench.suite import load_suite; print(' '.join(e.id for e in load_suite('benchmarks/npukernel', '$1')))"); do
