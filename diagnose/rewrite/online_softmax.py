@@ -11,6 +11,7 @@ from diagnose import syntax
 from diagnose.rewrite.edit import replace, statement, unique_name, with_comment
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
+    loop_body,
     Kernel, assigned_names, code, dotted, has_effects, int_value, is_tl_call, kernels, names, positional,
     read_names, same, simple_assignment, walk,
 )
@@ -136,7 +137,7 @@ def _plan(kernel: Kernel) -> OnlinePlan | str | None:
 
 def _pair(kernel: Kernel, stmts: list, i: int, j: int, m: str, e: cst.BaseExpression, tl: str) -> OnlinePlan | str:
     first, second = stmts[i], stmts[j]
-    body1, body2, between = _block(first), _block(second), stmts[i + 1:j]
+    body1, body2, between = loop_body(first), loop_body(second), stmts[i + 1:j]
     v1, v2 = first.target.value, second.target.value
     if kernel.autotuned:
         return "autotuned"
@@ -207,15 +208,10 @@ def _is_loop(stmt: cst.CSTNode) -> bool:
             and dotted(stmt.iter.func) in ("range", "tl.range"))
 
 
-def _block(loop: cst.For) -> list[cst.BaseStatement]:
-    if isinstance(loop.body, cst.SimpleStatementSuite):
-        return [cst.SimpleStatementLine(body=list(loop.body.body))]
-    return list(loop.body.body)
-
 
 def _running_max(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression, str] | None:
     """(m, E, `tl`) for a loop whose last statement is `m = tl.maximum(m, E)`."""
-    m, value = simple_assignment(_block(stmt)[-1]) if _is_loop(stmt) else (None, None)
+    m, value = simple_assignment(loop_body(stmt)[-1]) if _is_loop(stmt) else (None, None)
     if m is None or not is_tl_call(value, "maximum") or len(positional(value)) != 2 or len(value.args) != 2:
         return None
     for mine, other in ((value.args[0].value, value.args[1].value), (value.args[1].value, value.args[0].value)):

@@ -12,6 +12,7 @@ from diagnose.rewrite.edit import (
 from diagnose.rewrite.passes import drop_repeated_assignments, share_loads
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
+    loop_body,
     Kernel, LaunchSite, assigned_names, code, grid_coupled, int_value, kernels, model_forward, module_names, names,
     sites_of, walk,
 )
@@ -192,7 +193,7 @@ def single_block_twin(plan: RowPlan, name: str, taken: set[str]) -> cst.Function
     for stmt in plan.kernel.statements:
         if stmt in plan.loops:
             body.append(statement(f"{stmt.target.value} = 0").with_changes(leading_lines=stmt.leading_lines))
-            body += _loop_body(stmt)
+            body += loop_body(stmt)
         else:
             body.append(stmt)
     body = drop_repeated_assignments(body)
@@ -203,8 +204,3 @@ def single_block_twin(plan: RowPlan, name: str, taken: set[str]) -> cst.Function
         f"# {plan.kernel.name} with {plan.block} >= {plan.bound}: every pass runs once, the row is loaded once."))
     return rename_function(node, name).with_changes(body=node.body.with_changes(body=body), leading_lines=[note])
 
-
-def _loop_body(loop: cst.For) -> list[cst.BaseStatement]:
-    if isinstance(loop.body, cst.SimpleStatementSuite):
-        return [cst.SimpleStatementLine(body=list(loop.body.body))]
-    return list(loop.body.body)

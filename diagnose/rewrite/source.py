@@ -234,6 +234,13 @@ def axis_of(call: cst.Call) -> int | None:
     return int_value(arg.value) if arg is not None else None
 
 
+def loop_body(loop: cst.For) -> list[cst.BaseStatement]:
+    """The statements of a loop's body (a one-line `for ...: a; b` as one statement line)."""
+    if isinstance(loop.body, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=list(loop.body.body))]
+    return list(loop.body.body)
+
+
 def simple_assignment(stmt: cst.CSTNode) -> tuple[str | None, cst.BaseExpression | None]:
     """(`name`, value) for a statement line `name = value`, else (None, None)."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
