@@ -80,15 +80,10 @@ class AddAutotune(Rewrite):
     tunable = True
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, AutotunePlan):
-                return Precondition.yes(f"{kernel.name}: tune {', '.join(plan.tuned + plan.options)} keyed on "
-                                        f"{', '.join(plan.key)}", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no launched kernel with block sizes to tune")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), AutotunePlan,
+            lambda p: f"tune {', '.join(p.tuned + p.options)} keyed on {', '.join(p.key)}",
+            "no launched kernel with block sizes to tune")
 
     def search_space(self, ctx: RewriteContext, plan: AutotunePlan) -> list[dict[str, Any]]:
         return list(plan.space)

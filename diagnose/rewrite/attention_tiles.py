@@ -7,7 +7,7 @@ from typing import Any
 
 import libcst as cst
 
-from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values
+from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values, shown
 from diagnose.rewrite.matmul import arange_sizes, assignments, axis_names, operand_pointer
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -91,15 +91,10 @@ class AttentionTiles(Rewrite):
     tunable = True
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, AttentionPlan):
-                now = ", ".join(f"{k}={v}" for k, v in plan.current.items())
-                return Precondition.yes(f"{kernel.name}: attention tiles launched with {now}", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no launched kernel with a tl.dot")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), AttentionPlan,
+            lambda p: f"attention tiles launched with {shown(p.current)}",
+            "no launched kernel with a tl.dot")
 
     def answers(self, evidence) -> bool:
         if evidence.kind != "missed":

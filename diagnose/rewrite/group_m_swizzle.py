@@ -62,15 +62,10 @@ class GroupMSwizzle(Rewrite):
     codes = ("TRI019",)
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, SwizzlePlan):
-                return Precondition.yes(f"{kernel.name}: 2-D grid over {plan.pids[0]}, {plan.pids[1]}",
-                                        (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no kernel with a 2-D grid of program ids")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), SwizzlePlan,
+            lambda p: f"2-D grid over {p.pids[0]}, {p.pids[1]}",
+            "no kernel with a 2-D grid of program ids")
 
     def transform(self, ctx: RewriteContext, plan: SwizzlePlan) -> str:
         kernel = plan.kernel

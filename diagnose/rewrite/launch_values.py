@@ -129,6 +129,11 @@ def current_values(module: cst.Module, kernel_name: str, params: tuple[str, ...]
     return found if isinstance(found, str) else {p: s.current for p, s in found.items()}
 
 
+def shown(values: dict) -> str:
+    """`BLOCK=1024, num_warps=4`: launch values as a reason quotes them."""
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
 def every_access_masked(kernel: Kernel) -> bool:
     """Every `tl.load` / `tl.store` has a mask: a larger block only adds masked-off lanes at the edges."""
     accesses = calls(kernel.node.body, "load", "store")

@@ -82,15 +82,10 @@ class OnlineSoftmax(Rewrite):
     codes = ("TRI007",)
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(kernel)
-            if isinstance(plan, OnlinePlan):
-                return Precondition.yes(f"{kernel.name}: max pass and sum pass over {code(plan.loops[0].iter)}",
-                                        (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no kernel has a running-max pass and a sum pass over one range")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), _plan, OnlinePlan,
+            lambda p: f"max pass and sum pass over {code(p.loops[0].iter)}",
+            "no kernel has a running-max pass and a sum pass over one range")
 
     def transform(self, ctx: RewriteContext, plan: OnlinePlan) -> str:
         (first, second), m, s, tl = plan.loops, plan.m, plan.s, plan.lib

@@ -75,14 +75,10 @@ class PersistentGrid(Rewrite):
     evidence = ("LaunchGrid",)  # Ascend: more programs than cores (extra rounds) or over the limit
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, PersistentPlan):
-                return Precondition.yes(f"{kernel.name}: one program per block of {plan.blocks[0]}", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no kernel on a 1-D cdiv grid of program ids")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), PersistentPlan,
+            lambda p: f"one program per block of {p.blocks[0]}",
+            "no kernel on a 1-D cdiv grid of program ids")
 
     def transform(self, ctx: RewriteContext, plan: PersistentPlan) -> str:
         kernel = plan.kernel

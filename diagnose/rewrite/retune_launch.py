@@ -8,7 +8,7 @@ from typing import Any
 import libcst as cst
 
 from diagnose.rewrite.dependence import dependence
-from diagnose.rewrite.launch_values import set_values, slots, tile_accesses_masked
+from diagnose.rewrite.launch_values import set_values, shown, slots, tile_accesses_masked
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext, missed
 from diagnose.rewrite.source import (
     Kernel, calls, cdiv_parts, coupled_by_axis, dotted, grid_coupled, grid_elements, kernels, launch_sites,
@@ -84,15 +84,10 @@ class RetuneLaunch(Rewrite):
     tunable = True
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, RetunePlan):
-                now = ", ".join(f"{k}={v}" for k, v in plan.current.items())
-                return Precondition.yes(f"{kernel.name}: launched with {now}", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no launched kernel with a block size to retune")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), RetunePlan,
+            lambda p: f"launched with {shown(p.current)}",
+            "no launched kernel with a block size to retune")
 
     def answers(self, evidence) -> bool:
         return missed(evidence, "GlobalAccessWidth", "elements_per_thread")

@@ -19,7 +19,7 @@ import dataclasses
 import inspect
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Literal
+from typing import Any, Callable, ClassVar, Iterable, Literal
 
 import libcst as cst
 
@@ -51,6 +51,20 @@ class Precondition:
     @classmethod
     def yes(cls, reason: str, kernels: tuple[str, ...] = (), plan: Any = None) -> Precondition:
         return cls(True, reason, tuple(kernels), plan)
+
+    @classmethod
+    def first_kernel(cls, kernels: Iterable[Any], plan_of: Callable[[Any], Any], holds: type,
+                     describe: Callable[[Any], str], nothing: str) -> Precondition:
+        """The first kernel whose `plan_of(kernel)` is a `holds` plan, described; else every kernel's
+        reason why not (a string plan; `None` for a kernel with nothing to say) joined, or `nothing`."""
+        reasons = []
+        for kernel in kernels:
+            plan = plan_of(kernel)
+            if isinstance(plan, holds):
+                return cls.yes(f"{kernel.name}: {describe(plan)}", (kernel.name,), plan)
+            if plan:
+                reasons.append(f"{kernel.name}: {plan}")
+        return cls.no("; ".join(reasons) or nothing)
 
 
 @dataclass(frozen=True)

@@ -65,15 +65,10 @@ class RowProgramOrder(Rewrite):
     conflicts = ("group-m-swizzle",)
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(kernel)
-            if isinstance(plan, OrderPlan):
-                return Precondition.yes(f"{kernel.name}: every program of axis 1 gathers from the row that "
-                                        f"program_id(0) picks ({plan.gather})", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no kernel on a 2-D grid of program ids")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), _plan, OrderPlan,
+            lambda p: f"every program of axis 1 gathers from the row that program_id(0) picks ({p.gather})",
+            "no kernel on a 2-D grid of program ids")
 
     def transform(self, ctx: RewriteContext, plan: OrderPlan) -> str:
         kernel = plan.kernel

@@ -68,14 +68,10 @@ class RowsPerProgram(Rewrite):
     conflicts = ("persistent-grid",)
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, RowsPlan):
-                return Precondition.yes(f"{kernel.name}: one program per row of {code(plan.rows)}", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no kernel launched on a 1-D grid of one program per row")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), RowsPlan,
+            lambda p: f"one program per row of {code(p.rows)}",
+            "no kernel launched on a 1-D grid of one program per row")
 
     def transform(self, ctx: RewriteContext, plan: RowsPlan) -> str:
         kernel = plan.kernel

@@ -77,16 +77,10 @@ class SinglePassRow(Rewrite):
             return Precondition.no("no ModelNew.forward to launch a single-block kernel from")
         if "triton" not in module_names(ctx.module):
             return Precondition.no("the module does not import triton (needed for next_power_of_2)")
-        reasons = []
-        for kernel in found.values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, RowPlan):
-                return Precondition.yes(
-                    f"{kernel.name}: {len(plan.loops)} passes over range(0, {plan.bound}, {plan.block})",
-                    (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no kernel loops twice over the same row range")
+        return Precondition.first_kernel(
+            found.values(), lambda k: _plan(ctx, k), RowPlan,
+            lambda p: f"{len(p.loops)} passes over range(0, {p.bound}, {p.block})",
+            "no kernel loops twice over the same row range")
 
     def transform(self, ctx: RewriteContext, plan: RowPlan) -> str:
         module = ctx.module

@@ -71,14 +71,10 @@ class Structured2dIndex(Rewrite):
     evidence = ("ScalarizedAccess",)  # Ascend: a load or store lowered to a scalar loop
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, IndexPlan):
-                return Precondition.yes(f"{kernel.name}: flattened index split by {plan.cols}", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no kernel splits a flattened index with // and %")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), IndexPlan,
+            lambda p: f"flattened index split by {p.cols}",
+            "no kernel splits a flattened index with // and %")
 
     def transform(self, ctx: RewriteContext, plan: IndexPlan) -> str:
         kernel = plan.kernel

@@ -65,14 +65,10 @@ class TwoLevelTiling(Rewrite):
     backends = ("npu",)
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, TilingPlan):
-                return Precondition.yes(f"{kernel.name}: elementwise over one block of {plan.block}", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no elementwise kernel over one block per program")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), TilingPlan,
+            lambda p: f"elementwise over one block of {p.block}",
+            "no elementwise kernel over one block per program")
 
     def transform(self, ctx: RewriteContext, plan: TilingPlan) -> str:
         kernel = plan.kernel

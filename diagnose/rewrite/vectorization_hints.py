@@ -83,18 +83,16 @@ class VectorizationHints(Rewrite):
             return Precondition.no("the IR shows no access narrowed by alignment" if ctx.evidence
                                    else "needs IR evidence of narrow accesses (the IR level)")
         spans = _kernel_spans(ctx.source)
-        reasons = []
-        for kernel in kernels(ctx.module).values():
+
+        def plan_of(kernel: Kernel) -> HintPlan | str | None:
             start, end = spans.get(kernel.name, (0, -1))
             lines = tuple(line for line in narrow if start <= line <= end)
-            if not lines:
-                continue
-            plan = _plan(ctx, kernel, lines)
-            if isinstance(plan, HintPlan):
-                return Precondition.yes(f"{kernel.name}: narrow accesses at line(s) {', '.join(map(str, lines))}; "
-                                        f"aligning {', '.join(plan.ints)}", (kernel.name,), plan)
-            reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "the narrow accesses are not in a launched kernel")
+            return _plan(ctx, kernel, lines) if lines else None
+
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), plan_of, HintPlan,
+            lambda p: f"narrow accesses at line(s) {', '.join(map(str, p.lines))}; aligning {', '.join(p.ints)}",
+            "the narrow accesses are not in a launched kernel")
 
     def transform(self, ctx: RewriteContext, plan: HintPlan) -> str:
         taken = module_names(ctx.module)

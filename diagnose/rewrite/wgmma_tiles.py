@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values
+from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values, shown
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import Kernel, calls, grid_coupled, kernels, sites_of
@@ -76,15 +76,10 @@ class WgmmaTiles(Rewrite):
     tunable = True
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        reasons = []
-        for kernel in kernels(ctx.module).values():
-            plan = _plan(ctx, kernel)
-            if isinstance(plan, TilePlan):
-                now = ", ".join(f"{k}={v}" for k, v in plan.current.items())
-                return Precondition.yes(f"{kernel.name}: tl.dot tiles launched with {now}", (kernel.name,), plan)
-            if plan:
-                reasons.append(f"{kernel.name}: {plan}")
-        return Precondition.no("; ".join(reasons) or "no launched kernel with a tl.dot")
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(), lambda k: _plan(ctx, k), TilePlan,
+            lambda p: f"tl.dot tiles launched with {shown(p.current)}",
+            "no launched kernel with a tl.dot")
 
     def answers(self, evidence) -> bool:
         if evidence.kind != "missed":
