@@ -12,8 +12,9 @@
   `fp32`, ...).
 
 On the `meta` device nothing is computed and nothing allocated (shapes flow through), which is how a
-machine with no GPU counts the work of device-sized groups. Groups whose reference cannot run on
-`meta` fall back to CPU tensors.
+machine with no GPU counts the work of device-sized groups. A task that hints both bytes and FLOPs is
+not run at all; groups whose reference cannot run on `meta` (one that reads tensor values, such as
+`offsets.tolist()`) fall back to CPU tensors, which for device-sized groups can take minutes.
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ def count_work(module: ModuleType, model: Any, inputs: list, group: str) -> Work
     )
 
 
+def from_hints(module: ModuleType, inputs: list, group: str) -> Work | None:
+    """The work when the task hints both bytes and FLOPs (functions of the inputs' shapes work on
+    `meta`), else None."""
+    hint_bytes, hint_flops = hinted(module, "bytes", inputs), hinted(module, "flops", inputs)
+    if hint_bytes is None or hint_flops is None:
+        return None
+    return Work(group=group, bytes=hint_bytes, flops=hint_flops, dtype=dominant_dtype(list(inputs)),
+                bytes_source="ROOFLINE hint", flops_source="ROOFLINE hint")
+
+
 def draw_on_meta(module: ModuleType, group: str) -> list:
     """A group's inputs as meta tensors: the task's own factories run under `torch.device("meta")`."""
     import torch
@@ -101,8 +112,12 @@ def count_work_offline(module: ModuleType, group: str) -> tuple[Work, str]:
 
     init_inputs = list(module.get_init_inputs())
     try:
+        inputs = draw_on_meta(module, group)
+        hinted_work = from_hints(module, inputs, group)
+        if hinted_work is not None:  # nothing left to count: the reference need not run at all
+            return hinted_work, "hints"
         model = build_model(module.Model, init_inputs, "cpu").to("meta")
-        return count_work(module, model, draw_on_meta(module, group), group), "meta"
+        return count_work(module, model, inputs, group), "meta"
     except Exception:  # noqa: BLE001 - user code that cannot run on meta is counted the slow way
         inputs, _ = draw(module, group, 0)
         model = build_model(module.Model, init_inputs, "cpu")

@@ -20,6 +20,22 @@ ENTRY = {"level": 3, "category": "matmul", "op": "grouped",
          "source": "NPUKernelBench level3/GMM/GroupedMatmulSliceM"}
 
 
+def _grouped_bytes(inputs):
+    a_cat, b, offsets = inputs
+    out = a_cat.shape[0] * b.shape[2] * a_cat.element_size()
+    return sum(t.numel() * t.element_size() for t in inputs) + out
+
+
+def _grouped_flops(inputs):
+    a_cat, b, _ = inputs
+    return 2 * a_cat.shape[0] * a_cat.shape[1] * b.shape[2]  # sum over g of 2 M_g K N
+
+
+# What the counters would find, from the shapes alone: the reference reads the offsets' values,
+# which `meta` tensors do not have.
+ROOFLINE = {"bytes": _grouped_bytes, "flops": _grouped_flops}
+
+
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
@@ -74,8 +90,10 @@ class ModelNew(nn.Module):
 
 
 def _case(groups, m_low, m_high, n, k, dtype):
-    sizes = torch.randint(m_low, m_high + 1, (groups,), dtype=torch.int64)
-    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
+    # The offsets are host values (read with .tolist()): drawn on the CPU even where the other inputs
+    # are drawn on `meta`, so the work of a device-sized group is counted without running it.
+    sizes = torch.randint(m_low, m_high + 1, (groups,), dtype=torch.int64, device="cpu")
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64, device="cpu"), torch.cumsum(sizes, 0)])
     a_cat = torch.randn(int(offsets[-1]), k, dtype=dtype)
     return [a_cat, torch.randn(groups, k, n, dtype=dtype), offsets]
 
