@@ -125,6 +125,35 @@ def test_the_timing_protocol_flushes_and_times_on_the_backend_it_is_given():
     assert timing.side_stream_ratio(timer, fn) == 1.0
 
 
+class LoadedHost(Clock):
+    """A host slow to wake from a sync (0.8 ms), and work a function may leave on a side stream, which
+    only a sync waits for."""
+
+    def __init__(self):
+        super().__init__()
+        self.side_ms = 0.0
+
+    def synchronize(self):
+        super().synchronize()
+        self.now_ms += 0.8 + self.side_ms
+        self.side_ms = 0.0
+
+
+def test_a_slow_sync_is_not_work_on_a_side_stream():
+    backend = LoadedHost()
+    timer = timing.EventTimer("cpu", backend=backend, flush_bytes=4096)
+
+    def honest():
+        backend.now_ms += 1.0
+
+    def escapes():
+        backend.now_ms += 1.0
+        backend.side_ms += 2.0
+
+    assert timing.side_stream_ratio(timer, honest) == 1.0
+    assert timing.side_stream_ratio(timer, escapes) == pytest.approx(3.0)
+
+
 def test_npu_events_need_torch_npu():
     if devices.available("npu")[0]:
         pytest.skip("an NPU is usable here")
