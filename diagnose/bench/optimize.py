@@ -67,10 +67,12 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
 
 
 def why_unimproved(report: dict) -> str:
-    """Why a run kept the entry as given, read from its candidates and trace: nothing proposed, nothing
-    verified inside the wall budget, or nothing that passed."""
+    """Why a run kept the entry as given, read from its candidates and trace: nothing that passed,
+    nothing verified inside the wall budget, nothing to propose (and why, where the profile said:
+    already near the roofline), or the wall budget spent before a level deep enough proposed one."""
+    trace = report.get("trace", [])
     # the verify node's line for candidates it had no time for: "not verified (wall time over N s): a, b"
-    unverified = [line.strip() for t in report.get("trace", []) for line in t["reason"].split(";")
+    unverified = [line.strip() for t in trace for line in t["reason"].split(";")
                   if line.strip().startswith("not verified (wall time over")]
     if report.get("candidates"):
         return "no candidate passed verification; the entry stays as given"
@@ -78,4 +80,12 @@ def why_unimproved(report: dict) -> str:
         limit = unverified[-1].split("(", 1)[1].split(")", 1)[0]
         count = len(unverified[-1].split(": ", 1)[1].split(", "))
         return f"{count} proposed candidate(s) left unverified ({limit}); the entry stays as given"
+    # the propose node's line when the evidence says there is nothing to gain: "nothing proposed: <why>"
+    nothing = [t["reason"] for t in trace if t["reason"].startswith("nothing proposed: ")]
+    if nothing:
+        return f"{nothing[-1]}; the entry stays as given"
+    spent = [t for t in trace if t.get("action") == "decide: finish" and t["reason"].startswith("budget spent: wall")]
+    if spent:
+        wall = spent[-1]["reason"].removeprefix("budget spent: ")
+        return f"{wall} at the {spent[-1].get('level', '?')} level, before any rewrite was proposed; the entry stays as given"
     return "no rewrite was proposed for its findings; the entry stays as given"

@@ -182,6 +182,13 @@ def test_report_cli(cli, small_suite, tmp_path):
     ([], [{"reason": "b-x: FAILED; not verified (wall time over 60 s): b-y"}],
      "1 proposed candidate(s) left unverified (wall time over 60 s)"),
     ([], [{"reason": "nothing untried"}], "no rewrite was proposed for its findings"),
+    ([], [{"level": "profile", "action": "propose rewrites", "reason": "nothing proposed: the task as given reaches "
+           "97% of the roofline bound on every input group (farthest: g)"},
+          {"level": "profile", "action": "decide: finish", "reason": "budget spent: wall time over 180 s"}],
+     "nothing proposed: the task as given reaches 97% of the roofline bound on every input group"),
+    ([], [{"level": "triage", "action": "propose rewrites", "reason": "nothing untried"},
+          {"level": "triage", "action": "decide: finish", "reason": "budget spent: wall time over 180 s"}],
+     "wall time over 180 s at the triage level, before any rewrite was proposed"),
     ([{"candidate": {"id": "c"}, "verdict": {"passed": False}}], [], "no candidate passed verification"),
 ])
 def test_an_unimproved_entry_says_why(candidates, trace, expected):
