@@ -30,7 +30,12 @@ def work_of(report: dict) -> dict[str, Work]:
     from diagnose.profiling.work import count_work_offline
     from diagnose.task import import_task_file
 
-    module = import_task_file(report["task"])
+    task = Path(report["task"])
+    if not task.is_file():  # a sweep's copy of the suite, gone since: the suite's own file by its id
+        task = Path(__file__).parent / "npukernel" / task.parent.name / task.name
+    if not task.is_file():
+        return {}
+    module = import_task_file(str(task))
     groups = medians(report["baseline"], "candidate")
     return {g: count_work_offline(module, g)[0] for g in groups}
 
