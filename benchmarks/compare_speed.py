@@ -1,6 +1,6 @@
 """How long the harness's output comparison takes on this host, per output size and dtype.
 
-    python benchmarks/compare_speed.py [--log2 26 28] [--repeats 3]
+    python benchmarks/compare_speed.py [--log2 26 28] [--repeats 3] [--jobs K] [--device cuda]
 
 Prints a Markdown table: elements, dtype, case (equal: the candidate's output is the reference's,
 bit for bit; near: within tolerance everywhere; one-off: one element outside), median seconds of
@@ -8,6 +8,11 @@ bit for bit; near: within tolerance everywhere; one-off: one element outside), m
 comparison runs in the parent process on the CPU whatever the device, once per output of every case
 of every verification, so on GiB outputs it is a visible part of a verification's wall time (the
 `compare` phase of `diagnose check`).
+
+`--jobs K` runs K comparisons at once on threads of one process, as a sweep's `--jobs K` does in its
+parent (the seconds are each one's own, GB/s the total). `--device cuda` moves both tensors to the
+device inside the timed region and compares there: what comparing on the device in the parent would
+cost, transfer included (the harness does not do this).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -30,25 +36,35 @@ def cases(n: int, dtype: torch.dtype) -> dict[str, tuple[torch.Tensor, torch.Ten
     return {"equal": (ref, ref.clone()), "near": (ref, near), "one-off": (ref, off)}
 
 
+def timed_compare(ref: torch.Tensor, out: torch.Tensor, device: str) -> float:
+    start = time.perf_counter()
+    if device != "cpu":
+        ref, out = ref.to(device), out.to(device)
+    compare_one(ref, out)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log2", type=int, nargs="+", default=[24, 26, 28], help="Output sizes as powers of two.")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="Comparisons at once, on threads of this process.")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: compare on the device, transfer included.")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.jobs} at once, on {args.device}")
     print("| elements | dtype | case | median s | GB/s read |")
     print("|---|---|---|---|---|")
-    for log2 in args.log2:
-        for dtype in (torch.float32, torch.bfloat16):
-            for name, (ref, out) in cases(1 << log2, dtype).items():
-                seconds = []
-                for _ in range(args.repeats):
-                    start = time.perf_counter()
-                    compare_one(ref, out)
-                    seconds.append(time.perf_counter() - start)
-                median = statistics.median(seconds)
-                gbs = 2 * ref.numel() * ref.element_size() / median / 1e9
-                print(f"| 2^{log2} | {str(dtype).removeprefix('torch.')} | {name} | {median:.3f} | {gbs:.1f} |", flush=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for log2 in args.log2:
+            for dtype in (torch.float32, torch.bfloat16):
+                for name, (ref, out) in cases(1 << log2, dtype).items():
+                    seconds = []
+                    for _ in range(args.repeats):
+                        seconds += pool.map(lambda _: timed_compare(ref, out, args.device), range(args.jobs))
+                    median = statistics.median(seconds)
+                    gbs = args.jobs * 2 * ref.numel() * ref.element_size() / median / 1e9
+                    print(f"| 2^{log2} | {str(dtype).removeprefix('torch.')} | {name} | {median:.3f} | {gbs:.1f} |",
+                          flush=True)
 
 
 if __name__ == "__main__":
