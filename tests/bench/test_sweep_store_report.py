@@ -195,3 +195,30 @@ def test_an_unimproved_entry_says_why(candidates, trace, expected):
     from diagnose.bench.optimize import why_unimproved
 
     assert why_unimproved({"candidates": candidates, "trace": trace}).startswith(expected)
+
+
+def test_stored_optimize_rows_are_rebuilt_from_the_run_reports(tmp_path):
+    """The session-7 store said "no rewrite was proposed" for math_abs; its report says why: at the roof."""
+    import importlib.util
+
+    run_id = "20261203-113638-c98cf3"
+    runs = tmp_path / "runs" / run_id
+    runs.mkdir(parents=True)
+    shutil.copy(ROOT / "benchmarks" / "results" / "h200-2026-12-03-session7" / "runs" / run_id / "report.json", runs)
+    db = tmp_path / "r.sqlite"
+    stale = {"run_id": run_id, "reasons": ["no rewrite was proposed for its findings; the entry stays as given"]}
+    store.write_entry(store.connect(db), "s", "level1/math_abs", "optimize", "v1",
+                      [("x8192x16384_fp32", "passed", stale), ("x16384x16384_fp16", "passed", stale)])
+    store.write_entry(store.connect(db), "s", "level1/other", "optimize", "v1",
+                      [("g", "passed", {"run_id": "gone", "reasons": ["kept"]})])
+    spec = importlib.util.spec_from_file_location("refresh", ROOT / "benchmarks" / "refresh_optimize_rows.py")
+    refresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refresh)
+    assert refresh.refresh(str(db), [str(tmp_path / "runs")]) == 1
+    rows = {(r.entry, r.group): r for r in store.rows(store.connect(db), mode="optimize")}
+    assert rows[("level1/other", "g")].data["reasons"] == ["kept"], "an entry without its report stays"
+    mine = [r for (entry, _), r in rows.items() if entry == "level1/math_abs"]
+    assert {r.group for r in mine} == {"x8192x16384_fp32", "x16384x16384_fp16", "x4096x32768_bf16"}
+    assert all(r.version == "v1" and r.data["reasons"][0].startswith(
+        "nothing proposed: the task as given reaches 97% of the roofline bound") for r in mine)
+    assert refresh.refresh(str(db), [str(tmp_path / "runs")]) == 0, "a second pass changes nothing"
