@@ -31,10 +31,11 @@ def refresh(store_path: str, runs_dirs: list[str]) -> int:
         if run_id not in reports:
             continue
         new = rows_from_report(json.loads(reports[run_id].read_text()), run_id)
-        if sorted((g, s, d) for g, s, d in [(r.group, r.status, r.data) for r in old]) != sorted(new):
+        if sorted((r.group, r.status, r.data) for r in old) != sorted(new):
             store.write_entry(connection, suite, entry, "optimize", version, new)
             changed += 1
-            print(f"{entry}: {'; '.join(sorted({', '.join(d.get('reasons', [])) for _, _, d in new}))}")
+            reasons = {reason for _, _, data in new for reason in data.get("reasons", [])}
+            print(f"{entry}: {'; '.join(sorted(reasons))}")
     return changed
 
 

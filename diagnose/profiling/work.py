@@ -24,6 +24,7 @@ from typing import Any
 
 from diagnose.profiling.roofline import Work
 
+HINT = "ROOFLINE hint"
 DTYPE_LABELS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
                 "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}
 
@@ -60,34 +61,29 @@ def hinted(module: ModuleType, key: str, inputs: list) -> float | None:
 
 
 def count_work(module: ModuleType, model: Any, inputs: list, group: str) -> Work:
-    """The work of one group: runs `model` once on `inputs` (any device, `meta` included)."""
+    """The work of one group: runs `model` once on `inputs` (any device, `meta` included), unless the
+    task hints both bytes and FLOPs, which leave nothing to count."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
+    hint_bytes, hint_flops = hinted(module, "bytes", inputs), hinted(module, "flops", inputs)
+    dtype = dominant_dtype(list(inputs))
+    if hint_bytes is not None and hint_flops is not None:
+        return Work(group=group, bytes=hint_bytes, flops=hint_flops, dtype=dtype,
+                    bytes_source=HINT, flops_source=HINT)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         outputs = model(*inputs)
     state = list(model.parameters()) + list(model.buffers())
     counted_bytes = tensor_bytes(list(inputs)) + tensor_bytes(state) + tensor_bytes(outputs)
-    hint_bytes, hint_flops = hinted(module, "bytes", inputs), hinted(module, "flops", inputs)
     flops = float(counter.get_total_flops())
     return Work(
         group=group,
         bytes=hint_bytes if hint_bytes is not None else float(counted_bytes),
         flops=hint_flops if hint_flops is not None else flops,
-        dtype=dominant_dtype(list(inputs)),
-        bytes_source="ROOFLINE hint" if hint_bytes is not None else "inputs+outputs",
-        flops_source="ROOFLINE hint" if hint_flops is not None else ("FlopCounterMode" if flops else "none"),
+        dtype=dtype,
+        bytes_source=HINT if hint_bytes is not None else "inputs+outputs",
+        flops_source=HINT if hint_flops is not None else ("FlopCounterMode" if flops else "none"),
     )
-
-
-def from_hints(module: ModuleType, inputs: list, group: str) -> Work | None:
-    """The work when the task hints both bytes and FLOPs (functions of the inputs' shapes work on
-    `meta`), else None."""
-    hint_bytes, hint_flops = hinted(module, "bytes", inputs), hinted(module, "flops", inputs)
-    if hint_bytes is None or hint_flops is None:
-        return None
-    return Work(group=group, bytes=hint_bytes, flops=hint_flops, dtype=dominant_dtype(list(inputs)),
-                bytes_source="ROOFLINE hint", flops_source="ROOFLINE hint")
 
 
 def draw_on_meta(module: ModuleType, group: str) -> list:
@@ -104,7 +100,8 @@ def draw_on_meta(module: ModuleType, group: str) -> list:
 
 
 def count_work_offline(module: ModuleType, group: str) -> tuple[Work, str]:
-    """(work, how): counted on `meta` tensors, or on CPU tensors when the reference refuses `meta`."""
+    """(work, how): from the hints alone, counted on `meta` tensors, or on CPU tensors when the reference
+    refuses `meta`."""
     import torch
 
     from diagnose.verify.inputs import draw
@@ -112,14 +109,11 @@ def count_work_offline(module: ModuleType, group: str) -> tuple[Work, str]:
 
     init_inputs = list(module.get_init_inputs())
     try:
-        inputs = draw_on_meta(module, group)
-        hinted_work = from_hints(module, inputs, group)
-        if hinted_work is not None:  # nothing left to count: the reference need not run at all
-            return hinted_work, "hints"
         model = build_model(module.Model, init_inputs, "cpu").to("meta")
-        return count_work(module, model, inputs, group), "meta"
+        work, how = count_work(module, model, draw_on_meta(module, group), group), "meta"
     except Exception:  # noqa: BLE001 - user code that cannot run on meta is counted the slow way
         inputs, _ = draw(module, group, 0)
         model = build_model(module.Model, init_inputs, "cpu")
         with torch.no_grad():
-            return count_work(module, model, inputs, group), "cpu"
+            work, how = count_work(module, model, inputs, group), "cpu"
+    return work, "hints" if work.bytes_source == work.flops_source == HINT else how

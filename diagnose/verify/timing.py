@@ -155,13 +155,14 @@ def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20) 
     over the median without it.
 
     The round trip (the end event is recorded only once the host has woken from the sync) is timed
-    on a function that launches nothing; on a host loaded by other work it alone made a 0.16 ms
-    kernel look 1.8x slower. Work left on another stream still shows: only the sync waits for it.
+    on a function that launches nothing. With six runs sharing a host an honest 0.16 ms kernel read
+    1.8x slower with the sync, which a slow wake-up explains. Work left on another stream still
+    shows: only the sync waits for it.
     """
     plain = statistics.median(timer.batch(fn, reps))
     synced = statistics.median(timer.batch(fn, reps, sync_inside=True))
-    round_trip = statistics.median(timer.batch(_nothing, reps, sync_inside=True)) - statistics.median(
-        timer.batch(_nothing, reps))
+    bare = statistics.median(timer.batch(_nothing, reps))
+    round_trip = statistics.median(timer.batch(_nothing, reps, sync_inside=True)) - bare
     return max(synced - max(round_trip, 0.0), plain) / plain if plain > 0 else 1.0
 
 
