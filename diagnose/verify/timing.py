@@ -17,8 +17,8 @@ L2 that torch reports, at least `L2_FLUSH_MIN` (256 MiB, above the 910B's 192 MB
 L2, for a device whose properties do not report it).
 
 Work that a function leaves on another stream would escape the events; `side_stream_ratio` times the
-same function with a device-wide synchronize inside the timed region (less the sync's own round trip),
-and a large ratio says so.
+same function with a device-wide synchronize inside the timed region (less the host's own time: the
+call's launch and the sync's round trip), and a large ratio says so.
 """
 
 from __future__ import annotations
@@ -74,16 +74,18 @@ class EventTimer:
     """Device events and an L2 flush buffer for one timed device (`cuda`, `npu`).
 
     What differs between devices (which torch module has the events, the L2 size, the extension to
-    import) comes from `diagnose.runtime.devices`; `backend` and `flush_bytes` may be given instead
-    (a test's stand-in for the device).
+    import) comes from `diagnose.runtime.devices`; `backend`, `flush_bytes` and `host_clock` (seconds)
+    may be given instead (a test's stand-in for the device and the host).
     """
 
-    def __init__(self, device: str, backend: Any = None, flush_bytes: int | None = None):
+    def __init__(self, device: str, backend: Any = None, flush_bytes: int | None = None,
+                 host_clock: Callable[[], float] = time.perf_counter):
         import torch
 
         from diagnose.runtime import devices
 
         self.device = device
+        self.host_clock = host_clock
         self.backend = backend if backend is not None else devices.events(device)
         size = flush_bytes if flush_bytes is not None else max(2 * devices.l2_bytes(device), L2_FLUSH_MIN)
         self.flush_buffer = torch.empty(size, dtype=torch.uint8, device=devices.torch_device(device))
@@ -92,18 +94,27 @@ class EventTimer:
         self.flush_buffer.zero_()
 
     def batch(self, fn: Callable[[], Any], reps: int, sync_inside: bool = False) -> list[float]:
+        """Milliseconds of `reps` calls, each between two events on the current stream.
+
+        `sync_inside`: a device-wide synchronize before the end event, and each sample less the host's
+        milliseconds inside the call. The host is not ahead of the device there: whatever it spends
+        launching (a loaded host's slow Python) lands between the events, where the plain batch hides it
+        behind the device's queue; work still running when the call returns does not.
+        """
         pairs = []
         for _ in range(reps):
             self.flush()
             start, end = self.backend.Event(enable_timing=True), self.backend.Event(enable_timing=True)
             start.record()
+            began = self.host_clock()
             fn()
+            inside_ms = (self.host_clock() - began) * 1e3 if sync_inside else 0.0
             if sync_inside:
                 self.backend.synchronize()
             end.record()
-            pairs.append((start, end))
+            pairs.append((start, end, inside_ms))
         self.backend.synchronize()
-        return [s.elapsed_time(e) for s, e in pairs]
+        return [s.elapsed_time(e) - inside for s, e, inside in pairs]
 
     def warm_up(self, fn: Callable[[], Any]) -> None:
         fn()
@@ -151,13 +162,16 @@ def measure(timer: EventTimer, variants: dict[str, Callable[[], Any]], group: st
 
 
 def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20) -> float:
-    """Median time with a device-wide sync inside the timed region, less the sync's own round trip,
-    over the median without it.
+    """Median time with a device-wide sync inside the timed region, less the host's own time, over the
+    median without it.
 
-    The round trip (the end event is recorded only once the host has woken from the sync) is timed
-    on a function that launches nothing. With six runs sharing a host an honest 0.16 ms kernel read
-    1.8x slower with the sync, which a slow wake-up explains. Work left on another stream still
-    shows: only the sync waits for it.
+    The host's time is the call's launch (`EventTimer.batch` with `sync_inside`) and the sync's round
+    trip (the end event is recorded only once the host has woken from the sync), timed on a function
+    that launches nothing. On the H200 with six runs sharing the host an honest kernel read 1.8x
+    slower with the sync and nothing subtracted; with the round trip subtracted, two honest kernels
+    among seven runs still read 1.5x, the launch left between the events. What is left is the device
+    work still running when the call returns: an honest call's own kernels, or work on another
+    stream, which only the sync waits for.
     """
     plain = statistics.median(timer.batch(fn, reps))
     synced = statistics.median(timer.batch(fn, reps, sync_inside=True))
