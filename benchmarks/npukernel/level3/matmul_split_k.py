@@ -21,16 +21,17 @@ class Model(nn.Module):
         super().__init__()
 
     def forward(self, a, b):
-        # The op accumulates in fp32. cuBLAS may split K itself and reduce the partial tiles in fp16/bf16
-        # (allowed by default): on the H200 that put the reference 2 ulps of |C| off fp32 accumulation on
-        # elements near zero, outside the tolerance, for these long-K shapes.
-        matmul = torch.backends.cuda.matmul
-        saved = matmul.allow_fp16_reduced_precision_reduction, matmul.allow_bf16_reduced_precision_reduction
-        matmul.allow_fp16_reduced_precision_reduction = matmul.allow_bf16_reduced_precision_reduction = False
-        try:
-            return torch.matmul(a, b)
-        finally:
-            matmul.allow_fp16_reduced_precision_reduction, matmul.allow_bf16_reduced_precision_reduction = saved
+        # The op accumulates in fp32 and rounds once. With a 16-bit output, cuBLAS's result for these
+        # long-K shapes was 0.5 (fp16) to 4.0 (bf16) off the Triton kernel's single fp32 accumulator on
+        # elements near zero (2-4 ulps of |C|) on the H200, torch 2.11, even with
+        # allow_fp16/bf16_reduced_precision_reduction off (errors the size of partial tiles reduced in 16 bits).
+        # An fp32 output keeps cuBLAS's reduction in fp32; the cast back is one pass over M x N.
+        if a.is_cuda:
+            try:
+                return torch.mm(a, b, out_dtype=torch.float32).to(a.dtype)
+            except (TypeError, RuntimeError):  # a torch without mm's out_dtype: the same sum, slower
+                pass
+        return torch.mm(a.float(), b.float()).to(a.dtype)
 
 
 @triton.jit
