@@ -18,7 +18,7 @@ from pathlib import Path
 from diagnose.agent.policy import roofline_bounds
 from diagnose.agent.state import Budget
 from diagnose.bench.suite import Entry
-from diagnose.report.scores import medians, speedups
+from diagnose.report.scores import measured_speedup, medians, speedups
 
 Row = tuple[str, str, dict]
 
@@ -67,13 +67,18 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
 
 
 def why_unimproved(report: dict) -> str:
-    """Why a run kept the entry as given, read from its candidates and trace: nothing that passed,
-    nothing verified inside the wall budget, nothing to propose (and why, where the profile said:
+    """Why a run kept the entry as given, read from its candidates and trace: nothing that passed and
+    beat it, nothing that passed, nothing verified inside the wall budget, nothing to propose (and why, where the profile said:
     already near the roofline), or the wall budget spent before a level deep enough proposed one."""
     trace = report.get("trace", [])
     # the verify node's line for candidates it had no time for: "not verified (wall time over N s): a, b"
     unverified = [line.strip() for t in trace for line in t["reason"].split(";")
                   if line.strip().startswith("not verified (wall time over")]
+    passed = [measured_speedup(c["verdict"]) for c in report.get("candidates", []) if c["verdict"]["passed"]]
+    if passed:
+        timed = [s for s in passed if s is not None]
+        fastest = f" (the fastest {max(timed):.2f}x)" if timed else ""
+        return f"{len(passed)} candidate(s) passed, none faster than the task as given{fastest}; the entry stays as given"
     if report.get("candidates"):
         return "no candidate passed verification; the entry stays as given"
     if unverified:

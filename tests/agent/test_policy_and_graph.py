@@ -126,6 +126,15 @@ def test_best_is_measured_where_timed_and_estimated_where_not():
     assert policy.best_result([result("x", timed_verdict(1.0, passed=False))]) is None
 
 
+def test_a_candidate_timed_no_faster_than_the_task_as_given_is_never_best():
+    slower = [result("slower", timed_verdict(2.1)), result("same", timed_verdict(2.0))]
+    assert policy.best_result(slower) is None
+    assert policy.best_result([*slower, result("faster", timed_verdict(1.9))])["candidate"]["id"] == "faster"
+    state = {"level": 1, "started": 0, "results": slower}
+    assert policy.after_verify(state, Budget(), now=1) == (
+        "propose", "no candidate passed verification and beat the task as given yet")
+
+
 def test_a_round_past_the_wall_budget_leaves_its_candidates_unverified(tmp_path):
     from langgraph.runtime import Runtime
 

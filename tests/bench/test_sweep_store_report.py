@@ -190,6 +190,10 @@ def test_report_cli(cli, small_suite, tmp_path):
           {"level": "triage", "action": "decide: finish", "reason": "budget spent: wall time over 180 s"}],
      "wall time over 180 s at the triage level, before any rewrite was proposed"),
     ([{"candidate": {"id": "c"}, "verdict": {"passed": False}}], [], "no candidate passed verification"),
+    ([{"candidate": {"id": "c"}, "verdict": {"passed": True, "timings": [
+        {"variant": "candidate", "group": "g", "median_ms": 0.30}, {"variant": "initial", "group": "g", "median_ms": 0.29}]}},
+      {"candidate": {"id": "d"}, "verdict": {"passed": False}}], [],
+     "1 candidate(s) passed, none faster than the task as given (the fastest 0.97x)"),
 ])
 def test_an_unimproved_entry_says_why(candidates, trace, expected):
     from diagnose.bench.optimize import why_unimproved
