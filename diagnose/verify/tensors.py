@@ -66,9 +66,15 @@ def _without_crc32():
 
 
 def load(path: str | Path) -> Any:
+    """`torch.load` of a file `save` wrote, its storages memory-mapped rather than read in: what is used
+    is paged in once, without the reader's copies (`benchmarks/tensor_io_speed.py`). The mapping is
+    private: writing to a loaded tensor leaves the file as it was, and a deleted file's tensors stay valid."""
     import torch
 
-    return torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except TypeError:  # a torch before 2.1, without `mmap`
+        return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def changed(before: list, after: list) -> list[int]:
