@@ -5,7 +5,8 @@
 - `candidate_job` imports the candidate file, builds `ModelNew` with the reference's state, and runs it
   on the saved inputs with its Triton launches counted (or, in `ghost` mode, turned into no-ops). It
   never sees a reference output: the parent reads those files and deletes them before it starts.
-- `timing_job` times the candidate beside its baselines on a device, then runs the candidate once more
+- `timing_job` times the candidate beside its baselines on a device, on the inputs the reference job saved
+  for the first seed (read, not drawn again: drawing is the slower of the two), then runs the candidate once more
   on the buffers it was timed on, a few elements changed in place, whose reference output exists only
   in the parent (the re-check after timing; a fresh case where the reference mutates its inputs or
   has no floating-point input to change).
@@ -201,9 +202,8 @@ def timing_job(payload: dict) -> dict:
     timings, notes, side_streams = [], [], {}
     recheck, timed_inputs = payload["recheck"], None
     for group in payload["groups"]:
-        inputs, _ = draw(reference, group, payload["seed"])
         with device_lock.shared(lock):
-            inputs = tensors.to_device(inputs, torch_device(device))
+            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
         if recheck.get("in_place") and group == recheck["group"] and payload["seed"] == recheck["base_seed"]:
             timed_inputs = inputs  # the re-check changes these very buffers
         variants = {name: (lambda m=m: m(*inputs)) for name, m in models.items()}
