@@ -3,9 +3,12 @@
 The agent runs as `diagnose optimize` would (`diagnose.agent.run.optimize`), with its outputs kept in
 the sweep's own folder (`<store>.runs/<entry>/`), never next to the suite's files, so a suite folder
 stays as it was. One row per input group of the baseline (the entry as given):
-- `medians_ms.initial`: the entry's own kernel, timed in the baseline verification;
-- `medians_ms.candidate`: the best verified candidate's, or the initial one when none passed;
-- `speedup_vs_initial` and `speedup_vs_eager`: ratios measured in the best candidate's own timing run;
+- `medians_ms.initial`: the entry's own kernel, timed in the best candidate's own timing run (beside it),
+  else in the baseline verification;
+- `medians_ms.candidate`: the best verified candidate's, or the initial one when none beat it;
+- `speedup_vs_initial` and `speedup_vs_eager`: ratios measured in the best candidate's own timing run, so
+  `speedup_vs_initial` is `initial / candidate` of the row (two runs differ: on the H200 with eight runs
+  sharing the host, creation_arange's initial kernel read 0.201 ms in its baseline, 0.175 ms beside a candidate);
 - `speedup_vs_compile`: the baseline run's `torch.compile` median over the candidate's (two runs, one
   device, the same protocol);
 - `roofline_fraction` on each group the profile level bounded; `deepest_level`; `rewrites`; `run_id`.
@@ -44,7 +47,7 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
                                               "log_tail": ""}
         failed = [f"{c['name']}: {c['detail']}" for c in baseline.get("checks", []) if not c["passed"]]
         return [("*", "failed", {**common, "failure": failure, "failed_checks": failed})]
-    initial = medians(baseline, "candidate")
+    initial = {**medians(baseline, "candidate"), **(medians(best["verdict"], "initial") if best else {})}
     compiled = medians(baseline, "compile")
     optimized = medians(best["verdict"], "candidate") if best else initial
     bounds = roofline_bounds(report.get("roofline") or {})
