@@ -77,9 +77,9 @@ def why_unimproved(report: dict) -> str:
     # the verify node's line for candidates it had no time for: "not verified (wall time over N s): a, b"
     unverified = [line.strip() for t in trace for line in t["reason"].split(";")
                   if line.strip().startswith("not verified (wall time over")]
-    passed = [measured_speedup(c["verdict"]) for c in report.get("candidates", []) if c["verdict"]["passed"]]
+    passed = [c["verdict"] for c in report.get("candidates", []) if c["verdict"]["passed"]]
     if passed:
-        timed = [s for s in passed if s is not None]
+        timed = [s for s in map(measured_speedup, passed) if s is not None]
         fastest = f" (the fastest {max(timed):.2f}x)" if timed else ""
         return f"{len(passed)} candidate(s) passed, none faster than the task as given{fastest}; the entry stays as given"
     if report.get("candidates"):

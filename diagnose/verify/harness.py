@@ -143,7 +143,7 @@ def time_candidate(task: Task, reference: Reference, common: dict, options: Chec
                                     "initial": str(options.initial) if options.initial else None,
                                     "groups": selected, "seed": options.seeds[0],
                                     "inputs": {c["group"]: c["inputs"] for c in reference.cases
-                                               if c["role"] == "check" and c["seed"] == options.seeds[0]},
+                                               if c["seed"] == options.seeds[0]},
                                     "baselines": list(options.baselines), "recheck": spare}, options, where)
     if not result.ok:
         failure: Failure = result.failure
