@@ -93,9 +93,10 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
                                                      "out_dir": out_dir, "budget": dataclasses.asdict(budget)}))
     graph, connection = open_graph(folder)
     config = {"configurable": {"thread_id": run_id}}
-    context = Context(run_dir=str(folder), budget=budget, tools=tools or Tools(
-        str(folder), on_candidate=on_candidate, device_lock=device_lock, seeds=budget.seeds,
-        compile_baseline=budget.compile_baseline))
+    # A caller's own `tools` are theirs to close; the run closes (deletes the kept reference of) its own.
+    own = None if tools else Tools(str(folder), on_candidate=on_candidate, device_lock=device_lock,
+                                   seeds=budget.seeds, compile_baseline=budget.compile_baseline)
+    context = Context(run_dir=str(folder), budget=budget, tools=tools or own)
     first = None if resume else {"task": task, "target": target, "device": device, "started": time.time()}
     try:
         for mode, chunk in graph.stream(first, config, context=context, stream_mode=["updates", "tasks"],
@@ -110,6 +111,8 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         state = graph.get_state(config).values
     finally:
         connection.close()
+        if own is not None:
+            own.close()
     report = report_from_state(state)
     from diagnose.report.run_files import write_report_files
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from diagnose.verify.reference import KeptReference
+
 
 @dataclass(frozen=True)
 class Tools:
@@ -21,6 +23,8 @@ class Tools:
     (the progress display names it); it is not part of the state and never checkpointed.
     `device_lock` names the lock file of a device shared with other runs (a sweep's `--jobs`:
     `diagnose.runtime.device_lock`). `seeds` and `compile_baseline` are the run's (`Budget`).
+    `reference` keeps the reference job's result from the baseline's verification for every round of
+    candidates (one reference job per run, not per round); `close()` deletes it.
     """
 
     run_dir: str
@@ -28,13 +32,17 @@ class Tools:
     device_lock: str | None = None
     seeds: int = 3
     compile_baseline: bool = True
+    reference: KeptReference = field(default_factory=KeptReference, compare=False, repr=False)
+
+    def close(self) -> None:
+        self.reference.close()
 
     def verify_task(self, task: str, device: str, target: str) -> dict:
         from diagnose.task import load_task
         from diagnose.verify.harness import verify
 
         baselines = ("eager", "compile") if self.compile_baseline else ("eager",)
-        return verify(load_task(task), self.check_options(device, baselines=baselines)).to_dict()
+        return verify(load_task(task), self.check_options(device, baselines=baselines), keep=self.reference).to_dict()
 
     def check_options(self, device: str, **options):
         """How this run verifies: its seeds and device lock, plus `options`."""
@@ -115,22 +123,21 @@ class Tools:
         import time
 
         from diagnose.task import load_task
-        from diagnose.verify.harness import prepared, verify
+        from diagnose.verify.harness import verify
 
         if not candidates or (deadline is not None and time.time() > deadline):
             return []
         results = []
         options = self.check_options(device, initial=Path(task), baselines=("eager",))
-        # One reference job for the round: every candidate is judged against the same cases.
-        with prepared(load_task(task, candidates[0]["path"]), options) as reference:
-            for index, candidate in enumerate(candidates, 1):
-                if deadline is not None and time.time() > deadline:
-                    break
-                if self.on_candidate:
-                    self.on_candidate(candidate["id"], index, len(candidates))
-                verdict = verify(load_task(task, candidate["path"]), options, reference)
-                results.append({"candidate": {k: v for k, v in candidate.items() if k != "path"},
-                                "verdict": verdict.to_dict(), "path": candidate["path"]})
+        # Every candidate is judged against the cases of the run's one reference job (`reference`).
+        for index, candidate in enumerate(candidates, 1):
+            if deadline is not None and time.time() > deadline:
+                break
+            if self.on_candidate:
+                self.on_candidate(candidate["id"], index, len(candidates))
+            verdict = verify(load_task(task, candidate["path"]), options, keep=self.reference)
+            results.append({"candidate": {k: v for k, v in candidate.items() if k != "path"},
+                            "verdict": verdict.to_dict(), "path": candidate["path"]})
         return results
 
 

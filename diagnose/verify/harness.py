@@ -12,8 +12,8 @@ The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
 4. a correct candidate gets a ghost replay in a fresh worker;
 5. on a device, the timing job times candidate and baselines and runs the spare case after timing.
 
-The reference step can be prepared once and shared by many candidates of one task
-(`diagnose/verify/reference.py`); the parent's reading of the workers' files is `diagnose/verify/judge.py`.
+The reference step can be prepared once and shared by many candidates of one task, or kept for a
+whole run (`diagnose/verify/reference.py`); the parent's reading of the workers' files is `diagnose/verify/judge.py`.
 
 Every job runs where the device's placement says (`diagnose.runtime.devices.require`): this
 interpreter for `cuda` and `cpu` (interpreted), the interpreter that has torch_npu for `npu` (the
@@ -33,9 +33,9 @@ from diagnose.task import Task
 from diagnose.verify import anticheat
 from diagnose.verify.judge import Held, compare_held, judge
 from diagnose.verify.options import CheckOptions, placement_for, run_job
-from diagnose.verify.reference import Reference, prepared
+from diagnose.verify.reference import KeptReference, Reference, prepared
 
-__all__ = ["NOT_TIMED", "CheckOptions", "Reference", "prepared", "verify"]
+__all__ = ["NOT_TIMED", "CheckOptions", "KeptReference", "Reference", "prepared", "verify"]
 
 NOT_TIMED = "not timed: no device here (Triton interpreter on CPU)"
 
@@ -65,14 +65,20 @@ def not_timed(groups: list[str], options: CheckOptions) -> tuple[Timing, ...]:
     return tuple(Timing(v, g, note=NOT_TIMED) for g in groups for v in variants)
 
 
-def verify(task: Task, options: CheckOptions = CheckOptions(), reference: Reference | None = None) -> Verdict:
+def verify(task: Task, options: CheckOptions = CheckOptions(), reference: Reference | None = None,
+           keep: KeptReference | None = None) -> Verdict:
     """Correctness, anti-cheat and (on a device) timing of the task's candidate.
 
     `reference`: a prepared reference of the same task (`prepared`) to reuse; when it does not serve
-    this task and these options the reference job runs again.
+    this task and these options the reference job runs again. `keep`: a run's kept reference, used
+    when it serves and otherwise prepared again and kept for the next verification.
     """
     where = placement_for(options)
     phases = Phases()
+    if reference is None and keep is not None:
+        reference = keep.serving(task, options)
+        if reference is None:
+            return verify_against(task, options, where, keep.prepare(task, options, where, phases.clock), phases)
     if reference is not None and reference.serves(task, options):
         phases.seconds.append(("reference (prepared)", 0.0))
         return verify_against(task, options, where, reference, phases)

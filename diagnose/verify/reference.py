@@ -9,12 +9,16 @@ input files that changed on disk, make it run again (`serves`). The folder is de
 
 An optimize run or a launch-config search verifies many candidates of one task: each one's reference
 job (a fresh worker drawing every case's inputs and running `Model` on them) was the same work again.
+
+`KeptReference` holds one prepared reference across the verifications of a whole run (the agent's
+baseline and every round of candidates) and prepares it again only when it no longer serves; `close()`
+deletes its folder. On the H200 the reference job took 12-144 s of a run's 360 s wall, once per round.
 """
 
 from __future__ import annotations
 
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -80,3 +84,27 @@ def prepared(task: Task, options: CheckOptions, where: Placement | None = None,
         held = take_references(ref.value["cases"])
         files = [Path(job, "init_inputs.pt"), Path(job, "state.pt"), *(c["inputs"] for c in ref.value["cases"])]
         yield Reference(job, before, ref.value, held, tuple(stamp(f) for f in files))
+
+
+class KeptReference:
+    """One prepared reference kept between verifications (a run's), replaced when it stops serving."""
+
+    def __init__(self) -> None:
+        self._stack = ExitStack()
+        self._held: Reference | None = None
+
+    def serving(self, task: Task, options: CheckOptions) -> Reference | None:
+        """The kept reference when it serves `task` with `options`, else None."""
+        held = self._held
+        return held if held is not None and held.serves(task, options) else None
+
+    def prepare(self, task: Task, options: CheckOptions, where: Placement | None = None,
+                clock: Callable | None = None) -> Reference:
+        """Run the reference job for `task` (the kept one is deleted first) and keep its result."""
+        self.close()
+        self._held = self._stack.enter_context(prepared(task, options, where, clock))
+        return self._held
+
+    def close(self) -> None:
+        self._stack.close()
+        self._held = None

@@ -20,9 +20,9 @@ from tests.conftest import EXAMPLES, ROOT
 BUDGET = ("--max-candidates", "2")
 
 
-def optimize_cli(*args, cache, **kwargs):
+def optimize_cli(*args, cache, env=(), **kwargs):
     return subprocess.run([sys.executable, "-m", "diagnose.cli", "optimize", *args], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)}, **kwargs)
+                          text=True, env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache), **dict(env)}, **kwargs)
 
 
 def only_run(cache: Path) -> Path:
@@ -105,8 +105,9 @@ def test_bad_input_and_unknown_run_are_one_line(tmp_path):
 def test_seeds_and_no_compile_reach_every_verification_of_the_run(tmp_path):
     task = tmp_path / "vector_add.py"
     task.write_text((EXAMPLES / "vector_add.py").read_text())
+    (tmp_path / "tmp").mkdir()  # where the run's job folders go: none is left behind
     result = optimize_cli(str(task), "--max-candidates", "1", "--seeds", "2", "--no-compile", "--quiet",
-                          cache=tmp_path / "cache", timeout=900)
+                          cache=tmp_path / "cache", env={"TMPDIR": str(tmp_path / "tmp")}, timeout=900)
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads((only_run(tmp_path / "cache") / "report.json").read_text())
     verdicts = [report["baseline"], *(c["verdict"] for c in report["candidates"])]
@@ -114,4 +115,30 @@ def test_seeds_and_no_compile_reach_every_verification_of_the_run(tmp_path):
     for verdict in verdicts:
         assert {case["seed"] for case in verdict["cases"]} == {0, 1}
         assert "compile" not in {t["variant"] for t in verdict["timings"]}
+    assert "reference" in dict(report["baseline"]["phases"])
+    assert not list((tmp_path / "tmp").iterdir()), "the run deletes its kept reference"
     assert json.loads((only_run(tmp_path / "cache") / "run.json").read_text())["budget"]["seeds"] == 2
+
+
+def test_the_baselines_reference_job_serves_every_round_of_candidates(tmp_path):
+    from diagnose.agent.tools import Tools
+    from diagnose.task import load_task
+
+    task = tmp_path / "vector_add.py"
+    task.write_text((EXAMPLES / "vector_add.py").read_text())
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(task.read_text())
+    tools = Tools(str(tmp_path), seeds=2, compile_baseline=False)
+    try:
+        baseline = tools.verify_task(str(task), "cpu", "cuda:sm90")
+        assert baseline["passed"] and "reference" in dict(baseline["phases"])
+        kept = tools.reference.serving(load_task(task), tools.check_options("cpu"))
+        for round_ in range(2):
+            (result,) = tools.evaluate(str(task), [{"id": f"same-{round_}", "path": str(candidate)}], "cpu",
+                                       "cuda:sm90")
+            assert result["verdict"]["passed"]
+            assert dict(result["verdict"]["phases"])["reference (prepared)"] == 0.0
+            assert tools.reference.serving(load_task(task), tools.check_options("cpu")) is kept
+    finally:
+        tools.close()
+    assert not Path(kept.job_dir).exists()

@@ -138,3 +138,29 @@ def test_a_prepared_reference_serves_every_candidate_of_its_task(tmp_path):
         assert not shared.serves(load_task(reference, honest), OPTIONS), "an edited reference is run again"
         again = verify(load_task(reference, honest), OPTIONS, shared)
         assert "reference" in dict(again.phases) and again.passed
+
+
+def test_a_kept_reference_serves_a_run_until_it_no_longer_serves(tmp_path):
+    from pathlib import Path
+
+    from diagnose.verify.harness import KeptReference
+
+    reference = tmp_path / "reference.py"
+    reference.write_text((FIXTURES / "tasks/two_files/reference.py").read_text())
+    honest, wrong = FIXTURES / "tasks/two_files/candidate.py", FIXTURES / "tasks/wrong_values.py"
+    keep = KeptReference()
+    try:
+        first = verify(load_task(reference, honest), OPTIONS, keep=keep)
+        assert "reference" in dict(first.phases) and first.passed, "the first verification runs the reference job"
+        folder = keep.serving(load_task(reference, honest), OPTIONS).job_dir
+        second = verify(load_task(reference, wrong), OPTIONS, keep=keep)
+        assert dict(second.phases)["reference (prepared)"] == 0.0 and not second.passed
+        other_seeds = CheckOptions(device="cpu", seeds=(5,), timeout_s=60, memory_limit=2 * 2**30)
+        third = verify(load_task(reference, honest), other_seeds, keep=keep)
+        assert "reference" in dict(third.phases) and third.passed, "other seeds: the reference job again"
+        assert not Path(folder).exists(), "the reference it replaced is deleted"
+        assert keep.serving(load_task(reference, honest), other_seeds) is not None
+        folder = keep.serving(load_task(reference, honest), other_seeds).job_dir
+    finally:
+        keep.close()
+    assert not Path(folder).exists() and keep.serving(load_task(reference, honest), other_seeds) is None
