@@ -72,7 +72,9 @@ def write_entry(connection: sqlite3.Connection, suite: str, entry: str, mode: st
 
 
 def rows(connection: sqlite3.Connection, suite: str | None = None, mode: str | None = None) -> list[Row]:
-    """Every row, newest version per (entry, group, mode) only."""
+    """Every row of the newest version of each (suite, entry, mode): an entry's new version replaces all
+    rows of its old ones, including groups it no longer has (an entry that failed as a whole wrote one "*"
+    row; once it passes, that row is history, not a failure)."""
     query = "SELECT suite, entry, grp, mode, version, status, data, created FROM results"
     clauses, params = [], []
     if suite:
@@ -83,8 +85,10 @@ def rows(connection: sqlite3.Connection, suite: str | None = None, mode: str | N
         params.append(mode)
     if clauses:
         query += " WHERE " + " AND ".join(clauses)
-    latest: dict[tuple, Row] = {}
-    for record in connection.execute(query + " ORDER BY created", params):
-        row = Row(*record[:6], json.loads(record[6]), record[7])
-        latest[(row.suite, row.entry, row.group, row.mode)] = row
-    return sorted(latest.values(), key=lambda r: (r.suite, r.entry, r.group))
+    newest: dict[tuple, str] = {}
+    records = [Row(*record[:6], json.loads(record[6]), record[7])
+               for record in connection.execute(query + " ORDER BY created", params)]
+    for row in records:
+        newest[(row.suite, row.entry, row.mode)] = row.version
+    kept = [row for row in records if newest[(row.suite, row.entry, row.mode)] == row.version]
+    return sorted(kept, key=lambda r: (r.suite, r.entry, r.mode, r.group))

@@ -53,6 +53,20 @@ def test_sweep_records_each_entry_once_and_skips_done_ones(small_suite, tmp_path
     assert (third.ran, third.skipped) == (1, 2)
 
 
+def test_an_entrys_new_version_replaces_every_row_of_its_old_ones(tmp_path):
+    """matmul_split_k failed as a whole ("*") before its inputs were scaled, then passed per group."""
+    connection = store.connect(tmp_path / "r.sqlite")
+    store.write_entry(connection, "s", "level3/split_k", "optimize", "old", [("*", "failed", {"reasons": ["wrong"]})])
+    store.write_entry(connection, "s", "level1/abs", "optimize", "v", [("g", "passed", {})])
+    time.sleep(0.01)
+    store.write_entry(connection, "s", "level3/split_k", "optimize", "new",
+                      [("m1", "passed", {}), ("m2", "passed", {})])
+    rows = store.rows(connection)
+    assert [(r.entry, r.group, r.version) for r in rows] == [
+        ("level1/abs", "g", "v"), ("level3/split_k", "m1", "new"), ("level3/split_k", "m2", "new")]
+    assert store.is_done(connection, "s", "level3/split_k", "optimize", "old"), "history stays in the store"
+
+
 def test_killed_sweep_resumes_where_it_stopped(small_suite, tmp_path):
     db = tmp_path / "r.sqlite"
     command = [sys.executable, "-m", "diagnose.cli", "bench", str(small_suite), "--seeds", "2", "--store", str(db)]
