@@ -6,25 +6,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.edit import insert_before_class, replace, statement, statements, unique_name
+from diagnose.rewrite.cores import core_count_helper
+from diagnose.rewrite.edit import insert_before_class, replace, statement
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels,
     model_forward, module_names, pointer_params, program_id_names, resolve_grid, same, simple_assignment, sites_of,
     walk,
 )
-
-HELPER = '''
-def {name}(device, fallback={fallback}):
-    """Programs a persistent kernel launches: one per SM on CUDA, one per {npu_unit} core on Ascend."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    if device.type == "npu":
-        from triton.runtime import driver
-
-        return driver.active.utils.get_device_properties(device.index or 0)["{npu_key}"]
-    return fallback  # the target's count, where the device cannot be asked (the interpreter, meta tensors)
-'''
 
 
 @dataclass(frozen=True)
@@ -93,10 +82,7 @@ class PersistentGrid(Rewrite):
                 "# persistent: each program strides over the blocks, one program per core"))])
         new_kernel = kernel.node.with_changes(body=kernel.node.body.with_changes(
             body=[*kernel.statements[:index], loop]))
-        taken = module_names(ctx.module)
-        helper = unique_name(taken, "_core_count")
-        dot = bool(calls(kernel.node.body, "dot"))
-        fallback = ctx.target.sm_count if dot or not ctx.target.vector_cores else ctx.target.vector_cores
+        helper, definition = core_count_helper(ctx, dot=bool(calls(kernel.node.body, "dot")))
         grid_axis = code(grid_elements(plan.grid)[0])
         flat = cst.parse_expression(f"(min({grid_axis}, {helper}({plan.device_of}.device)),)")
         mapping = {kernel.node: new_kernel}
@@ -105,10 +91,7 @@ class PersistentGrid(Rewrite):
         else:
             call = plan.site.call
             mapping[call] = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(flat))]))
-        module = replace(ctx.module, mapping)
-        text = HELPER.format(name=helper, fallback=fallback, npu_unit="AI" if dot else "vector",
-                             npu_key="num_aicore" if dot else "num_vectorcore")
-        return insert_before_class(module, "ModelNew", statements(text)).code
+        return insert_before_class(replace(ctx.module, mapping), "ModelNew", definition).code
 
 
 def _plan(ctx: RewriteContext, kernel: Kernel) -> PersistentPlan | str | None:
