@@ -11,8 +11,9 @@ one of three ways this module can change:
 - `absent`: a launch option not given (Triton's default); it is added as a keyword.
 
 A constexpr that multiplies a program id (`pid * BLOCK`) decides the grid: it may only change when
-the grid is computed from its host name (or is a callable reading `meta`), else the new block size
-and the old grid would disagree.
+the grid is computed from its host name, directly or through host variables computed from it
+(`split_k = ... triton.cdiv(K, BLOCK_K) ...`; `grid = (tiles, split_k)`), or is a callable reading
+`meta`; else the new block size and the old grid would disagree.
 
 A new block size is only safe where the accesses it widens are masked: `tile_accesses_masked`.
 """
@@ -48,7 +49,7 @@ def slots(module: cst.Module, kernel: Kernel, site: LaunchSite, params: tuple[st
     """The slot of each of `params` at `site`, or why one cannot be changed."""
     forward = model_forward(module)
     grid, _ = resolve_grid(forward, site)
-    grid_names = names(grid)
+    grid_names = _computed_from(forward, names(grid))
     coupled = grid_coupled(kernel)
     callable_grid = isinstance(grid, cst.Lambda)
     out = {}
@@ -76,6 +77,17 @@ def slots(module: cst.Module, kernel: Kernel, site: LaunchSite, params: tuple[st
             out[param] = Slot(param, "host", binding.value, binding.name)
             continue
         return f"{param}={code(arg.value)} is computed on the host"
+    return out
+
+
+def _computed_from(forward: cst.FunctionDef, wanted: set[str]) -> set[str]:
+    """`wanted` and every name the host assignments of `forward` compute them from, transitively."""
+    out, frontier = set(), set(wanted)
+    while frontier:
+        name = frontier.pop()
+        out.add(name)
+        for statement in host_assignments(forward, name):
+            frontier |= names(statement) - out
     return out
 
 
