@@ -24,6 +24,7 @@ from diagnose.rewrite.row_program_order import RowProgramOrder
 from diagnose.rewrite.rows_per_program import RowsPerProgram
 from diagnose.rewrite.rewrite import Rewrite
 from diagnose.rewrite.single_pass_row import SinglePassRow
+from diagnose.rewrite.split_k import SplitK
 from diagnose.rewrite.structured_2d_index import Structured2dIndex
 from diagnose.rewrite.two_level_tiling import TwoLevelTiling
 from diagnose.rewrite.vectorization_hints import VectorizationHints
@@ -43,6 +44,7 @@ REWRITES: dict[str, Rewrite] = {
         RowProgramOrder(),
         RowsPerProgram(),
         PersistentGrid(),
+        SplitK(),
         TwoLevelTiling(),
         DotInputPrecision(),
         VectorizationHints(),

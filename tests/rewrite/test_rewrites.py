@@ -166,3 +166,29 @@ def test_an_uncoalesced_gather_calls_for_row_program_order(tmp_path):
     candidate.write_text(REWRITES["row-program-order"].apply(ctx))
     verdict = verify(load_task(gather, candidate), CheckOptions(seeds=(0, 1), baselines=("eager",)))
     assert verdict.passed, verdict.failure
+
+
+def test_a_tail_bound_matmul_calls_for_split_k(tmp_path):
+    """PRF004 (64 programs for 132 SMs: npukernel matmul_split_k on the H200) calls for split-k; it
+    holds there, not on matmul_bias (its bias epilogue would be added once per split), and the
+    combined candidate the proposer builds there (group-m-swizzle, split-k, wgmma-tiles, in table
+    order) stays correct on the interpreter."""
+    from diagnose.records import Evidence, Finding, Location
+    from diagnose.rewrite.pipeline import build, called_by, context_for, survey
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    evidence = (Evidence("profile", "roofline", "RooflinePosition", "metric"),)
+    finding = Finding("PRF004", "Too few programs for the device: 6% of the roofline; 64 programs for 132 SMs",
+                      "warning", "medium", Location("matmul_split_k.py", 35), evidence)
+    assert called_by(REWRITES["split-k"], [finding], ()) == ("PRF004@matmul_split_k.py:35",)
+    entry = ROOT / "benchmarks/npukernel/level3/matmul_split_k.py"
+    for path, holds in ((entry, True), (ROOT / "benchmarks/npukernel/level3/matmul_bias.py", False)):
+        found = {a.rewrite.id: a for a in survey(context_for(path, [finding], (), "cuda:sm90"))}
+        assert found["split-k"].precondition.holds is holds, (path, found["split-k"].precondition.reason)
+    built = build(context_for(entry, [finding], (), "cuda:sm90"), ["wgmma-tiles", "split-k", "group-m-swizzle"], None)
+    assert built.steps == ("group-m-swizzle", "split-k", "wgmma-tiles") and not built.skipped
+    candidate = tmp_path / "matmul_split_k_split.py"
+    candidate.write_text(built.source)
+    verdict = verify(load_task(entry, candidate), CheckOptions(seeds=(0, 1), baselines=("eager",)))
+    assert verdict.passed, verdict.failure
