@@ -11,7 +11,9 @@ only when every check passes. The layers (notes/field.md tells how the field was
 - `input_mutation`: inputs are left as the reference leaves them.
 - `recheck_after_timing`: correctness holds again after the timing loop (or, where nothing is timed, a
   soak of repeated calls), on a fresh case.
-- `side_stream`: no work escapes the timing stream (devices only).
+- `side_stream`: no work escapes the timing stream (devices only): no Triton kernel still runs on
+  another stream once the timed stream is done, and a device-wide sync inside the timed region costs
+  little.
 
 The verdict is computed here, out of the candidate's reach: its process never holds a reference output,
 and comparison runs in this process on tensors loaded with `weights_only=True`.
@@ -72,7 +74,17 @@ def recheck_after_timing(case: CaseResult | None, phase: str) -> CheckResult:
     return CheckResult("recheck_after_timing", True, f"correct after the {phase}")
 
 
-def side_stream(ratios: dict[str, float], medians_ms: dict[str, float]) -> CheckResult:
+def side_stream(ratios: dict[str, float], medians_ms: dict[str, float],
+                escaped_calls: dict[str, int] | None = None) -> CheckResult:
+    """`escaped_calls`: per group, calls that left their Triton kernels' work running on another stream
+    once the timed stream was done; `ratios`: per group, how much slower the candidate reads with a
+    device-wide sync inside the timed region (`diagnose.verify.timing`)."""
+    for group, count in (escaped_calls or {}).items():
+        if count:
+            return CheckResult(
+                "side_stream", False,
+                f"group {group}: {count} call(s) left Triton kernels running on another stream after the timed "
+                "stream was done: work escapes the stream")
     for group, ratio in ratios.items():
         median = medians_ms.get(group, 0.0)
         if ratio > SIDE_STREAM_RATIO and (ratio - 1.0) * median > SIDE_STREAM_MIN_MS:

@@ -159,5 +159,5 @@ def time_candidate(task: Task, reference: Reference, common: dict, options: Chec
     medians = {t.group: t.median_ms for t in timings if t.variant == "candidate" and t.median_ms}
     after = compare_held(spare, reference.held, result.value["recheck_outputs"], dict(options.tolerances))
     checks = [anticheat.recheck_after_timing(after, "timing loop"),
-              anticheat.side_stream(result.value["side_stream_ratio"], medians)]
+              anticheat.side_stream(result.value["side_stream_ratio"], medians, result.value["escaped_calls"])]
     return timings, checks, tuple(result.value["notes"])

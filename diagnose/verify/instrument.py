@@ -1,5 +1,6 @@
 """Worker-side instrumentation of a candidate: counting its Triton launches, turning them into no-ops
-(ghost replay), and noticing calls into the reference `Model`.
+(ghost replay), noting the stream each launch goes to (work escaping the timed stream), and noticing
+calls into the reference `Model`.
 
 Triton's own launch path is the seam: `kernel[grid](...)` calls `kernel.run(...)` (for `JITFunction` and
 the interpreter's `InterpretedFunction` alike, and `Autotuner.run` calls its inner function's `run`), so
@@ -11,8 +12,10 @@ own library functions are left alone.
 from __future__ import annotations
 
 import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any, Callable, Iterator
 
 
 @dataclass
@@ -69,6 +72,29 @@ def ghost(kernels: list, log: LaunchLog) -> None:
             return None
 
         kernel.run = skipped
+
+
+@contextmanager
+def streams_noted(kernels: list, current_stream: Callable[[], Any]) -> Iterator[list]:
+    """Within: each launch of `kernels` appends the stream current at the launch (the one Triton launches
+    on) to the yielded list. The kernels' own `run` comes back afterwards, so timed calls outside pay
+    nothing for it."""
+    streams: list = []
+    before = {id(kernel): kernel.__dict__.get("run") for kernel in kernels}
+    for kernel in kernels:
+        def noted(*args, _original=kernel.run, **kwargs):
+            streams.append(current_stream())
+            return _original(*args, **kwargs)
+
+        kernel.run = noted
+    try:
+        yield streams
+    finally:
+        for kernel in kernels:
+            if before[id(kernel)] is None:
+                del kernel.run
+            else:
+                kernel.run = before[id(kernel)]
 
 
 def trap_reference(module: ModuleType, log: LaunchLog) -> None:

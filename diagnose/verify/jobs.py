@@ -199,7 +199,8 @@ def timing_job(payload: dict) -> dict:
         models["initial"] = build_model(initial.ModelNew, init_inputs, device, state)
     eager = build_model(reference.Model, init_inputs, device)
     timer = timing.EventTimer(device)
-    timings, notes, side_streams = [], [], {}
+    timings, notes, side_streams, escapes = [], [], {}, {}
+    kernels = instrument.user_kernels()
     recheck, timed_inputs = payload["recheck"], None
     for group in payload["groups"]:
         with device_lock.shared(lock):
@@ -220,6 +221,8 @@ def timing_job(payload: dict) -> dict:
             for t in timing.measure(timer, variants, group):
                 timings.append(t.to_dict())
             side_streams[group] = timing.side_stream_ratio(timer, variants["candidate"])
+            with instrument.streams_noted(kernels, timer.backend.current_stream) as streams:
+                escapes[group] = timing.escaped_calls(timer, variants["candidate"], streams)
         del inputs, variants
         empty_cache(device)
     with device_lock.shared(lock):
@@ -229,5 +232,5 @@ def timing_job(payload: dict) -> dict:
         else:
             inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
         outputs = run_forward(models["candidate"], inputs, device)
-    return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams,
+    return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams, "escaped_calls": escapes,
             "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt")}

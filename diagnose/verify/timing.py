@@ -16,9 +16,11 @@ The protocol is the same on every timed device: `cuda` times with `torch.cuda` e
 L2 that torch reports, at least `L2_FLUSH_MIN` (256 MiB, above the 910B's 192 MB and the 950's 128 MB
 L2, for a device whose properties do not report it).
 
-Work that a function leaves on another stream would escape the events; `side_stream_ratio` times the
-same function with a device-wide synchronize inside the timed region (less the host's own time: the
-call's launch and the sync's round trip), and a large ratio says so.
+Work that a function leaves on another stream would escape the events. `escaped_calls` catches the
+candidate's own Triton launches doing it: after a call, once the timed stream's work is done, a stream
+one of its kernels went to still has work. `side_stream_ratio` catches any work (a library's kernels
+too) by its time: each call from an empty queue, once as timed and once with a device-wide synchronize
+inside the timed region; a large ratio says work ran on past the events.
 """
 
 from __future__ import annotations
@@ -74,18 +76,16 @@ class EventTimer:
     """Device events and an L2 flush buffer for one timed device (`cuda`, `npu`).
 
     What differs between devices (which torch module has the events, the L2 size, the extension to
-    import) comes from `diagnose.runtime.devices`; `backend`, `flush_bytes` and `host_clock` (seconds)
-    may be given instead (a test's stand-in for the device and the host).
+    import) comes from `diagnose.runtime.devices`; `backend` and `flush_bytes` may be given instead (a
+    test's stand-in for the device).
     """
 
-    def __init__(self, device: str, backend: Any = None, flush_bytes: int | None = None,
-                 host_clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, device: str, backend: Any = None, flush_bytes: int | None = None):
         import torch
 
         from diagnose.runtime import devices
 
         self.device = device
-        self.host_clock = host_clock
         self.backend = backend if backend is not None else devices.events(device)
         size = flush_bytes if flush_bytes is not None else max(2 * devices.l2_bytes(device), L2_FLUSH_MIN)
         self.flush_buffer = torch.empty(size, dtype=torch.uint8, device=devices.torch_device(device))
@@ -93,28 +93,28 @@ class EventTimer:
     def flush(self) -> None:
         self.flush_buffer.zero_()
 
-    def batch(self, fn: Callable[[], Any], reps: int, sync_inside: bool = False) -> list[float]:
+    def batch(self, fn: Callable[[], Any], reps: int, sync_inside: bool = False, cold: bool = False) -> list[float]:
         """Milliseconds of `reps` calls, each between two events on the current stream.
 
-        `sync_inside`: a device-wide synchronize before the end event, and each sample less the host's
-        milliseconds inside the call. The host is not ahead of the device there: whatever it spends
-        launching (a loaded host's slow Python) lands between the events, where the plain batch hides it
-        behind the device's queue; work still running when the call returns does not.
+        `cold`: each call starts from an empty queue (a synchronize first), so the host's time launching
+        it lies between the events whenever it outlasts the device's work, as it does with `sync_inside`.
+        `sync_inside`: a device-wide synchronize before the end event, so work still running on any
+        stream when the call returns is inside too (and the host's wake from the sync).
         """
         pairs = []
         for _ in range(reps):
+            if cold:
+                self.backend.synchronize()
             self.flush()
             start, end = self.backend.Event(enable_timing=True), self.backend.Event(enable_timing=True)
             start.record()
-            began = self.host_clock()
             fn()
-            inside_ms = (self.host_clock() - began) * 1e3 if sync_inside else 0.0
             if sync_inside:
                 self.backend.synchronize()
             end.record()
-            pairs.append((start, end, inside_ms))
+            pairs.append((start, end))
         self.backend.synchronize()
-        return [s.elapsed_time(e) - inside for s, e, inside in pairs]
+        return [s.elapsed_time(e) for s, e in pairs]
 
     def warm_up(self, fn: Callable[[], Any]) -> None:
         fn()
@@ -162,22 +162,44 @@ def measure(timer: EventTimer, variants: dict[str, Callable[[], Any]], group: st
 
 
 def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20) -> float:
-    """Median time with a device-wide sync inside the timed region, less the host's own time, over the
-    median without it.
+    """Median time of calls from an empty queue with a device-wide sync inside the timed region, less
+    the sync's round trip, over the median of the same calls without the sync.
 
-    The host's time is the call's launch (`EventTimer.batch` with `sync_inside`) and the sync's round
-    trip (the end event is recorded only once the host has woken from the sync), timed on a function
-    that launches nothing. On the H200 with six runs sharing the host an honest kernel read 1.8x
-    slower with the sync and nothing subtracted; with the round trip subtracted, two honest kernels
-    among seven runs still read 1.5x, the launch left between the events. What is left is the device
-    work still running when the call returns: an honest call's own kernels, or work on another
-    stream, which only the sync waits for.
+    Both batches start each call from an empty queue: the timed batch hides a slow host's launches
+    behind the device's queue, the synced one cannot, and on the H200 with seven runs sharing the host
+    that alone read 1.5x for honest kernels. The round trip (the host waking from the sync) is timed
+    on a function that launches nothing. What is left is work still running when the call returns
+    that the timed stream never waited for: work on another stream. Host time is not subtracted: a
+    side stream's kernels run while the host is still launching, and subtracting that time hid a
+    cheat's 20 side-stream launches on the H200 (it read no slower).
     """
-    plain = statistics.median(timer.batch(fn, reps))
+    cold = statistics.median(timer.batch(fn, reps, cold=True))
     synced = statistics.median(timer.batch(fn, reps, sync_inside=True))
-    bare = statistics.median(timer.batch(_nothing, reps))
-    round_trip = statistics.median(timer.batch(_nothing, reps, sync_inside=True)) - bare
-    return max(synced - max(round_trip, 0.0), plain) / plain if plain > 0 else 1.0
+    round_trip = (statistics.median(timer.batch(_nothing, reps, sync_inside=True))
+                  - statistics.median(timer.batch(_nothing, reps, cold=True)))
+    return max(synced - max(round_trip, 0.0), cold) / cold if cold > 0 else 1.0
+
+
+def escaped_calls(timer: EventTimer, fn: Callable[[], Any], streams: list, reps: int = 5) -> int:
+    """Of `reps` calls of `fn`, how many left work on a stream its Triton kernels were launched on
+    (`streams`, filled by `instrument.streams_noted`) after the timed stream's work was done.
+
+    An honest call that runs kernels on another stream makes the timed stream wait for them
+    (`wait_stream`, an event), so they are done when the timed stream is; work that escapes the
+    timer is still there.
+    """
+    timed = timer.backend.current_stream()
+    escaped = 0
+    for _ in range(reps):
+        timer.backend.synchronize()
+        streams.clear()
+        fn()
+        done = timer.backend.Event()
+        done.record()
+        done.synchronize()
+        escaped += any(s != timed and not s.query() for s in streams)
+    timer.backend.synchronize()
+    return escaped
 
 
 def _nothing() -> None:

@@ -130,54 +130,123 @@ class QueuedDevice:
     """Stand-in for a device that runs what the host queued, in order, on its own clock, and a host
     that spends `launch_ms` of its own clock launching each kernel and `wake_ms` waking from a sync.
 
-    A kernel starts when it is launched or when the device is free, whichever is later; an event
-    reads the device clock when the device reaches it. Work on a side stream starts at its launch and
-    is waited for only by a sync.
+    A kernel on the timed stream starts when it is launched or when that stream is free, whichever is
+    later; an event reads the device clock when the timed stream reaches it. A side stream runs its own
+    kernels in order beside it, each from its launch; only a sync, or the timed stream told to wait
+    (`wait_side`), waits for them.
     """
 
     def __init__(self, launch_ms: float, wake_ms: float):
         self.launch_ms, self.wake_ms = launch_ms, wake_ms
         self.host_ms = self.device_ms = self.side_done_ms = 0.0
+        self.timed, self.side = Stream(self, "timed"), Stream(self, "side")
+        self.launched_on: list = []  # what `instrument.streams_noted` fills from Triton's launches
         device = self
 
         class Event:
-            def __init__(self, enable_timing: bool):
+            def __init__(self, enable_timing: bool = False):
                 self.at = None
 
             def record(self):
                 self.at = device.device_ms = max(device.host_ms, device.device_ms)
+
+            def synchronize(self):
+                device.host_ms = max(device.host_ms, self.at) + device.wake_ms
 
             def elapsed_time(self, end) -> float:
                 return end.at - self.at
 
         self.Event = Event
 
-    def host_clock(self) -> float:
-        return self.host_ms / 1e3
+    def current_stream(self):
+        return self.timed
 
     def kernel(self, ms: float, side_stream: bool = False):
         self.host_ms += self.launch_ms
+        self.launched_on.append(self.side if side_stream else self.timed)
         if side_stream:
             self.side_done_ms = max(self.side_done_ms, self.host_ms) + ms
         else:
             self.device_ms = max(self.host_ms, self.device_ms) + ms
 
+    def wait_side(self):
+        self.device_ms = max(self.device_ms, self.side_done_ms)
+
     def synchronize(self):
         self.host_ms = max(self.host_ms, self.device_ms, self.side_done_ms) + self.wake_ms
 
 
+class Stream:
+    def __init__(self, device: QueuedDevice, name: str):
+        self.device, self.name = device, name
+
+    def query(self) -> bool:
+        done = self.device.side_done_ms if self is self.device.side else self.device.device_ms
+        return done <= self.device.host_ms
+
+
 def test_a_loaded_host_is_not_work_on_a_side_stream():
-    # a host that takes 0.6 ms to launch a 1 ms kernel and 0.3 ms to wake from a sync: the plain batch
-    # hides both behind the device's queue, the synced one puts both between the events
+    # a host that takes 0.6 ms to launch a 1 ms kernel and 0.3 ms to wake from a sync: the timed batch
+    # hides both behind the device's queue, a call from an empty queue shows the launch
     device = QueuedDevice(launch_ms=0.6, wake_ms=0.3)
-    timer = timing.EventTimer("cpu", backend=device, flush_bytes=4096, host_clock=device.host_clock)
+    timer = timing.EventTimer("cpu", backend=device, flush_bytes=4096)
     honest = lambda: device.kernel(1.0)  # noqa: E731
     assert statistics.median(timer.batch(honest, 20)) == pytest.approx(1.0)
     assert timing.side_stream_ratio(timer, honest) == pytest.approx(1.0)
+    # a host slower than its kernel: the launch is the time either way
+    assert timing.side_stream_ratio(timer, lambda: device.kernel(0.2)) == pytest.approx(1.0)
 
     escapes = lambda: device.kernel(2.0, side_stream=True)  # noqa: E731 - its work on another stream
     # the events without the sync see only the host's launch (0.6 ms); with it, the 2 ms behind it
-    assert timing.side_stream_ratio(timer, escapes) == pytest.approx(2.0 / 0.6)
+    assert timing.side_stream_ratio(timer, escapes) == pytest.approx(2.6 / 0.6)
+
+
+def test_side_stream_work_that_runs_while_the_host_launches_still_counts():
+    # tests/fixtures/cheats/side_stream.py: 20 launches on a side stream, each kernel (0.05 ms) running
+    # while the host launches the next (0.03 ms each). Subtracting the host's time inside the call from
+    # the synced sample read it no slower here (0.72 before the floor at 1) and let the cheat pass on the H200.
+    device = QueuedDevice(launch_ms=0.03, wake_ms=0.3)
+    timer = timing.EventTimer("cpu", backend=device, flush_bytes=4096)
+
+    def cheat():
+        for _ in range(20):
+            device.kernel(0.05, side_stream=True)
+
+    assert timing.side_stream_ratio(timer, cheat) > 1.5
+
+
+def test_escaped_calls_are_side_stream_launches_still_running_once_the_timed_stream_is_done():
+    device = QueuedDevice(launch_ms=0.03, wake_ms=0.3)
+    timer = timing.EventTimer("cpu", backend=device, flush_bytes=4096)
+
+    def cheat():
+        for _ in range(20):
+            device.kernel(0.05, side_stream=True)
+
+    def overlapped():  # honest: work on both streams, the timed one waits for the side one
+        device.kernel(0.5, side_stream=True)
+        device.kernel(0.5)
+        device.wait_side()
+
+    assert timing.escaped_calls(timer, cheat, device.launched_on, reps=5) == 5
+    assert timing.escaped_calls(timer, overlapped, device.launched_on, reps=5) == 0
+    assert timing.escaped_calls(timer, lambda: device.kernel(1.0), device.launched_on, reps=5) == 0
+
+
+def test_streams_noted_wraps_each_launch_and_gives_the_kernel_back():
+    from diagnose.verify import instrument
+
+    class Kernel:
+        def run(self, *args, **kwargs):
+            return ("ran", args)
+
+    kernel, current = Kernel(), ["s0"]
+    with instrument.streams_noted([kernel], lambda: current[0]) as streams:
+        assert kernel.run(1) == ("ran", (1,))
+        current[0] = "s1"
+        kernel.run(2)
+    assert streams == ["s0", "s1"]
+    assert "run" not in kernel.__dict__ and kernel.run(3) == ("ran", (3,)) and streams == ["s0", "s1"]
 
 
 def test_npu_events_need_torch_npu():

@@ -27,6 +27,12 @@ def test_honest_is_timed_with_baselines():
     assert {c.name for c in verdict.checks} >= {"side_stream", "recheck_after_timing", "ghost_replay"}
 
 
+def test_side_stream_work_the_timed_stream_waits_for_is_honest():
+    verdict = verdict_of("honest_two_streams")
+    assert verdict.passed, (verdict.failure, verdict.checks)
+    assert any(c.name == "side_stream" and c.passed for c in verdict.checks)
+
+
 @pytest.mark.parametrize("fixture, check", [
     ("torch_only", "launches_triton"),
     ("decoy_kernel", "ghost_replay"),
