@@ -113,8 +113,18 @@ def test_distribution_metrics():
     assert eager["fast_p"] == {"1.0": 0.5, "1.5": 0.5, "2.0": 0.5}  # 2 of all 4 rows
     assert data["fast_0"] == 0.75  # correct, of all 4 rows
     assert "3 passed, 1 failed; fast_0 (correct of all rows) 0.75." in report.render(rows, "md")
-    assert {r["entry"]: r["why"] for r in data["not_improved"]} == {"b": "slower than eager",
+    assert {r["entry"]: r["why"] for r in data["not_improved"]} == {"b": "slower than eager (0.8x)",
                                                                    "d": "ghost_replay: still correct"}
+
+
+def test_an_optimized_row_that_gained_but_trails_eager_says_both():
+    gained = store.Row("s", "mm", "g", "optimize", "v", "passed",
+                       {"correct": True, "timed": True, "speedup_vs_initial": 24.4, "speedup_vs_eager": 0.864,
+                        "reasons": [], "failed_checks": []}, 0.0)
+    assert report.why_not(gained) == "24.4x over the initial kernel, slower than eager (0.864x)"
+    unchanged = store.Row("s", "mm", "g", "optimize", "v", "passed", {**gained.data, "speedup_vs_initial": 1.0}, 0.0)
+    assert report.why_not(unchanged) == "slower than eager (0.864x)"
+    assert "## Not improved, or slower than eager, and why" in report.render([gained], "md")
 
 
 def test_a_timed_row_without_an_eager_baseline_says_so():
