@@ -185,6 +185,13 @@ class Stream:
         return done <= self.device.host_ms
 
 
+def side_stream_cheat(device: QueuedDevice):
+    """tests/fixtures/cheats/side_stream.py: 20 launches on a side stream, each kernel (0.05 ms) running
+    while the host launches the next."""
+    for _ in range(20):
+        device.kernel(0.05, side_stream=True)
+
+
 def test_a_loaded_host_is_not_work_on_a_side_stream():
     # a host that takes 0.6 ms to launch a 1 ms kernel and 0.3 ms to wake from a sync: the timed batch
     # hides both behind the device's queue, a call from an empty queue shows the launch
@@ -202,33 +209,23 @@ def test_a_loaded_host_is_not_work_on_a_side_stream():
 
 
 def test_side_stream_work_that_runs_while_the_host_launches_still_counts():
-    # tests/fixtures/cheats/side_stream.py: 20 launches on a side stream, each kernel (0.05 ms) running
-    # while the host launches the next (0.03 ms each). Subtracting the host's time inside the call from
+    # the cheat's host launches each kernel in 0.03 ms. Subtracting the host's time inside the call from
     # the synced sample read it no slower here (0.72 before the floor at 1) and let the cheat pass on the H200.
     device = QueuedDevice(launch_ms=0.03, wake_ms=0.3)
     timer = timing.EventTimer("cpu", backend=device, flush_bytes=4096)
-
-    def cheat():
-        for _ in range(20):
-            device.kernel(0.05, side_stream=True)
-
-    assert timing.side_stream_ratio(timer, cheat) > 1.5
+    assert timing.side_stream_ratio(timer, lambda: side_stream_cheat(device)) > 1.5
 
 
 def test_escaped_calls_are_side_stream_launches_still_running_once_the_timed_stream_is_done():
     device = QueuedDevice(launch_ms=0.03, wake_ms=0.3)
     timer = timing.EventTimer("cpu", backend=device, flush_bytes=4096)
 
-    def cheat():
-        for _ in range(20):
-            device.kernel(0.05, side_stream=True)
-
     def overlapped():  # honest: work on both streams, the timed one waits for the side one
         device.kernel(0.5, side_stream=True)
         device.kernel(0.5)
         device.wait_side()
 
-    assert timing.escaped_calls(timer, cheat, device.launched_on, reps=5) == 5
+    assert timing.escaped_calls(timer, lambda: side_stream_cheat(device), device.launched_on, reps=5) == 5
     assert timing.escaped_calls(timer, overlapped, device.launched_on, reps=5) == 0
     assert timing.escaped_calls(timer, lambda: device.kernel(1.0), device.launched_on, reps=5) == 0
 
