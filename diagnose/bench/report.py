@@ -1,5 +1,6 @@
 """Sweep reports: per entry and input group, the distribution of speedups, and, in the open, every entry
-that did not improve or is still slower than eager, and why. Rendered as Markdown, HTML (with a histogram), JSON and CSV.
+that did not improve or is still slower than eager, and why. Rendered as Markdown, HTML (with a
+histogram), JSON and CSV.
 
 Metrics (over all entry x group rows, as KernelBench's fast_p divides by the total):
 - geometric mean and median speedup over eager and over `torch.compile`, over correct timed rows;

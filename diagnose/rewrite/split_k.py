@@ -97,9 +97,8 @@ class SplitK(Rewrite):
     def transform(self, ctx: RewriteContext, plan: SplitPlan) -> str:
         taken = names(plan.kernel.node) | set(plan.kernel.params)
         split = unique_name(taken, "split_k")
-        mapping = _host_edits(ctx, plan, split)
+        mapping, helper = _host_edits(ctx, plan, split)
         mapping[plan.kernel.node] = _split_kernel(plan, unique_name(taken, "pid_k"), split)
-        helper = mapping.pop("helper")
         return insert_before_class(replace(ctx.module, mapping), "ModelNew", helper).code
 
 
@@ -136,8 +135,8 @@ def _split_kernel(plan: SplitPlan, pid_k: str, split: str) -> cst.FunctionDef:
     return replace(cst.Module(body=[new]), {store: atomic}).body[0]
 
 
-def _host_edits(ctx: RewriteContext, plan: SplitPlan, split: str) -> dict:
-    """forward's edits (by node) and, under "helper", the core-count helper's definition: the split
+def _host_edits(ctx: RewriteContext, plan: SplitPlan, split: str) -> tuple[dict, list[cst.BaseStatement]]:
+    """forward's edits (by node) and the core-count helper's definition: the split
     sized before the grid, the fp32 partial buffer in place of the output, the copy after the launch."""
     helper, definition = core_count_helper(ctx, dot=True)
     host = names(model_forward(ctx.module))
@@ -160,11 +159,11 @@ def _host_edits(ctx: RewriteContext, plan: SplitPlan, split: str) -> dict:
         new_anchor = replace(cst.Module(body=[anchor]), {plan.grid: grid}).body[0].with_changes(leading_lines=[])
         setup[0] = setup[0].with_changes(leading_lines=[*anchor.leading_lines, comment])
         return {anchor: cst.FlattenSentinel([*setup, new_anchor]),
-                launch: cst.FlattenSentinel([launch.with_changes(body=[cst.Expr(call)]), after]), "helper": definition}
+                launch: cst.FlattenSentinel([launch.with_changes(body=[cst.Expr(call)]), after])}, definition
     call = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(grid))]))
     setup[0] = setup[0].with_changes(leading_lines=[*launch.leading_lines, comment])
     new_launch = launch.with_changes(body=[cst.Expr(call)], leading_lines=[])
-    return {launch: cst.FlattenSentinel([*setup, new_launch, after]), "helper": definition}
+    return {launch: cst.FlattenSentinel([*setup, new_launch, after])}, definition
 
 
 def _split_range(iterator: cst.Call, pid_k: str, split: str) -> cst.Call:

@@ -74,12 +74,11 @@ def recheck_after_timing(case: CaseResult | None, phase: str) -> CheckResult:
     return CheckResult("recheck_after_timing", True, f"correct after the {phase}")
 
 
-def side_stream(ratios: dict[str, float], medians_ms: dict[str, float],
-                escaped_calls: dict[str, int] | None = None) -> CheckResult:
+def side_stream(ratios: dict[str, float], medians_ms: dict[str, float], escaped_calls: dict[str, int]) -> CheckResult:
     """`escaped_calls`: per group, calls that left their Triton kernels' work running on another stream
     once the timed stream was done; `ratios`: per group, how much slower the candidate reads with a
     device-wide sync inside the timed region (`diagnose.verify.timing`)."""
-    for group, count in (escaped_calls or {}).items():
+    for group, count in escaped_calls.items():
         if count:
             return CheckResult(
                 "side_stream", False,
