@@ -12,8 +12,8 @@ Library entry points (importing this package imports neither torch nor triton):
 - `candidates_for_finding(finding, source, path, target)`: quick, search-free candidates (the LSP)
 
 Layout: `rewrite.py` (the base class and context); shared helpers `source.py` (reading: kernels,
-launch sites, host bindings), `edit.py` (editing nodes by identity), `passes.py`, `launch_values.py`,
-`matmul.py`; one module per rewrite; `table.py`, `search.py` +
+launch sites in any host function, host bindings), `edit.py` (editing nodes by identity),
+`passes.py`, `launch_values.py`, `matmul.py`; one module per rewrite; `table.py`, `search.py` +
 `jobs.py` (worker side) + `ranking.py`, `pipeline.py`, `command.py`, `llm.py`.
 """
 

@@ -13,8 +13,7 @@ from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statemen
 from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, kernels, module_names, model_forward, names, pointer_params,
-    resolve_grid, sites_of, walk,
+    Kernel, LaunchSite, calls, code, kernels, module_names, names, pointer_params, resolve_grid, sites_of, walk,
 )
 
 MAX_CONFIGS = 6
@@ -45,8 +44,8 @@ class AddAutotune(Rewrite):
     first), the key the integer arguments that bound masks and loops (the problem's sizes, so a new
     shape is tuned again, strides excluded). The launch stops passing the tuned constexprs and
     options, and its grid becomes `lambda meta: ...` with each tuned host name read from `meta`.
-    A small `do_bench` helper, added before `ModelNew`, uses Triton's benchmarker on a device and
-    just runs each config once in the interpreter, where nothing can be timed.
+    A small `do_bench` helper, added right above the kernel, uses Triton's benchmarker on a device
+    and just runs each config once in the interpreter, where nothing can be timed.
 
     ## When it is valid
     As for `retune-launch` / `wgmma-tiles` / `attention-tiles` (the last for a kernel of two chained
@@ -55,7 +54,9 @@ class AddAutotune(Rewrite):
     none; for `wgmma-tiles`, every access masked: so every config computes the same result; the
     tuned values set once on the host), plus: the kernel has no atomics (autotuning
     runs it several times on the same outputs) and is not autotuned yet; the grid is a tuple or a
-    name bound once to one; the tuned host names are used only by the grid and the launch.
+    name bound once to one; the tuned host names are used only by the grid and the launch. The
+    launch may sit in any function of the module (a module-level `def op(x)`, an autograd
+    `Function.forward`, `ModelNew.forward`), at any block depth.
 
     ## Why it is faster
     The best block size depends on the shape and the device; autotuning measures the candidates on
@@ -103,11 +104,10 @@ class AddAutotune(Rewrite):
             + f"    ],\n    key=[{key}],\n    do_bench={bench},\n)"))
         node = plan.kernel.node
         new_kernel = node.with_changes(decorators=[decorator, *node.decorators])
-        forward = model_forward(ctx.module)
-        grid, grid_statement = resolve_grid(forward, plan.site)
-        found = slots(ctx.module, plan.kernel, plan.site, plan.tuned)
+        grid, grid_statement = resolve_grid(plan.site)
+        found = slots(plan.kernel, plan.site, plan.tuned)
         host_names = {s.host_name: p for p, s in found.items() if s.kind == "host"}
-        meta = unique_name(names(forward), "meta")
+        meta = unique_name(names(plan.site.host), "meta")
         lambda_grid = cst.parse_expression(f"lambda {meta}: {_meta_grid(grid, host_names, meta)}")
         call = plan.site.call
         for param in (*plan.tuned, *plan.options):
@@ -120,7 +120,7 @@ class AddAutotune(Rewrite):
             mapping[plan.site.call] = call.with_changes(func=call.func.with_changes(
                 slice=[cst.SubscriptElement(cst.Index(lambda_grid))]))
         for host in host_names:  # `BLOCK_SIZE = 128` is now the autotuner's business
-            binding = host_binding(forward, host)
+            binding = host_binding(plan.site.host, host)
             if binding is not None and isinstance(binding.statement.body[0].targets[0].target, cst.Name):
                 mapping[binding.statement] = cst.RemoveFromParent()
         module = replace(ctx.module, mapping)
@@ -176,12 +176,11 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AutotunePlan | str | None:
     tuned = tuple(k for k in space[0] if k not in ("num_warps", "num_stages"))
     options = tuple(k for k in space[0] if k in ("num_warps", "num_stages"))
     site = sites_of(ctx.module, kernel.name)[0]
-    found = slots(ctx.module, kernel, site, tuned)
+    found = slots(kernel, site, tuned)
     if isinstance(found, str):
         return found
-    forward = model_forward(ctx.module)
-    grid, _ = resolve_grid(forward, site)
-    reads = _reads(code(forward))
+    grid, _ = resolve_grid(site)
+    reads = _reads(code(site.host))
     for slot in found.values():
         if slot.kind == "host":
             # read by the launch and the grid only: nothing else may depend on the tuned value

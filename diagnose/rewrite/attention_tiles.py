@@ -11,7 +11,7 @@ from diagnose.rewrite.launch_values import current_values, every_access_masked, 
 from diagnose.rewrite.matmul import arange_sizes, assignments, axis_names, operand_pointer
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, assigned_names, calls, grid_coupled, is_tl_call, kernels, names, read_names, sites_of, walk,
+    Kernel, assigned_names, calls, grid_coupled, is_tl_call, kernels, launched, names, read_names, sites_of, walk,
 )
 from diagnose.targets import Target
 
@@ -63,7 +63,8 @@ class AttentionTiles(Rewrite):
     Every load and store is masked (the kernel handles a ragged sequence length, so any tile shape
     computes the same result); the query tile multiplies a program id and the grid is computed from
     the same host variable; the tiles are literals or host names bound once to literals; the kernel
-    is not autotuned and is launched once. A kernel with one `tl.dot` is a matmul: wgmma-tiles.
+    is not autotuned and is launched once, from any function of the module (at any block depth; the
+    host variables are that function's). A kernel with one `tl.dot` is a matmul: wgmma-tiles.
 
     ## Why it is faster
     32x32 tiles with 4 warps cannot use wgmma (it needs M >= 64 per warpgroup): both dots run on
@@ -201,7 +202,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AttentionPlan | str | None:
     if kernel.autotuned:
         return "autotuned"
     if len(sites) != 1:
-        return f"launched {len(sites)} times"
+        return launched(sites)
     if tiles.query not in grid_coupled(kernel):
         return f"the query tile {tiles.query} does not multiply a program id"
     if not every_access_masked(kernel):

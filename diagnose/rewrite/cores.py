@@ -1,4 +1,5 @@
-"""The device's core count, asked at run time by a helper function a rewrite adds before `ModelNew`.
+"""The device's core count, asked at run time by a helper function a rewrite adds before the launching
+function (or its class).
 
 A rewrite that sizes a grid by the device (persistent-grid, split-k) cannot know the count when it
 edits the source: the helper asks torch on CUDA and triton-ascend's driver on Ascend, and falls back

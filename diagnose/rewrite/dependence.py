@@ -8,7 +8,9 @@ Flow-insensitive and conservative, since a rewrite that trusts it changes the va
   holds an early `return` / `break` / `continue` anywhere in the function;
 - `tl.program_id(axis)` and `tl.num_programs(axis)` depend for the grid `axes` whose extent is
   computed from the value (an axis it cannot read: when any axis is);
-- what this does not follow (`with`, `try`, a nested def, a walrus) binds dependent names.
+- in a host function (`host=True`), a `with` block runs its body once, as straight-line code
+  (`with torch.cuda.device(x.device):` around a launch), its `as` targets bound from its items;
+- what this does not follow (`with` in a kernel, `try`, a nested def, a walrus) binds dependent names.
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ def reads(expr: cst.CSTNode, seed: str, axes: frozenset[int]) -> set[str]:
 
 
 def dependence(function: cst.FunctionDef, seed: str, axes: frozenset[int] = frozenset(),
-               accesses: tuple[str, ...] = ()) -> Dependence:
-    """What in `function` may depend on `seed`; `accesses` names the `tl` calls to report."""
+               accesses: tuple[str, ...] = (), host: bool = False) -> Dependence:
+    """What in `function` may depend on `seed`; `accesses` names the `tl` calls to report; `host`: the
+    function is host code, whose `with` blocks are followed."""
     bound: dict[str, set[str]] = {}
     found: list[tuple[cst.Call, set[str]]] = []
 
@@ -74,6 +77,12 @@ def dependence(function: cst.FunctionDef, seed: str, axes: frozenset[int] = froz
                 note(node.iter, outer)
                 visit(node.body.body, inner)
                 visit(node.orelse.body.body if node.orelse else (), inner)
+            elif isinstance(node, cst.With) and host:
+                for item in node.items:
+                    note(item.item, outer)
+                    if item.asname is not None:
+                        bind(item.asname.name, outer | reads(item.item, seed, axes))
+                visit(node.body.body, outer)
             elif isinstance(node, (cst.If, cst.While)):
                 inner = outer | reads(node.test, seed, axes)
                 note(node.test, outer)

@@ -1,9 +1,11 @@
 """Editing libcst trees: replacing nodes by identity, new statements from text, launch arguments.
 
-Every edit replaces nodes by identity (`replace`), so libcst keeps every untouched byte as it was;
-new code is parsed from text (`statement`, `statements`, `expression`) and re-indented by libcst
-where it lands. Calls whose arguments grow are broken at `fit_call`'s limit, aligned under their
-parenthesis, the way hand-written launches are.
+Every edit replaces nodes by identity (`replace`), so libcst keeps every untouched byte as it was,
+whatever depth the node sits at (a launch in a `with` block of an autograd `Function.forward`, in a
+nested function); new code is parsed from text (`statement`, `statements`, `expression`) and
+re-indented by libcst where it lands. Calls whose arguments grow are broken at `fit_call`'s limit,
+aligned under their parenthesis (or at their indentation, when they hang below it), the way
+hand-written launches are.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from typing import Iterable
 
 import libcst as cst
 
-from diagnose.rewrite.source import LaunchSite, code, keyword
+from diagnose.rewrite.source import LaunchSite, assigned_names, code, keyword, walk
+
+# One indentation level, to measure the lines of a launch an edit moves into a new block (libcst writes
+# the block with the module's own indentation, four spaces nearly always).
+INDENT = 4
+
 
 class _Replace(cst.CSTTransformer):
     def __init__(self, mapping: dict[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel]):
@@ -58,19 +65,29 @@ def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
     new = cst.Arg(value=value, keyword=cst.Name(name),
                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                         whitespace_after=cst.SimpleWhitespace("")))
+    unpacked = next((i for i, a in enumerate(args) if a.star == "**"), None)
+    if unpacked is not None:  # keywords go before `**kwargs`, where a reader looks for them
+        new = new.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return call.with_changes(args=[*args[:unpacked], new, *args[unpacked:]])
     if args:
         last = args[-1]
+        if isinstance(last.comma, cst.Comma):  # a trailing comma (`...,\n)`): the new last argument keeps it
+            new = new.with_changes(comma=last.comma)
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     return call.with_changes(args=[*args, new])
 
 
-def fit_call(call: cst.Call, indent: int, limit: int = 110) -> cst.Call:
-    """Break a call's argument list where a line would pass `limit` columns, aligned under its paren.
+def fit_call(call: cst.Call, indent: int, limit: int = 110, lead: int = 0) -> cst.Call:
+    """Break a call's argument list where a line would pass `limit` columns, aligned under its paren,
+    or, for a call whose arguments start on the line after its paren (`kernel[grid](\n    x, y,`), at
+    their indentation.
 
     Only breaks between arguments that sit on the same line (existing breaks are kept); `indent` is
-    the column the statement starts at.
+    the column the statement starts at, `lead` the width of what precedes the call on its line
+    (`out = `).
     """
-    open_col = len(code(call.func)) + 1
+    hanging = _hanging(call)
+    open_col = len(hanging.last_line.value) if hanging is not None else lead + len(code(call.func)) + 1
     column = indent + open_col
     args = list(call.args)
     for i, arg in enumerate(args):
@@ -92,6 +109,24 @@ def fit_call(call: cst.Call, indent: int, limit: int = 110) -> cst.Call:
     return call.with_changes(args=args)
 
 
+def _hanging(call: cst.Call) -> cst.ParenthesizedWhitespace | None:
+    """The line break right after the call's paren, when its arguments hang below it (indented from the
+    statement, not aligned under the paren)."""
+    ws = call.whitespace_before_args
+    return ws if isinstance(ws, cst.ParenthesizedWhitespace) and ws.indent else None
+
+
+def fit_launch(site: LaunchSite, call: cst.Call, deeper: int = 0) -> cst.Call:
+    """`fit_call` for a new call at `site`'s place (`deeper` columns further in, for a launch moved into
+    a new block), wherever its host is: a method, a module-level function, a `with` block."""
+    return fit_call(call, indent=site.indent + deeper, lead=site.lead)
+
+
+def relaunch(site: LaunchSite, call: cst.Call, **changes) -> cst.SimpleStatementLine:
+    """The launch statement with `call` in place of its call (an assignment `out = ...` stays one)."""
+    return site.statement.with_changes(body=[site.statement.body[0].with_changes(value=call)], **changes)
+
+
 def drop_keyword(call: cst.Call, name: str) -> cst.Call:
     args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
     if args and args[-1].comma is not cst.MaybeSentinel.DEFAULT:
@@ -100,8 +135,9 @@ def drop_keyword(call: cst.Call, name: str) -> cst.Call:
 
 
 def rename_call(call: cst.Call, kernel: str) -> cst.Call:
-    """`other[grid](...)` for `kernel[grid](...)`, continuation lines kept aligned under the paren."""
-    delta = len(kernel) - len(call.func.value.value)
+    """`other[grid](...)` for `kernel[grid](...)`, continuation lines kept aligned under the paren
+    (hanging arguments, on the lines after the paren, stay where they are)."""
+    delta = 0 if _hanging(call) is not None else len(kernel) - len(call.func.value.value)
     return shift_continuations(call.with_changes(func=call.func.with_changes(value=cst.Name(kernel))), delta)
 
 
@@ -136,6 +172,23 @@ def unique_name(taken: Iterable[str], base: str) -> str:
     return f"{base}_{i}"
 
 
+def restarted_each_iteration(body: list[cst.BaseStatement], params: Iterable[str],
+                              taken: Iterable[str]) -> tuple[list[cst.BaseStatement], list[cst.BaseStatement]]:
+    """For wrapping `body` in a loop: the kernel parameters it moves (`X += row * stride`, pointer
+    bumping) would start each iteration where the last one left them. Returns the statements to put
+    before the loop (`X_start = X`) and at the head of each iteration (`X = X_start`); both empty when
+    the body moves no parameter."""
+    moved = [p for p in params if p in assigned_names(cst.IndentedBlock(body))]
+    taken = set(taken)
+    saves, restores = [], []
+    for param in moved:
+        start = unique_name(taken, f"{param}_start")
+        taken.add(start)
+        saves.append(statement(f"{start} = {param}\n"))
+        restores.append(statement(f"{param} = {start}\n"))
+    return saves, restores
+
+
 def insert_after(module: cst.Module, anchor: cst.CSTNode, new: list[cst.BaseStatement]) -> cst.Module:
     """`new` statements right after the top-level statement `anchor`, each with two blank lines above."""
     body = []
@@ -148,15 +201,16 @@ def insert_after(module: cst.Module, anchor: cst.CSTNode, new: list[cst.BaseStat
 
 
 def guarded_launch(site: LaunchSite, twin: str, condition: str, twin_keywords: dict[str, str], comment: str,
-                   setup: list[str] = (), indent: int = 12) -> cst.FlattenSentinel:
-    """`setup; if condition: twin[grid](..., **twin_keywords) else: <the original launch>`."""
+                   setup: list[str] = ()) -> cst.FlattenSentinel:
+    """`setup; if condition: twin[grid](..., **twin_keywords) else: <the original launch>`, in place of
+    the launch statement (in whatever block of its host it sits)."""
     call = rename_call(site.call, twin)
     for key, value in twin_keywords.items():
         call = set_keyword(call, key, expression(value))
-    call = fit_call(call, indent=indent)
+    call = fit_launch(site, call, deeper=INDENT)
     switch = statement(f"if {condition}:\n    pass\nelse:\n    pass\n")
     switch = switch.with_changes(
-        body=switch.body.with_changes(body=[site.statement.with_changes(body=[cst.Expr(call)], leading_lines=[])]),
+        body=switch.body.with_changes(body=[relaunch(site, call, leading_lines=[])]),
         orelse=switch.orelse.with_changes(body=switch.orelse.body.with_changes(
             body=[site.statement.with_changes(leading_lines=[])])))
     before = [statement(s) for s in setup]
@@ -181,13 +235,20 @@ def insert_before(module: cst.Module, anchor: cst.CSTNode, new: list[cst.BaseSta
     return module.with_changes(body=body)
 
 
-def insert_before_class(module: cst.Module, class_name: str, new: list[cst.BaseStatement]) -> cst.Module:
-    """Top-level statements placed right before `class class_name` (two blank lines around them)."""
+def insert_before_host(module: cst.Module, site: LaunchSite, new: list[cst.BaseStatement]) -> cst.Module:
+    """Top-level statements (a helper the launch calls) placed right before the top-level statement that
+    holds `site`'s host: the function itself, or its class (`ModelNew`, an autograd `Function`); two
+    blank lines around them, the anchor's own comments kept above it. `module` is the one `site` was
+    read from (the anchor is found by identity); edits by `replace` can follow, as the nodes under the
+    anchor stay the same objects."""
     body = []
     for node in module.body:
-        if isinstance(node, cst.ClassDef) and node.name.value == class_name:
+        if any(n is site.statement for n in walk(node)):
             for stmt in new:
                 body.append(stmt.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
-            node = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+            comments = list(node.leading_lines)
+            while comments and comments[0].comment is None:
+                comments.pop(0)
+            node = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *comments])
         body.append(node)
     return module.with_changes(body=body)

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose import syntax
-from diagnose.rewrite.edit import fit_call, insert_after, replace, statement, unique_name
+from diagnose.rewrite.edit import fit_launch, insert_after, relaunch, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    REDUCTIONS, Kernel, LaunchSite, assigned_names, calls, code, keyword, kernels, launch_sites, model_forward,
-    module_names, names, pointer_params, positional, same, simple_assignment, tl_name, walk,
+    REDUCTIONS, Kernel, LaunchSite, assigned_names, calls, code, keyword, kernels, launch_sites, module_names,
+    names, pointer_params, positional, read_names, same, simple_assignment, tl_name, walk,
 )
 
 MAX_FUSIONS = 8
@@ -30,13 +30,16 @@ class FusePlan:
 
 class FuseElementwise(Rewrite):
     """## What it changes
-    Two consecutive launches in `ModelNew.forward`, `k1[grid](x, t, n, BLOCK=B)` then
+    Two consecutive launches in one block of a function (a module-level `def op(x)`, an autograd
+    `Function.forward`, `ModelNew.forward`), `k1[grid](x, t, n, BLOCK=B)` then
     `k2[grid](t, y, n, BLOCK=B)`, where k1 writes the tensor `t` and k2 only reads it, become one
     launch of a fused kernel: k1's body, with the value it stored kept in a variable, then k2's body
     with its loads of `t` replaced by that variable (`tl.where(mask, v, other)` where the load had
     `other=`). Arguments both launches pass alike are shared; k2's names are renamed where they
     clash, except names bound to the same value (the shared `offs`). The store of `t` stays only
-    if `t` is read after the second launch. Repeated, so a chain of launches fuses into one.
+    if anything else may read `t`: a statement of the function besides the two launches, or its
+    caller (`t` a parameter of the function, or not bound in it). Repeated, so a chain of launches
+    fuses into one.
 
     ## When it is valid
     Both kernels are elementwise (one program id, no loop, reduction, scan, atomic or early
@@ -44,7 +47,8 @@ class FuseElementwise(Rewrite):
     addresses its tensor at the same offsets under the same mask, once the shared arguments are
     substituted: then program i of the second kernel reads exactly the elements program i of the
     first wrote, and no program reads what another writes. k1 stores once, to `t`; `t` is passed
-    once to each kernel and is not read by k1.
+    once to each kernel and is not read by k1. Neither launch unpacks `*args` / `**kwargs` (what
+    they pass cannot be compared) nor keeps its result (`h = k1[grid](...)`).
 
     ## Why it is faster
     The intermediate makes a round trip through HBM (written by one kernel, read by the next):
@@ -162,6 +166,11 @@ def _pair(module: cst.Module, first: LaunchSite, second: LaunchSite) -> FusePlan
         why = _elementwise(kernel)
         if why:
             return f"{kernel.name}: {why}"
+    for site in (first, second):
+        if any(a.star for a in site.call.args):
+            return f"the launch of {site.kernel} unpacks *args / **kwargs"
+        if site.assigns:
+            return f"the launch of {site.kernel} keeps its result"
     if not same(first.grid, second.grid):
         return "the launches use different grids"
     for option in ("num_warps", "num_stages"):
@@ -187,15 +196,25 @@ def _pair(module: cst.Module, first: LaunchSite, second: LaunchSite) -> FusePlan
     in_param = in_params[0]
     if any(kind == "store" and base == in_param for kind, base, *_ in acc2):
         return f"{k2.name} writes `{tensor.value}`"
-    forward = model_forward(module)
-    block = _block_of(forward, second.statement)
-    later = block[block.index(second.statement) + 1:] if block else []
-    keep = any(tensor.value in names(s) for s in later)
-    return FusePlan(first, second, tensor.value, out_param, in_param, keep)
+    return FusePlan(first, second, tensor.value, out_param, in_param, _read_elsewhere(first, second, tensor.value))
 
 
-def _block_of(forward: cst.FunctionDef, stmt: cst.CSTNode) -> list | None:
-    for node in walk(forward):
+def _read_elsewhere(first: LaunchSite, second: LaunchSite, tensor: str) -> bool:
+    """Whether anything but the two launches may read `tensor`: a statement of their host (one before
+    them too, which a loop may run after them), a function nested in it, or the caller (`tensor` a
+    parameter of the host, or a name the host does not bind)."""
+    host = first.host
+    rest = replace(cst.Module(body=[host]), {first.statement: cst.RemoveFromParent(),
+                                             second.statement: cst.RemoveFromParent()}).body[0]
+    params = host.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    if tensor in {p.name.value for p in every} or tensor not in assigned_names(rest.body):
+        return True
+    return tensor in read_names(rest.body)
+
+
+def _block_of(host: cst.FunctionDef, stmt: cst.CSTNode) -> list | None:
+    for node in walk(host):
         if isinstance(node, cst.IndentedBlock) and any(s is stmt for s in node.body):
             return list(node.body)
     return None
@@ -203,10 +222,11 @@ def _block_of(forward: cst.FunctionDef, stmt: cst.CSTNode) -> list | None:
 
 def _find(module: cst.Module) -> FusePlan | str | None:
     sites = launch_sites(module)
-    forward = model_forward(module)
     reasons = []
     for first, second in zip(sites, sites[1:]):
-        block = _block_of(forward, first.statement)
+        if first.host is not second.host:
+            continue
+        block = _block_of(first.host, first.statement)
         if not block or first.statement not in block or second.statement not in block:
             continue
         if block.index(second.statement) != block.index(first.statement) + 1:
@@ -326,8 +346,8 @@ def fuse(module: cst.Module, plan: FusePlan) -> tuple[cst.Module, str]:
                                                   whitespace_after=cst.SimpleWhitespace(""))))
     ordered = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[-1:]
     call = first.call.with_changes(func=first.call.func.with_changes(value=cst.Name(name)), args=ordered)
-    launch = second.statement.with_changes(body=[cst.Expr(fit_call(call, indent=8))],
-                                           leading_lines=[*first.statement.leading_lines, *second.statement.leading_lines])
+    launch = relaunch(second, fit_launch(second, call),
+                      leading_lines=[*first.statement.leading_lines, *second.statement.leading_lines])
     module = replace(module, {first.statement: cst.RemoveFromParent(), second.statement: launch})
     anchor = kernels(module)[max((k1.name, k2.name), key=lambda n: list(kernels(module)).index(n))].node
     return insert_after(module, anchor, [fused]), name

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.edit import fit_call, replace, set_keyword, statements, unique_name
+from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels,
-    model_forward, names, program_id_names, resolve_grid, same, simple_assignment, sites_of,
+    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
+    names, program_id_names, resolve_grid, same, simple_assignment, sites_of,
 )
 
 GROUP = 8
@@ -40,7 +40,9 @@ class GroupMSwizzle(Rewrite):
     order; required: both program ids are bound once at the kernel's top level and not read
     elsewhere (no other `tl.program_id` / `tl.num_programs`), and the grid is a tuple of two
     `triton.cdiv(extent, block)` whose extents and blocks are passed to the kernel as arguments, so
-    the kernel can count the tiles itself.
+    the kernel can count the tiles itself (a name bound once to that tuple in the launching function
+    counts, wherever the launch is: a module-level `def matmul(a, b)`, an autograd
+    `Function.forward`, `ModelNew.forward`).
 
     ## Why it is faster
     In row-major order the programs running at once share one row of A tiles but touch every column
@@ -107,7 +109,7 @@ class GroupMSwizzle(Rewrite):
             left=plan.grid.elements[0].value, operator=cst.Multiply(), right=plan.grid.elements[1].value),
             comma=cst.Comma())])
         mapping = {kernel.node: new_kernel}
-        call = fit_call(set_keyword(plan.site.call, group, cst.Integer(str(ctx.param("group_m", GROUP)))), indent=8)
+        call = fit_launch(plan.site, set_keyword(plan.site.call, group, cst.Integer(str(ctx.param("group_m", GROUP)))))
         if plan.grid_statement is not None:
             mapping[plan.grid] = flat
             mapping[plan.site.call] = call
@@ -128,10 +130,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SwizzlePlan | str | None:
         return "already has GROUP_M"
     sites = sites_of(ctx.module, kernel.name)
     if len(sites) != 1:
-        return f"launched {len(sites)} times" if sites else None
+        return launched(sites) if sites else None
     site = sites[0]
-    forward = model_forward(ctx.module)
-    grid, grid_statement = resolve_grid(forward, site)
+    grid, grid_statement = resolve_grid(site)
     axes = grid_elements(grid)
     if axes is None or len(axes) != 2:
         return "the grid is not a 2-element tuple"

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.edit import (
-    guarded_launch, insert_after, insert_before_class, rename_function, replace, statements, unique_name,
+    guarded_launch, insert_after, insert_before_host, rename_function, replace, statements, unique_name,
 )
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, dotted, is_tl_call, keyword, kernels, load_derived, module_names, names,
+    Kernel, LaunchSite, calls, dotted, is_tl_call, keyword, kernels, launched, load_derived, module_names, names,
     pointer_params, positional, simple_assignment, sites_of, walk,
 )
 
@@ -40,15 +40,17 @@ class Int32Index(Rewrite):
     `tl.cast(offs, tl.int64)`, `tl.zeros(..., dtype=tl.int64)` for an offset — gets a twin with those
     widenings removed (plain int32 indices), and the launch chooses:
     `if _offsets_fit_int32(x, out):` the twin, `else:` the original 64-bit kernel. The helper,
-    added once before `ModelNew`, checks that the largest element offset of every tensor the kernel
-    addresses is below 2**30 (room for a block's overrun past the end).
+    added once before the launching function (or its class: `ModelNew`, an autograd `Function`),
+    checks that the largest element offset of every tensor the kernel addresses is below 2**30 (room
+    for a block's overrun past the end).
 
     ## When it is valid
     Always, thanks to the run-time check: int32 arithmetic over offsets below 2**30 cannot overflow,
     so both kernels compute the same addresses; larger tensors keep the int64 kernel. Only widenings
     of index values are removed (their operands derive from program ids, aranges and integer
     arguments, never from loaded data, where int64 may be the point); the tensors passed to pointer
-    parameters must be plain host names; one launch.
+    parameters must be plain host names; one launch, from any function of the module, at any block
+    depth.
 
     ## Why it is faster
     64-bit index math doubles the registers of every offset and costs multi-instruction multiplies
@@ -84,7 +86,7 @@ class Int32Index(Rewrite):
                 continue
             sites = sites_of(ctx.module, kernel.name)
             if len(sites) != 1:
-                reasons.append(f"{kernel.name}: launched {len(sites)} times")
+                reasons.append(f"{kernel.name}: {launched(sites)}")
                 continue
             tensors = []
             for param in pointer_params(kernel):
@@ -114,7 +116,8 @@ class Int32Index(Rewrite):
         note = cst.EmptyLine(comment=cst.Comment(f"# {plan.kernel.name} with int32 indices (launched when offsets fit)."))
         twin_node = rename_function(body, twin).with_changes(leading_lines=[note])
         module = insert_after(ctx.module, plan.kernel.node, [twin_node])
-        module = insert_before_class(module, "ModelNew", statements(HELPER.format(name=helper, limit=LIMIT)))
+        module = insert_before_host(module, sites_of(module, plan.kernel.name)[0],
+                                    statements(HELPER.format(name=helper, limit=LIMIT)))
         site = sites_of(module, plan.kernel.name)[0]
         switch = guarded_launch(site, twin, f"{helper}({', '.join(plan.tensors)})", {},
                                 "int32 offsets when every tensor is small enough; int64 otherwise")

@@ -4,11 +4,13 @@ A constexpr (`BLOCK_SIZE`) or a launch option (`num_warps`, `num_stages`) of a l
 one of three ways this module can change:
 
 - `kwarg`: a literal keyword argument of the launch, `BLOCK=1024`;
-- `host`: a keyword argument naming a host variable bound once to a literal, `BLOCK_SIZE=BLOCK_SIZE`
-  with `BLOCK_SIZE = 128` (or `BM, BN = 32, 32`), or to a literal capped by the problem,
-  `BLOCK = min(1024, triton.next_power_of_2(n))`; the literal changes, so a grid computed from the
-  name follows;
-- `absent`: a launch option not given (Triton's default); it is added as a keyword.
+- `host`: a keyword argument naming a variable of the function the launch is in (its host: a
+  module-level function, a method, a nested function) bound once to a literal,
+  `BLOCK_SIZE=BLOCK_SIZE` with `BLOCK_SIZE = 128` (or `BM, BN = 32, 32`), or to a literal capped by
+  the problem, `BLOCK = min(1024, triton.next_power_of_2(n))`; the literal changes, so a grid
+  computed from the name follows;
+- `absent`: a launch option not given (Triton's default); it is added as a keyword, unless a
+  `**kwargs` of the launch may hold it (`kernel_args = {}` given only literal keys is read).
 
 A constexpr that multiplies a program id (`pid * BLOCK`) decides the grid: it may only change when
 the grid is computed from its host name, directly or through host variables computed from it
@@ -24,11 +26,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.edit import fit_call, replace, set_keyword
+from diagnose.rewrite.edit import fit_launch, replace, set_keyword
 from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.source import (
     EFFECTS, HostBinding, Kernel, LaunchSite, calls, code, dotted, grid_coupled, host_assignments, int_value, kernels,
-    keyword, literal_binding, model_forward, names, positional, resolve_grid, simple_assignment, sites_of, tl_name,
+    keyword, literal_binding, names, positional, resolve_grid, simple_assignment, sites_of, tl_name,
 )
 
 OPTIONS = ("num_warps", "num_stages")
@@ -45,11 +47,11 @@ class Slot:
     host_name: str | None = None
 
 
-def slots(module: cst.Module, kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str, Slot] | str:
+def slots(kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str, Slot] | str:
     """The slot of each of `params` at `site`, or why one cannot be changed."""
-    forward = model_forward(module)
-    grid, _ = resolve_grid(forward, site)
-    grid_names = _computed_from(forward, names(grid))
+    host = site.host
+    grid, _ = resolve_grid(site)
+    grid_names = _computed_from(host, names(grid))
     coupled = grid_coupled(kernel)
     callable_grid = isinstance(grid, cst.Lambda)
     out = {}
@@ -57,6 +59,8 @@ def slots(module: cst.Module, kernel: Kernel, site: LaunchSite, params: tuple[st
         arg = site.arg(kernel, param)
         if arg is None:
             if param in OPTIONS:
+                if site.passes_unpacked(param):
+                    return f"the launch's **kwargs may set {param}"
                 out[param] = Slot(param, "absent", None)
                 continue
             return f"the launch does not pass {param}"
@@ -69,9 +73,9 @@ def slots(module: cst.Module, kernel: Kernel, site: LaunchSite, params: tuple[st
             out[param] = Slot(param, "kwarg", literal)
             continue
         if isinstance(arg.value, cst.Name):
-            binding = host_binding(forward, arg.value.value)
+            binding = host_binding(host, arg.value.value)
             if binding is None:
-                return f"{param}={arg.value.value} is not bound once to a literal in forward"
+                return f"{param}={arg.value.value} is not bound once to a literal in {site.host_name}"
             if param in coupled and not callable_grid and binding.name not in grid_names:
                 return f"the grid is not computed from {binding.name}"
             out[param] = Slot(param, "host", binding.value, binding.name)
@@ -80,24 +84,24 @@ def slots(module: cst.Module, kernel: Kernel, site: LaunchSite, params: tuple[st
     return out
 
 
-def _computed_from(forward: cst.FunctionDef, wanted: set[str]) -> set[str]:
-    """`wanted` and every name the host assignments of `forward` compute them from, transitively."""
+def _computed_from(host: cst.FunctionDef, wanted: set[str]) -> set[str]:
+    """`wanted` and every name the assignments of `host` compute them from, transitively."""
     out, frontier = set(), set(wanted)
     while frontier:
         name = frontier.pop()
         out.add(name)
-        for statement in host_assignments(forward, name):
+        for statement in host_assignments(host, name):
             frontier |= names(statement) - out
     return out
 
 
-def host_binding(forward: cst.FunctionDef, name: str) -> HostBinding | None:
-    """`name`'s one binding in `forward` to a literal, or to `min(literal, expr)`: a block size capped by
+def host_binding(host: cst.FunctionDef, name: str) -> HostBinding | None:
+    """`name`'s one binding in `host` to a literal, or to `min(literal, expr)`: a block size capped by
     the problem (`BLOCK = min(1024, triton.next_power_of_2(n))`), whose literal is the value set."""
-    found = literal_binding(forward, name)
+    found = literal_binding(host, name)
     if found is not None:
         return found
-    statements = host_assignments(forward, name)
+    statements = host_assignments(host, name)
     target, value = simple_assignment(statements[0]) if len(statements) == 1 else (None, None)
     if target != name or not isinstance(value, cst.Call) or dotted(value.func) != "min":
         return None
@@ -112,17 +116,16 @@ def set_values(module: cst.Module, kernel_name: str, values: dict[str, int], sit
     """The module with the launch values of `kernel_name`'s launch site set to `values`."""
     kernel = kernels(module)[kernel_name]
     site = sites_of(module, kernel_name)[site_index]
-    found = slots(module, kernel, site, tuple(values))
+    found = slots(kernel, site, tuple(values))
     if isinstance(found, str):
         raise ValueError(found)
-    forward = model_forward(module)
     mapping = {}
     for param, value in values.items():
         slot = found[param]
         if slot.kind == "kwarg":
             mapping[site.arg(kernel, param).value] = cst.Integer(str(value))
         elif slot.kind == "host":
-            mapping[host_binding(forward, slot.host_name).literal] = cst.Integer(str(value))
+            mapping[host_binding(site.host, slot.host_name).literal] = cst.Integer(str(value))
     module = replace(module, mapping)
     absent = {p: v for p, v in values.items() if found[p].kind == "absent"}
     if absent:
@@ -130,14 +133,14 @@ def set_values(module: cst.Module, kernel_name: str, values: dict[str, int], sit
         call = site.call
         for param, value in absent.items():
             call = set_keyword(call, param, cst.Integer(str(value)))
-        module = replace(module, {site.call: fit_call(call, indent=8)})
+        module = replace(module, {site.call: fit_launch(site, call)})
     return module
 
 
 def current_values(module: cst.Module, kernel_name: str, params: tuple[str, ...]) -> dict[str, int | None] | str:
     kernel = kernels(module)[kernel_name]
     site = sites_of(module, kernel_name)[0]
-    found = slots(module, kernel, site, params)
+    found = slots(kernel, site, params)
     return found if isinstance(found, str) else {p: s.current for p, s in found.items()}
 
 

@@ -7,12 +7,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.cores import core_count_helper
-from diagnose.rewrite.edit import insert_before_class, replace, statement
+from diagnose.rewrite.edit import insert_before_host, replace, restarted_each_iteration, statement
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels,
-    model_forward, module_names, pointer_params, program_id_names, resolve_grid, same, simple_assignment, sites_of,
-    walk,
+    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
+    module_names, names, pointer_params, program_id_names, resolve_grid, same, simple_assignment, sites_of, walk,
 )
 
 
@@ -34,7 +33,8 @@ class PersistentGrid(Rewrite):
     `for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):` and the grid
     becomes `(min(triton.cdiv(n, BLOCK), cores),)`, with `cores` the SM count on CUDA and the vector
     (or, for `tl.dot` kernels, AI) core count on Ascend, asked from the device by a helper added
-    before `ModelNew` (on CPU: the target's count).
+    before the launching function (or its class: `ModelNew`, an autograd `Function`; on CPU: the
+    target's count).
 
     ## When it is valid
     Every block index in `[0, cdiv(n, BLOCK))` is still visited exactly once (program p takes p,
@@ -42,6 +42,7 @@ class PersistentGrid(Rewrite):
     once at the kernel's top level and nothing else reads `tl.program_id`/`tl.num_programs`; no
     `return` in the kernel; the grid's extent and block are passed to the kernel as arguments; the
     block's results do not depend on which program computes it (no atomics on per-program slots).
+    The launch may sit in any function of the module, at any block depth.
 
     ## Why it is faster
     On Ascend, grid blocks bind to physical cores: a grid larger than the core count runs in rounds,
@@ -75,13 +76,14 @@ class PersistentGrid(Rewrite):
         extent, block = plan.blocks
         index = kernel.statements.index(plan.pid)
         body = list(kernel.statements[index + 1:])
+        saves, restores = restarted_each_iteration(body, kernel.params, names(kernel.node) | set(kernel.params))
         loop = statement(f"for {pid_name} in range(tl.program_id(0), tl.cdiv({extent}, {block}), tl.num_programs(0)):\n"
                          "    pass\n")
-        loop = loop.with_changes(body=loop.body.with_changes(body=body), leading_lines=[
+        loop = loop.with_changes(body=loop.body.with_changes(body=[*restores, *body]), leading_lines=[
             *plan.pid.leading_lines, cst.EmptyLine(comment=cst.Comment(
                 "# persistent: each program strides over the blocks, one program per core"))])
         new_kernel = kernel.node.with_changes(body=kernel.node.body.with_changes(
-            body=[*kernel.statements[:index], loop]))
+            body=[*kernel.statements[:index], *saves, loop]))
         helper, definition = core_count_helper(ctx, dot=bool(calls(kernel.node.body, "dot")))
         grid_axis = code(grid_elements(plan.grid)[0])
         flat = cst.parse_expression(f"(min({grid_axis}, {helper}({plan.device_of}.device)),)")
@@ -91,7 +93,8 @@ class PersistentGrid(Rewrite):
         else:
             call = plan.site.call
             mapping[call] = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(flat))]))
-        return insert_before_class(replace(ctx.module, mapping), "ModelNew", definition).code
+        # placed first, on the module the site was read from (the anchor is found by identity)
+        return replace(insert_before_host(ctx.module, plan.site, definition), mapping).code
 
 
 def _plan(ctx: RewriteContext, kernel: Kernel) -> PersistentPlan | str | None:
@@ -109,10 +112,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> PersistentPlan | str | None:
     pid = next(s for s in kernel.statements if simple_assignment(s)[0] in pids)
     sites = sites_of(ctx.module, kernel.name)
     if len(sites) != 1:
-        return f"launched {len(sites)} times" if sites else None
+        return launched(sites) if sites else None
     site = sites[0]
-    forward = model_forward(ctx.module)
-    grid, grid_statement = resolve_grid(forward, site)
+    grid, grid_statement = resolve_grid(site)
     axes = grid_elements(grid)
     if axes is None or len(axes) != 1:
         return "the grid is not a 1-element tuple"

@@ -12,7 +12,7 @@ from diagnose.rewrite.launch_values import set_values, shown, slots, tile_access
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext, missed
 from diagnose.rewrite.source import (
     Kernel, calls, cdiv_parts, coupled_by_axis, dotted, grid_coupled, grid_elements, kernels, launch_sites,
-    model_forward, names, positional, resolve_grid, sites_of, walk,
+    launched, names, positional, resolve_grid, sites_of, walk, within,
 )
 
 BLOCKS = (1024, 2048, 4096, 8192)
@@ -32,11 +32,13 @@ class RetunePlan:
 
 class RetuneLaunch(Rewrite):
     """## What it changes
-    The block size (the constexpr that sizes `tl.arange`) and `num_warps` of a launch in
-    `ModelNew.forward`: the literal at the launch, or the host variable it names (`BLOCK_SIZE = 128`
-    becomes `BLOCK_SIZE = 1024`), so a grid computed from that name follows. `num_warps` is set or
-    added. The values come from the launch-config search (compiled offline, pruned on IR facts,
-    ranked by the static estimate or timed on a device); without a search, 1024 with 4 warps.
+    The block size (the constexpr that sizes `tl.arange`) and `num_warps` of a kernel's launch, in
+    whichever function launches it (a module-level `def op(x)`, an autograd `Function.forward`, a
+    task's `ModelNew.forward`): the literal at the launch, or the variable of that function it names
+    (`BLOCK_SIZE = 128` becomes `BLOCK_SIZE = 1024`), so a grid computed from that name follows.
+    `num_warps` is set or added. The values come from the launch-config search (compiled offline,
+    pruned on IR facts, ranked by the static estimate or timed on a device); without a search, 1024
+    with 4 warps.
 
     ## When it is valid
     The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business) and is not autotuned. Every
@@ -49,9 +51,10 @@ class RetuneLaunch(Rewrite):
     covers follows the block: it multiplies a program id and the grid is computed from the same host
     variable, or it steps a loop (`for start in range(0, K, BLOCK)`, a row reduction's chunk on a
     grid of rows). The block size is a literal or a host variable bound once to a literal (or to
-    `min(literal, ...)`, whose literal changes); a host variable that other launches read too must
-    pass these checks as their block size (or num_warps) as well. One launch of the kernel in
-    `ModelNew.forward`.
+    `min(literal, ...)`, whose literal changes); a host variable that other launches of that function
+    (or of functions nested in it) read too must pass these checks as their block size (or num_warps)
+    as well. `num_warps` missing from the launch is added, unless a `**kwargs` of the launch may set
+    it. One launch of the kernel in the module, in any function, at any block depth.
 
     ## Why it is faster
     A block of 128 with 4 warps gives each thread one value: 32-bit accesses, millions of tiny
@@ -159,7 +162,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     known = kernels(ctx.module)
     for role, host in plan.hosts.items():
         for other in launch_sites(ctx.module):
-            if other.statement is site.statement or host not in names(other.call):
+            if other.statement is site.statement or not within(site, other) or host not in names(other.call):
                 continue
             # the new literal reaches this launch too: it must be as safe to change there
             theirs = _own_plan(ctx, known[other.kernel])
@@ -183,8 +186,8 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     if block is None:
         return "no constexpr sizes its tl.arange"
     if len(sites) != 1:
-        return f"launched {len(sites)} times"
-    found = slots(ctx.module, kernel, sites[0], (block, "num_warps"))
+        return launched(sites)
+    found = slots(kernel, sites[0], (block, "num_warps"))
     if isinstance(found, str):
         return found
     if not tile_accesses_masked(kernel, block, _grid_axes(ctx, kernel, block, found[block].host_name)):
@@ -197,15 +200,15 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
 
 def _grid_axes(ctx: RewriteContext, kernel: Kernel, block: str, host: str | None) -> frozenset[int]:
     """The grid axes whose extent may change with the block size: their program ids change with it."""
-    forward = model_forward(ctx.module)
-    grid, _ = resolve_grid(forward, sites_of(ctx.module, kernel.name)[0])
+    site = sites_of(ctx.module, kernel.name)[0]
+    grid, _ = resolve_grid(site)
     every = frozenset(range(3))
     if isinstance(grid, cst.Lambda):
         return every
     coupled = frozenset(a for a, constexprs in coupled_by_axis(kernel).items() if block in constexprs)
     if host is None:
         return coupled
-    follows = dependence(forward, host)
+    follows = dependence(site.host, host, host=True)
     elements = grid_elements(grid)
     if elements is None:
         return every if follows.depends(grid) else coupled

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose import syntax
-from diagnose.rewrite.edit import fit_call, replace, set_keyword, unique_name
+from diagnose.rewrite.edit import fit_launch, replace, restarted_each_iteration, set_keyword, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, coupled_by_axis, grid_elements, grid_shared, kernels,
-    model_forward, names, program_id_names, resolve_grid, simple_assignment, sites_of, walk,
+    Kernel, LaunchSite, calls, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched, names,
+    program_id_names, resolve_grid, simple_assignment, sites_of, walk,
 )
 
 ROWS = 4
@@ -38,7 +38,9 @@ class RowsPerProgram(Rewrite):
 
     ## When it is valid
     Every row is still handled once by the same statements, so the values are the same; required: one
-    launch in `ModelNew.forward` on a grid that is a 1-element tuple (not shared with another launch),
+    launch, from any function of the module (a module-level `def op(x)`, an autograd
+    `Function.forward`, `ModelNew.forward`, at any block depth), on a grid that is a 1-element tuple
+    (written at the launch or bound once in that function, not shared with another launch),
     exactly one `tl.program_id` in the kernel, axis 0, bound once at its top level and not multiplied
     by a constexpr (a row, not a tile of a flattened range), no `tl.num_programs`, no `return` in the
     kernel (it would end the rows after it), and not autotuned.
@@ -81,10 +83,11 @@ class RowsPerProgram(Rewrite):
         body = list(kernel.statements)
         at = next(i for i, stmt in enumerate(body) if simple_assignment(stmt)[0] == plan.row)
         before, after = body[:at], body[at + 1:]
+        saves, restores = restarted_each_iteration(after, kernel.params, taken | {n_rows, rows, step})
         binding = cst.parse_statement(f"{plan.row} = tl.program_id(0) * {rows} + {step}\n")
         guarded = cst.If(test=cst.parse_expression(f"{plan.row} < {n_rows}"), body=cst.IndentedBlock(after))
         loop = cst.For(target=cst.Name(step), iter=cst.parse_expression(f"tl.static_range({rows})"),
-                       body=cst.IndentedBlock([binding, guarded]),
+                       body=cst.IndentedBlock([*restores, binding, guarded]),
                        leading_lines=[*body[at].leading_lines, cst.EmptyLine(comment=cst.Comment(
                            f"# {rows} rows per program: short rows made millions of tiny programs"))])
         params = list(kernel.node.params.params)
@@ -92,7 +95,7 @@ class RowsPerProgram(Rewrite):
         params += [cst.Param(name=cst.Name(n_rows), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                    cst.Param(name=cst.Name(rows), annotation=cst.Annotation(cst.parse_expression("tl.constexpr")))]
         new_kernel = kernel.node.with_changes(params=kernel.node.params.with_changes(params=params),
-                                              body=kernel.node.body.with_changes(body=[*before, loop]))
+                                              body=kernel.node.body.with_changes(body=[*before, *saves, loop]))
         grid = cst.parse_expression(f"(triton.cdiv({code(plan.rows)}, {value}),)")
         call = set_keyword(set_keyword(plan.site.call, n_rows, plan.rows), rows, cst.Integer(str(value)))
         mapping = {kernel.node: new_kernel}
@@ -100,7 +103,7 @@ class RowsPerProgram(Rewrite):
             mapping[plan.grid] = grid
         else:
             call = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(grid))]))
-        mapping[plan.site.call] = fit_call(call, indent=8)
+        mapping[plan.site.call] = fit_launch(plan.site, call)
         return replace(ctx.module, mapping).code
 
 
@@ -125,9 +128,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     if any(isinstance(node, cst.Return) for node in walk(kernel.node.body)):
         return "returns early"
     if len(sites) != 1:
-        return f"launched {len(sites)} times"
+        return launched(sites)
     site = sites[0]
-    grid, grid_statement = resolve_grid(model_forward(ctx.module), site)
+    grid, grid_statement = resolve_grid(site)
     axes = grid_elements(grid)
     if axes is None or len(axes) != 1:
         return "the grid is not a 1-element tuple"

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.edit import (
-    fit_call, insert_after, rename_call, rename_function, replace, set_keyword, statement, unique_name,
-    with_comment,
+    INDENT, fit_launch, insert_after, relaunch, rename_call, rename_function, replace, set_keyword, statement,
+    unique_name, with_comment,
 )
 from diagnose.rewrite.passes import drop_repeated_assignments, share_loads
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     loop_body,
-    Kernel, LaunchSite, assigned_names, code, grid_coupled, int_value, kernels, model_forward, module_names, names,
+    Kernel, LaunchSite, assigned_names, code, grid_coupled, int_value, kernels, launched, module_names, names,
     sites_of, walk,
 )
 
@@ -47,9 +47,11 @@ class SinglePassRow(Rewrite):
     With `BLOCK >= n_cols` each loop runs exactly once with `start = 0`, so the unrolled body computes
     what the loop computed. Required: the loops share the bound (a kernel argument) and the step (a
     constexpr), start at 0, contain no `break`/`continue`/`return` and do not assign their variable;
-    the kernel is not autotuned; it is launched once in `ModelNew.forward` with the step passed by
-    keyword and the bound passed as a plain expression; the step is not multiplied by a program id
-    (the grid does not depend on it). Loads are shared only when no store or atomic runs between them.
+    the kernel is not autotuned; it is launched once, from any function of the module (a module-level
+    `def op(x)`, an autograd `Function.forward`, `ModelNew.forward`, at any block depth), with the
+    step passed by keyword and the bound passed as a plain expression, and `num_warps` passed by
+    keyword or not at all (not through a `**kwargs` that may hold it); the step is not multiplied by a
+    program id (the grid does not depend on it). Loads are shared only when no store or atomic runs between them.
 
     ## Why it is faster
     A memory-bound row kernel moves its row from HBM once instead of once per pass (2-3x fewer bytes),
@@ -72,9 +74,6 @@ class SinglePassRow(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         found = kernels(ctx.module)
-        forward = model_forward(ctx.module)
-        if forward is None:
-            return Precondition.no("no ModelNew.forward to launch a single-block kernel from")
         if "triton" not in module_names(ctx.module):
             return Precondition.no("the module does not import triton (needed for next_power_of_2)")
         return Precondition.first_kernel(
@@ -88,23 +87,22 @@ class SinglePassRow(Rewrite):
         name = unique_name(taken, f"{plan.kernel.name}{TWIN}")
         twin = single_block_twin(plan, name, taken)
         module = insert_after(module, plan.kernel.node, [twin])
-        forward = model_forward(module)
-        site = next(s for s in sites_of(module, plan.kernel.name) if s.statement is not None)
-        module = replace(module, {site.statement: self.host_switch(ctx, module, forward, site, plan, name)})
+        site = sites_of(module, plan.kernel.name)[0]
+        module = replace(module, {site.statement: self.host_switch(ctx, module, site, plan, name)})
         return module.code
 
-    def host_switch(self, ctx: RewriteContext, module: cst.Module, forward: cst.FunctionDef, site: LaunchSite,
-                    plan: RowPlan, twin: str) -> cst.If:
+    def host_switch(self, ctx: RewriteContext, module: cst.Module, site: LaunchSite, plan: RowPlan,
+                    twin: str) -> cst.If:
         kernel = kernels(module)[plan.kernel.name]
         bound = code(site.value(kernel, plan.bound))
-        taken = names(forward)
+        taken = names(site.host)
         block = unique_name(taken, "ROW_BLOCK")
         warps = unique_name(taken, "ROW_WARPS")
         limit = int(ctx.param("max_cols", MAX_COLS))
         call = rename_call(site.call, twin)
         call = set_keyword(call, plan.block, cst.Name(block))
-        call = fit_call(set_keyword(call, "num_warps", cst.Name(warps)), indent=12)
-        fused = site.statement.with_changes(body=[cst.Expr(call)], leading_lines=[])
+        call = fit_launch(site, set_keyword(call, "num_warps", cst.Name(warps)), deeper=INDENT)
+        fused = relaunch(site, call, leading_lines=[])
         switch = statement(f"""
             if 0 < {bound} <= {limit}:
                 {block} = triton.next_power_of_2({bound})
@@ -147,10 +145,12 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowPlan | str | None:
         return f"{block} multiplies a program id: the grid depends on it"
     sites = sites_of(ctx.module, kernel.name)
     if len(sites) != 1:
-        return f"launched {len(sites)} times in ModelNew.forward (one launch needed)"
+        return f"{launched(sites)}: one launch needed"
     site = sites[0]
     if site.arg(kernel, block) is None or site.arg(kernel, block).keyword is None:
         return f"the launch does not pass {block} by keyword"
+    if site.arg(kernel, "num_warps") is None and site.passes_unpacked("num_warps"):
+        return f"the launch's **kwargs may set num_warps (in {site.host_name})"
     value = site.value(kernel, bound)
     if value is None or not _side_effect_free(value):
         return f"the launch's {bound} is not a plain host expression"

@@ -6,9 +6,12 @@ and parentheses do not matter), never on the text of an example file. Editing li
 Vocabulary:
 - a *kernel* is a top-level function decorated with `triton.jit` (maybe under `triton.autotune` /
   `triton.heuristics`);
-- a *launch site* is a statement `kernel[grid](args...)` in `ModelNew.forward`, the host code that
-  decides block sizes and grids;
-- a *host binding* is `BLOCK = 128` (or `BM, BN = 32, 32`) in `forward`, the literal a retune edits.
+- a *host* is a function that launches kernels: a module-level function (`def rms_norm(x, w, eps)`),
+  a method of any class (a KernelBench task's `ModelNew.forward`, an autograd `Function.forward`),
+  or a function nested in one; it decides block sizes and grids;
+- a *launch site* is a statement `kernel[grid](args...)` (or `out = kernel[grid](args...)`) in a host,
+  at any depth of its blocks;
+- a *host binding* is `BLOCK = 128` (or `BM, BN = 32, 32`) in the host, the literal a retune edits.
 """
 
 from __future__ import annotations
@@ -292,33 +295,35 @@ def grid_coupled(kernel: Kernel) -> set[str]:
     return out
 
 
-# ---------------------------------------------------------------- host side: ModelNew.forward
-
-
-def model_forward(module: cst.Module, class_name: str = "ModelNew") -> cst.FunctionDef | None:
-    for node in module.body:
-        if isinstance(node, cst.ClassDef) and node.name.value == class_name:
-            for item in node.body.body:
-                if isinstance(item, cst.FunctionDef) and item.name.value == "forward":
-                    return item
-    return None
+# ---------------------------------------------------------------- host side: the functions that launch
 
 
 @dataclass(frozen=True)
 class LaunchSite:
-    """One `kernel[grid](...)` statement of `ModelNew.forward`."""
+    """One launch statement, `kernel[grid](...)` or `out = kernel[grid](...)`, and the host function it
+    is in: a module-level function, a method of any class (`ModelNew.forward`, an autograd
+    `Function.forward`), or a function nested in one, at any depth of its blocks (`with`, `if`, `for`)."""
 
     kernel: str
     statement: cst.SimpleStatementLine
     call: cst.Call
     grid: cst.BaseExpression
+    host: cst.FunctionDef
+    host_name: str  # qualified as Python does: `rms_norm_forward`, `RMSNormFunction.forward`, `op.<locals>.run`
+    indent: int     # the column the statement starts at
 
     def arg(self, kernel: Kernel, param: str) -> cst.Arg | None:
-        """The argument the launch passes for `param` (positional or keyword)."""
+        """The argument the launch passes for `param` (positional or keyword); None where it passes none,
+        or where a `*args` before its position leaves it unknown."""
         found = keyword(self.call, param)
         if found is not None:
             return found
-        args = positional(self.call)
+        args = []
+        for a in self.call.args:
+            if a.star:  # past `*args` a position no longer says which parameter it fills
+                break
+            if a.keyword is None:
+                args.append(a)
         index = kernel.index(param) if param in kernel.params else -1
         return args[index] if 0 <= index < len(args) else None
 
@@ -326,31 +331,139 @@ class LaunchSite:
         arg = self.arg(kernel, param)
         return arg.value if arg is not None else None
 
+    @property
+    def lead(self) -> int:
+        """The width of what comes before the call on its line: `out = ` for an assignment, else 0."""
+        small = code(self.statement.body[0])
+        call = code(self.call)
+        return len(small) - len(call) if small.endswith(call) and "\n" not in small[:-len(call)] else 0
+
+    @property
+    def assigns(self) -> bool:
+        """The launch's result is kept (`out = kernel[grid](...)`)."""
+        return isinstance(self.statement.body[0], cst.Assign)
+
+    def passes_unpacked(self, param: str) -> bool:
+        """Whether a `**kwargs` of the launch may pass `param` (a dict whose keys cannot be read: it may)."""
+        for a in self.call.args:
+            if a.star == "**":
+                keys = dict_keys(self.host, a.value)
+                if keys is None or param in keys:
+                    return True
+        return False
+
 
 def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> list[LaunchSite]:
-    """Launch statements of `ModelNew.forward` (at any depth of its blocks), in source order."""
-    forward = model_forward(module)
-    if forward is None:
-        return []
+    """Launch statements of every function of the module (kernels aside), at any depth of their
+    blocks, in source order. A launch through another name (`fn = kernel; fn[grid](...)`), an
+    attribute or a one-line suite (`if x: kernel[grid](...)`) is not found."""
     known = kernels(module) if known is None else known
-    out = []
-    for node in walk(forward.body):
-        if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Expr):
-            call = node.body[0].value
-            if (isinstance(call, cst.Call) and isinstance(call.func, cst.Subscript)
-                    and isinstance(call.func.value, cst.Name) and call.func.value.value in known
-                    and len(call.func.slice) == 1 and isinstance(call.func.slice[0].slice, cst.Index)):
-                out.append(LaunchSite(call.func.value.value, node, call, call.func.slice[0].slice.value))
+    out: list[LaunchSite] = []
+
+    def visit(node: cst.CSTNode, host: cst.FunctionDef | None, host_name: str, scope: str, indent: int) -> None:
+        if isinstance(node, cst.FunctionDef):
+            if any(_is_jit(d) for d in node.decorators):
+                return
+            host_name = f"{scope}{node.name.value}"
+            host, scope = node, f"{host_name}.<locals>."
+        elif isinstance(node, cst.ClassDef):
+            scope = f"{scope}{node.name.value}."
+        elif isinstance(node, cst.IndentedBlock):
+            indent += len(module.default_indent if node.indent is None else node.indent)
+        elif isinstance(node, cst.SimpleStatementLine):
+            site = _launch(node, known, host, host_name, indent) if host is not None else None
+            if site is not None:
+                out.append(site)
+            return
+        for child in node.children:
+            if not isinstance(child, cst.BaseExpression):  # statements never sit inside an expression
+                visit(child, host, host_name, scope, indent)
+
+    visit(module, None, "", "", 0)
     return out
+
+
+def _launch(node: cst.SimpleStatementLine, known: dict[str, Kernel], host: cst.FunctionDef, host_name: str,
+            indent: int) -> LaunchSite | None:
+    if len(node.body) != 1 or not isinstance(node.body[0], (cst.Expr, cst.Assign)):
+        return None
+    call = node.body[0].value
+    if (isinstance(call, cst.Call) and isinstance(call.func, cst.Subscript)
+            and isinstance(call.func.value, cst.Name) and call.func.value.value in known
+            and len(call.func.slice) == 1 and isinstance(call.func.slice[0].slice, cst.Index)):
+        return LaunchSite(call.func.value.value, node, call, call.func.slice[0].slice.value, host, host_name, indent)
+    return None
 
 
 def sites_of(module: cst.Module, kernel: str) -> list[LaunchSite]:
     return [s for s in launch_sites(module) if s.kernel == kernel]
 
 
+def launched(sites: list[LaunchSite]) -> str:
+    """How often and where a kernel is launched, for a reason: `launched 2 times (in Fn.forward, Fn.backward)`."""
+    if not sites:
+        return "not launched from any function of the module"
+    hosts = ", ".join(dict.fromkeys(s.host_name for s in sites))
+    return f"launched {len(sites)} times (in {hosts})"
+
+
+def within(site: LaunchSite, other: LaunchSite) -> bool:
+    """`other` runs in `site`'s host or in a function nested in it, where the host's names reach it."""
+    return any(n is other.host for n in walk(site.host))
+
+
+def dict_keys(host: cst.FunctionDef, expr: cst.BaseExpression) -> set[str] | None:
+    """The keys a launch's `**expr` may hold: a dict display with string keys, or a name bound once in
+    `host` to one (`kernel_args = {}`) and otherwise only given keys by `name["key"] = ...` or read as
+    `**name`; None when they cannot be read (a helper fills it, `.update(...)`, a computed key)."""
+    if isinstance(expr, cst.Dict):
+        return _display_keys(expr)
+    if not isinstance(expr, cst.Name):
+        return None
+    keys: set[str] = set()
+    bindings = accounted = 0
+    for node in walk(host.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            if dotted(target) == expr.value and isinstance(node.value, cst.Dict):
+                found = _display_keys(node.value)
+                if found is None:
+                    return None
+                keys |= found
+                bindings += 1
+                accounted += 1
+            elif isinstance(target, cst.Subscript) and dotted(target.value) == expr.value:
+                key = _string_key(target)
+                if key is None:
+                    return None
+                keys.add(key)
+                accounted += 1
+        elif isinstance(node, cst.Arg) and node.star == "**" and dotted(node.value) == expr.value:
+            accounted += 1
+    mentions = sum(1 for n in walk(host.body) if isinstance(n, cst.Name) and n.value == expr.value)
+    return keys if bindings == 1 and mentions == accounted else None
+
+
+def _display_keys(node: cst.Dict) -> set[str] | None:
+    keys = set()
+    for element in node.elements:
+        if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+            return None
+        keys.add(element.key.evaluated_value)
+    return keys
+
+
+def _string_key(target: cst.Subscript) -> str | None:
+    if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        key = target.slice[0].slice.value
+        if isinstance(key, cst.SimpleString):
+            return key.evaluated_value
+    return None
+
+
 @dataclass(frozen=True)
 class HostBinding:
-    """Where `forward` binds a name to an integer literal: `BLOCK = 128` or `BM, BN = 32, 32`."""
+    """Where a host function binds a name to an integer literal: `BLOCK = 128` or `BM, BN = 32, 32`."""
 
     name: str
     statement: cst.SimpleStatementLine
@@ -358,13 +471,14 @@ class HostBinding:
     value: int
 
 
-def host_assignments(forward: cst.FunctionDef, name: str) -> list[cst.SimpleStatementLine]:
-    return [n for n in walk(forward.body) if isinstance(n, cst.SimpleStatementLine) and name in assigned_names(n)]
+def host_assignments(host: cst.FunctionDef, name: str) -> list[cst.SimpleStatementLine]:
+    """The statement lines of `host` (at any depth) that bind `name`."""
+    return [n for n in walk(host.body) if isinstance(n, cst.SimpleStatementLine) and name in assigned_names(n)]
 
 
-def literal_binding(forward: cst.FunctionDef, name: str) -> HostBinding | None:
-    """The one statement binding `name` to an integer literal in `forward`, or None."""
-    statements = host_assignments(forward, name)
+def literal_binding(host: cst.FunctionDef, name: str) -> HostBinding | None:
+    """The one statement binding `name` to an integer literal in `host`, or None."""
+    statements = host_assignments(host, name)
     if len(statements) != 1 or len(statements[0].body) != 1 or not isinstance(statements[0].body[0], cst.Assign):
         return None
     assign = statements[0].body[0]
@@ -382,10 +496,10 @@ def literal_binding(forward: cst.FunctionDef, name: str) -> HostBinding | None:
     return None
 
 
-def resolve_grid(forward: cst.FunctionDef, site: LaunchSite) -> tuple[cst.BaseExpression, cst.SimpleStatementLine | None]:
-    """The grid expression of a launch, through one `grid = (...)` assignment; and that statement."""
+def resolve_grid(site: LaunchSite) -> tuple[cst.BaseExpression, cst.SimpleStatementLine | None]:
+    """The grid expression of a launch, through one `grid = (...)` assignment in its host; and that statement."""
     if isinstance(site.grid, cst.Name):
-        statements = host_assignments(forward, site.grid.value)
+        statements = host_assignments(site.host, site.grid.value)
         if len(statements) == 1:
             target, value = simple_assignment(statements[0])
             if target == site.grid.value and value is not None:
@@ -394,10 +508,60 @@ def resolve_grid(forward: cst.FunctionDef, site: LaunchSite) -> tuple[cst.BaseEx
 
 
 def grid_shared(module: cst.Module, site: LaunchSite) -> bool:
-    """The launch's grid is a variable that other launches use too (changing it would change theirs)."""
+    """The launch's grid is a variable that other launches of its host (or of functions nested in it)
+    use too: changing it would change theirs."""
     if not isinstance(site.grid, cst.Name):
         return False
-    return sum(1 for s in launch_sites(module) if isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value) > 1
+    return sum(1 for s in launch_sites(module) if within(site, s)
+               and isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value) > 1
+
+
+def bound_before(site: LaunchSite, statement: cst.CSTNode) -> set[str] | None:
+    """Names bound in the host when `statement` (one of its statement lines) runs: the host's
+    parameters, what the statements before it in its block bind, and so on out through the blocks
+    that hold it (`with` targets included); None when it is not in the host."""
+
+    def search(block: cst.BaseSuite, bound: set[str]) -> set[str] | None:
+        if not isinstance(block, cst.IndentedBlock):
+            return None
+        for stmt in block.body:
+            if stmt is statement:
+                return bound
+            if isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                inner = bound | _header_names(stmt)
+                for suite in _suites(stmt):
+                    found = search(suite, inner)
+                    if found is not None:
+                        return found
+            bound = bound | assigned_names(stmt)
+        return None
+
+    params = site.host.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    every += [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return search(site.host.body, {p.name.value for p in every})
+
+
+def _header_names(stmt: cst.BaseCompoundStatement) -> set[str]:
+    """Names a compound statement binds before its body runs (`with ... as f`, a loop's target)."""
+    if isinstance(stmt, cst.With):
+        return set().union(*(names(i.asname.name) for i in stmt.items if i.asname is not None))
+    if isinstance(stmt, cst.For):
+        return names(stmt.target)
+    return set()
+
+
+def _suites(stmt: cst.BaseCompoundStatement) -> list[cst.BaseSuite]:
+    out = [stmt.body]
+    orelse = getattr(stmt, "orelse", None)
+    while isinstance(orelse, cst.If):
+        out.append(orelse.body)
+        orelse = orelse.orelse
+    if orelse is not None:
+        out.append(orelse.body)
+    if isinstance(stmt, cst.Try):
+        out += [h.body for h in stmt.handlers] + ([stmt.finalbody.body] if stmt.finalbody else [])
+    return out
 
 
 def grid_elements(grid: cst.BaseExpression) -> list[cst.BaseExpression] | None:

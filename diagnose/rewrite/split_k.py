@@ -8,15 +8,15 @@ import libcst as cst
 
 from diagnose.rewrite.cores import core_count_helper
 from diagnose.rewrite.edit import (
-    expression, fit_call, insert_before_class, replace, set_keyword, statement, statements, unique_name,
+    expression, fit_call, fit_launch, insert_before_host, relaunch, replace, set_keyword, statement, statements,
+    unique_name,
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, assigned_names, axis_of, calls, code, dotted, grid_elements, grid_shared, is_tl_call,
-    kernels, loop_body, model_forward, module_names, names, pointer_params, positional, program_id_names,
-    read_names,
-    resolve_grid, simple_assignment, sites_of, walk,
+    Kernel, LaunchSite, assigned_names, axis_of, bound_before, calls, code, dotted, grid_elements, grid_shared,
+    is_tl_call, kernels, launched, loop_body, module_names, names, pointer_params, positional, program_id_names,
+    read_names, resolve_grid, simple_assignment, sites_of, walk,
 )
 
 # Each program keeps at least this many K steps: fewer and the fp32 atomics and the pipeline's
@@ -62,7 +62,11 @@ class SplitK(Rewrite):
     `acc.to(...)` (an epilogue such as a bias or an activation would be applied to every partial
     sum: not linear, not split). The grid is a literal tuple of one or two axes, the kernel reads no
     other program id and no `tl.num_programs`, is launched once, not autotuned, and stores through a
-    pointer the launch passes as a host tensor variable.
+    pointer the launch passes as a host tensor variable. The launch may sit in any function of the
+    module (a module-level `def matmul(a, b)`, an autograd `Function.forward`, `ModelNew.forward`), at
+    any block depth; what sizes the split (the grid's axes, the K extent, the output) is bound in that
+    function before the grid, and no loop runs the launch without the grid's line (the buffer would
+    add up across iterations).
 
     ## Why it is faster
     With small M and N and a long K (tall-K products, weight gradients) a grid of output tiles
@@ -99,7 +103,8 @@ class SplitK(Rewrite):
         split = unique_name(taken, "split_k")
         mapping, helper = _host_edits(ctx, plan, split)
         mapping[plan.kernel.node] = _split_kernel(plan, unique_name(taken, "pid_k"), split)
-        return insert_before_class(replace(ctx.module, mapping), "ModelNew", helper).code
+        # placed first, on the module the site was read from (the anchor is found by identity)
+        return replace(insert_before_host(ctx.module, plan.site, helper), mapping).code
 
 
 def _split_kernel(plan: SplitPlan, pid_k: str, split: str) -> cst.FunctionDef:
@@ -136,10 +141,10 @@ def _split_kernel(plan: SplitPlan, pid_k: str, split: str) -> cst.FunctionDef:
 
 
 def _host_edits(ctx: RewriteContext, plan: SplitPlan, split: str) -> tuple[dict, list[cst.BaseStatement]]:
-    """forward's edits (by node) and the core-count helper's definition: the split
-    sized before the grid, the fp32 partial buffer in place of the output, the copy after the launch."""
+    """The host's edits (by node) and the core-count helper's definition: the split sized before the
+    grid, the fp32 partial buffer in place of the output, the copy after the launch."""
     helper, definition = core_count_helper(ctx, dot=True)
-    host = names(model_forward(ctx.module))
+    host = names(plan.site.host)
     host_split, partial, tiles = (unique_name(host, n) for n in ("split_k", f"{plan.output}_partial", "tiles"))
     setup = statements(f"""
         {tiles} = {_product(grid_elements(plan.grid))}
@@ -151,7 +156,7 @@ def _host_edits(ctx: RewriteContext, plan: SplitPlan, split: str) -> tuple[dict,
     grid = plan.grid.with_changes(elements=[
         *[e.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for e in plan.grid.elements],
         cst.Element(cst.Name(host_split))])
-    call = fit_call(set_keyword(_with_output(plan, partial), split, cst.Name(host_split)), indent=8)
+    call = fit_launch(plan.site, set_keyword(_with_output(plan, partial), split, cst.Name(host_split)))
     launch = plan.site.statement
     after = statement(f"{plan.output}.copy_({partial})")
     if plan.grid_statement is not None:
@@ -159,10 +164,10 @@ def _host_edits(ctx: RewriteContext, plan: SplitPlan, split: str) -> tuple[dict,
         new_anchor = replace(cst.Module(body=[anchor]), {plan.grid: grid}).body[0].with_changes(leading_lines=[])
         setup[0] = setup[0].with_changes(leading_lines=[*anchor.leading_lines, comment])
         return {anchor: cst.FlattenSentinel([*setup, new_anchor]),
-                launch: cst.FlattenSentinel([launch.with_changes(body=[cst.Expr(call)]), after])}, definition
+                launch: cst.FlattenSentinel([relaunch(plan.site, call), after])}, definition
     call = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(grid))]))
     setup[0] = setup[0].with_changes(leading_lines=[*launch.leading_lines, comment])
-    new_launch = launch.with_changes(body=[cst.Expr(call)], leading_lines=[])
+    new_launch = relaunch(plan.site, call, leading_lines=[])
     return {launch: cst.FlattenSentinel([*setup, new_launch, after])}, definition
 
 
@@ -262,7 +267,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SplitPlan | str | None:
     if kernel.autotuned:
         return "autotuned"
     if len(sites) != 1:
-        return f"launched {len(sites)} times"
+        return launched(sites)
     if not {"torch", "triton"} <= module_names(ctx.module):
         return "the module does not import torch and triton (the host code needs both)"
     loop = tiles.loop
@@ -297,9 +302,8 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SplitPlan | str | None:
     program_ids = [axis_of(c) for c in calls(kernel.node.body, "program_id")]
     if calls(kernel.node.body, "num_programs") or len(program_ids) != len(pids):
         return "reads tl.program_id / tl.num_programs beyond the tile ids"
-    forward = model_forward(ctx.module)
     site = sites[0]
-    grid, grid_statement = resolve_grid(forward, site)
+    grid, grid_statement = resolve_grid(site)
     axes = grid_elements(grid)
     if axes is None or not 1 <= len(axes) <= 2 or set(program_ids) - set(range(len(axes))):
         return "the grid is not a literal tuple of one or two axes"
@@ -312,10 +316,12 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SplitPlan | str | None:
     if k_steps is None:
         return "the K loop's bound is not one kernel argument the launch passes"
     anchor = grid_statement or site.statement
-    if anchor not in forward.body.body:
-        return "the launch (or its grid) is not at the top level of forward"
-    before = forward.body.body[:forward.body.body.index(anchor)]
-    bound = set().union({p.name.value for p in forward.params.params}, *(assigned_names(s) for s in before))
+    bound = bound_before(site, anchor)
+    if bound is None:
+        return f"the grid is not bound in a block of {site.host_name}"
+    if any(not any(n is anchor for n in walk(loop)) for loop in walk(site.host.body)
+           if isinstance(loop, (cst.For, cst.While)) and any(n is site.statement for n in walk(loop.body))):
+        return "a loop runs the launch without its grid's line: the fp32 buffer would add up across iterations"
     needed = set().union(*(names(e) for e in axes), names(k_steps), {output}) - {"triton", "torch", "min", "max"}
     if needed - bound:
         return f"{', '.join(sorted(needed - bound))} is bound after the grid: the split cannot be sized before it"

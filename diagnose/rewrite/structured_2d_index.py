@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.edit import fit_call, replace, statements, unique_name
+from diagnose.rewrite.edit import fit_launch, relaunch, replace, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     REDUCTIONS, Kernel, LaunchSite, calls, cdiv_parts, code, dotted, grid_elements, is_tl_call, kernels,
-    grid_shared, model_forward, names, program_id_names, resolve_grid, same, simple_assignment, sites_of, tl_name,
+    grid_shared, launched, names, program_id_names, resolve_grid, same, simple_assignment, sites_of, tl_name,
     walk,
 )
 
@@ -48,7 +48,9 @@ class Structured2dIndex(Rewrite):
     body; required: the offsets line has exactly that shape with the only program id; `row`/`col`
     are `offs // C` and `offs % C` for a kernel argument C; every other use of `offs` is an address
     (`ptr + offs`) or the mask `offs < R * C` with R a kernel argument; BLOCK appears only in the
-    offsets line; no reduction, scan or shape operation; a 1-D `cdiv` grid; one launch.
+    offsets line; no reduction, scan or shape operation; a 1-D `cdiv` grid; one launch, from any
+    function of the module (a module-level `def op(x)`, an autograd `Function.forward`,
+    `ModelNew.forward`, at any block depth), where the block split is computed.
 
     ## Why it is faster
     Integer division and modulo by a run-time value cost tens of instructions per element on GPUs
@@ -110,8 +112,7 @@ class Structured2dIndex(Rewrite):
                                               body=kernel.node.body.with_changes(body=body))
         rows_host, cols_host = code(plan.site.value(kernel, plan.rows)), code(plan.site.value(kernel, plan.cols))
         block_host = code(plan.site.value(kernel, plan.block))
-        forward = model_forward(ctx.module)
-        host_taken = names(forward)
+        host_taken = names(plan.site.host)
         host_r, host_c = unique_name(host_taken, block_r), unique_name(host_taken, block_c)
         grid = cst.parse_expression(f"(triton.cdiv({rows_host}, {host_r}), triton.cdiv({cols_host}, {host_c}))")
         call = plan.site.call
@@ -124,20 +125,23 @@ class Structured2dIndex(Rewrite):
         call = call.with_changes(args=args)
         if plan.grid_statement is None:
             call = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(grid))]))
-        call = fit_call(call, indent=8)
+        call = fit_launch(plan.site, call)
         setup = statements(f"""
             {host_c} = min(triton.next_power_of_2({cols_host}), {MAX_BLOCK_COLS})
             {host_r} = max(1, {block_host} // {host_c})
             """)
         if plan.grid_statement is not None:
-            mapping = {plan.grid: grid, plan.grid_statement: cst.FlattenSentinel(
+            # the grid line is replaced whole, so its new grid goes in here (a mapping entry for the
+            # grid inside it would be dropped with the old line)
+            new_grid_statement = replace(cst.Module(body=[plan.grid_statement]), {plan.grid: grid}).body[0]
+            mapping = {plan.grid_statement: cst.FlattenSentinel(
                 [setup[0].with_changes(leading_lines=plan.grid_statement.leading_lines), setup[1],
-                 plan.grid_statement.with_changes(leading_lines=[])])}
+                 new_grid_statement.with_changes(leading_lines=[])])}
             mapping[plan.site.call] = call
         else:
             mapping = {plan.site.statement: cst.FlattenSentinel([
                 setup[0].with_changes(leading_lines=plan.site.statement.leading_lines), setup[1],
-                plan.site.statement.with_changes(body=[cst.Expr(call)], leading_lines=[])])}
+                relaunch(plan.site, call, leading_lines=[])])}
         mapping[kernel.node] = new_kernel
         return replace(ctx.module, mapping).code
 
@@ -186,9 +190,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> IndexPlan | str | None:
         return f"no mask bounds {offs} by R * {cols}"
     sites = sites_of(ctx.module, kernel.name)
     if len(sites) != 1:
-        return f"launched {len(sites)} times" if sites else None
+        return launched(sites) if sites else None
     site = sites[0]
-    grid, grid_statement = resolve_grid(model_forward(ctx.module), site)
+    grid, grid_statement = resolve_grid(site)
     axes = grid_elements(grid)
     if axes is None or len(axes) != 1 or cdiv_parts(axes[0]) is None:
         return "the grid is not (triton.cdiv(n, BLOCK),)"

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.edit import fit_call, replace, set_keyword, statement, unique_name
+from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    REDUCTIONS, Kernel, LaunchSite, calls, code, dotted, int_value, kernels, names, simple_assignment, sites_of,
+    REDUCTIONS, Kernel, LaunchSite, calls, code, dotted, int_value, kernels, launched, names, simple_assignment,
+    sites_of,
     tl_name, walk,
 )
 
@@ -39,7 +40,8 @@ class TwoLevelTiling(Rewrite):
     The sub-blocks partition the block (both are powers of two, `BLOCK_SUB <= BLOCK`), and every
     lane's value depends only on its own offset, so processing them in chunks computes the same
     thing; required: exactly one `tl.arange(0, BLOCK)`, in the offsets line, no other use of BLOCK
-    after it, and no reduction, scan, dot or shape operation in the kernel (elementwise only).
+    after it, and no reduction, scan, dot or shape operation in the kernel (elementwise only); one
+    launch, from any function of the module, passing BLOCK by keyword.
 
     ## Why it is faster
     Ascend holds a program's tiles in the unified buffer (192 KB on 910B): a block too large
@@ -89,8 +91,8 @@ class TwoLevelTiling(Rewrite):
                                               body=kernel.node.body.with_changes(body=[*kernel.statements[:index], loop]))
         block_value = code(plan.site.value(kernel, plan.block))
         sub_value = int(ctx.param("block_sub", SUB))
-        call = fit_call(set_keyword(plan.site.call, sub_block, cst.parse_expression(f"min({block_value}, {sub_value})")),
-                        indent=8)
+        call = fit_launch(plan.site, set_keyword(plan.site.call, sub_block,
+                                                 cst.parse_expression(f"min({block_value}, {sub_value})")))
         return replace(ctx.module, {kernel.node: new_kernel, plan.site.call: call}).code
 
 
@@ -118,7 +120,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilingPlan | str | None:
         return "autotuned"
     sites = sites_of(ctx.module, kernel.name)
     if len(sites) != 1:
-        return f"launched {len(sites)} times" if sites else None
+        return launched(sites) if sites else None
     arg = sites[0].arg(kernel, block)
     if arg is None or arg.keyword is None:
         return f"the launch does not pass {block} by keyword"

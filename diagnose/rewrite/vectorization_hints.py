@@ -11,8 +11,8 @@ from diagnose import syntax
 from diagnose.rewrite.edit import guarded_launch, insert_after, rename_function, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, keyword, kernels, model_forward, module_names, names, pointer_params,
-    positional, simple_assignment, sites_of, walk,
+    Kernel, LaunchSite, calls, code, keyword, kernels, launched, module_names, names, pointer_params, positional,
+    simple_assignment, sites_of, walk,
 )
 
 # Reasons of a narrow GlobalAccessWidth that a proven divisibility of the integer arguments fixes.
@@ -45,8 +45,9 @@ class VectorizationHints(Rewrite):
     original runs. Needed: IR evidence (GlobalAccessWidth missed with `offset_not_divisible` or
     `mask_bound_not_divisible`, or the compiler's "vectorization fails" remark) on one of the
     kernel's lines; the integer arguments and the tensors are passed as plain host expressions;
-    one launch. Hints on the raw arguments would do nothing (Triton ignores `tl.multiple_of` on a
-    function argument), and a hint the launch does not check would be a lie on other shapes.
+    one launch, from any function of the module, at any block depth. Hints on the raw arguments
+    would do nothing (Triton ignores `tl.multiple_of` on a function argument), and a hint the launch
+    does not check would be a lie on other shapes.
 
     ## Why it is faster
     The JIT marks an integer argument divisible only when it is a multiple of 16 elements; a row of
@@ -113,7 +114,7 @@ class VectorizationHints(Rewrite):
         module = insert_after(ctx.module, node, [twin_node])
         site = sites_of(module, plan.kernel.name)[0]
         kernel = kernels(module)[plan.kernel.name]
-        host_vec = unique_name(names(model_forward(module)), "vec")
+        host_vec = unique_name(names(site.host), "vec")
         values = [code(site.value(kernel, n)) for n in plan.ints]
         sizes = ", ".join(f"{t}.element_size()" for t in plan.tensors)
         setup = [f"{host_vec} = {VECTOR_BYTES} // min({sizes})" if len(plan.tensors) > 1
@@ -146,7 +147,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel, lines: tuple[int, ...]) -> HintPl
         return f"already has an aligned twin ({kernel.name}{TWIN})"
     sites = sites_of(ctx.module, kernel.name)
     if len(sites) != 1:
-        return f"launched {len(sites)} times"
+        return launched(sites)
     site = sites[0]
     pointers = pointer_params(kernel)
     ints = [p for p in _address_ints(kernel) if p not in pointers and p not in kernel.constexprs]

@@ -8,7 +8,7 @@ from typing import Any
 from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values, shown
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import Kernel, calls, grid_coupled, kernels, sites_of
+from diagnose.rewrite.source import Kernel, calls, grid_coupled, kernels, launched, sites_of
 from diagnose.targets import Target
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); the first of each list is the default.
@@ -47,7 +47,9 @@ class WgmmaTiles(Rewrite):
     ## When it is valid
     Every load and store is masked (the kernel handles ragged M, N, K edges, so any tile shape
     computes the same result); M and N tiles multiply program ids and the grid is computed from the
-    same host variables; the kernel is not autotuned and is launched once.
+    same host variables; the kernel is not autotuned and is launched once, from any function of the
+    module (a module-level `def matmul(a, b)`, an autograd `Function.forward`, `ModelNew.forward`,
+    at any block depth), the host variables being that function's.
 
     ## Why it is faster
     32x32 tiles with 4 warps cannot use wgmma (it needs M >= 64 per warpgroup): the dot runs on
@@ -119,7 +121,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
     if kernel.autotuned:
         return "autotuned"
     if len(sites) != 1:
-        return f"launched {len(sites)} times"
+        return launched(sites)
     coupled = grid_coupled(kernel)
     if tiles.m not in coupled or tiles.n not in coupled:
         return f"{tiles.m}/{tiles.n} do not both multiply program ids"
