@@ -1,8 +1,9 @@
 """The command line: `diagnose check | triage | inspect ...`.
 
 Exit codes (see `diagnose/errors.py`): 0 success, 1 the candidate failed verification or findings were
-reported, 2 bad usage or bad input, 3 internal error or missing toolchain. Errors print one line;
-`--debug` shows the traceback instead.
+reported, 2 bad usage or bad input, 3 internal error or missing toolchain, 130 interrupted (Ctrl-C).
+Errors print one line, the command line's own (a bad option value, a missing argument) too;
+`--debug`, before or after the command, shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -15,17 +16,95 @@ from typing import Callable, List, Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
-from diagnose.errors import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, DiagnoseError, UsageError
+from diagnose import knobs
+from diagnose.errors import (
+    EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, DiagnoseError, UsageError,
+)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# The global options, with how many values each takes: they are accepted after the command too.
+GLOBAL_OPTIONS = {"--debug": 0, "--cache-dir": 1}
+# click's usage error (a bad option value, a missing argument), the base of the `BadParameter` typer
+# re-exports; typer vendors click, so it is found through the class typer raises.
+ClickUsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`diagnose check task.py --debug` as `diagnose --debug check task.py` (up to a `--`)."""
+    end = args.index("--") if "--" in args else len(args)
+    front, rest, i = [], [], 0
+    while i < end:
+        name = args[i].split("=", 1)[0]
+        if i > 0 and name in GLOBAL_OPTIONS:
+            width = 1 if "=" in args[i] else 1 + GLOBAL_OPTIONS[name]
+            front += args[i:i + width]
+            i += width
+        else:
+            rest.append(args[i])
+            i += 1
+    return front + rest + args[end:]
+
+
+class DiagnoseGroup(TyperGroup):
+    """The top-level command group: global options anywhere, and click's own usage errors in one line."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(list(args)))
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ClickUsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `diagnose toolchain`: the help is the answer
+                raise
+            where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            typer.echo(f"diagnose: error: {exc.format_message()}{where}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+
+
+app = typer.Typer(cls=DiagnoseGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Diagnose slow Triton kernels and verify faster ones.")
 state = {"debug": False}
 
 
 @app.callback()
-def main_options(debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors.")):
+def main_options(
+    ctx: typer.Context,
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Root of the caches (runs, compiles) "
+                                             "instead of DIAGNOSE_CACHE_DIR or the defaults."),
+):
     state["debug"] = debug
+    if cache_dir is not None:
+        if cache_dir.exists() and not cache_dir.is_dir():
+            raise typer.BadParameter(f"{cache_dir} is not a folder", param_hint="'--cache-dir'")
+        # The layers and workers read the cache root from the environment (`diagnose.knobs`); restored
+        # when the command ends.
+        ctx.with_resource(knobs.scope(cache_dir=cache_dir))
+
+
+def positive(value: Optional[float]) -> Optional[float]:
+    """An option that must be more than 0 when given (seconds, GiB)."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"must be more than 0, not {value:g}")
+    return value
+
+
+TIMEOUT_HELP = ("Seconds each worker that runs your code may run (default: DIAGNOSE_TIMEOUT_S, else each "
+                "step's own limit: 600 for a verification).")
+
+
+def worker_timeout(timeout: Optional[float]):
+    """`--timeout` for every worker the command starts, whatever layer starts it (`diagnose.knobs`)."""
+    return knobs.scope(timeout_s=timeout)
+
+
+def phase_line(command: str) -> Callable[[str], None]:
+    """Progress on stderr, one line as each step of a verification starts (stdout stays the result's)."""
+    from diagnose.verify.harness import PHASES
+
+    return lambda phase: typer.echo(f"[{command}] {phase}: {PHASES.get(phase, phase)}", err=True)
 
 
 def one_line_errors(command: Callable) -> Callable:
@@ -40,7 +119,9 @@ def one_line_errors(command: Callable) -> Callable:
         except DiagnoseError as exc:
             if state["debug"]:
                 raise
-            typer.echo(f"diagnose: error: {exc}", err=True)
+            from diagnose.task.harness import shown
+
+            typer.echo(f"diagnose: error: {shown(str(exc))}", err=True)
             raise typer.Exit(exc.exit_code)
         except Exception as exc:  # noqa: BLE001 - an internal error still gets one line and code 3
             if state["debug"]:
@@ -57,6 +138,58 @@ def split_codes(values: Optional[List[str]]) -> Optional[List[str]]:
     return [code.strip() for value in values for code in value.split(",") if code.strip()]
 
 
+# --- kernel modules: where a module's inputs come from (`diagnose/task/kernel_module.py`) ---------------
+
+CALL_HELP = ("A kernel module's call to replay, e.g. 'rms_norm(x=f16[4096,8192], w=f16[8192], eps=1e-6)' "
+             "(repeat for more input groups; grammar: diagnose/task/specs.py).")
+LAUNCH_HELP = "Replay the N-th captured launch of the module (`diagnose capture --list FILE`); default: the largest."
+REFERENCE_HELP = "A PyTorch reference for a kernel module, FILE.py:FUNCTION (default: the module's own code)."
+LAUNCHES_HELP = "Folder of captured launch files (default: .diagnose/launches found from the file's folder up)."
+
+
+def call_option():
+    return typer.Option(None, "--call", help=CALL_HELP)
+
+
+def launch_option():
+    return typer.Option(None, "--launch", min=0, help=LAUNCH_HELP)
+
+
+def reference_option():
+    return typer.Option(None, "--reference", help=REFERENCE_HELP)
+
+
+def launches_option():
+    return typer.Option(None, "--launches", help=LAUNCHES_HELP)
+
+
+def module_inputs(call: Optional[List[str]], launch: Optional[int], reference: Optional[str],
+                  launches: Optional[Path], kernel: Optional[str] = None):
+    from diagnose.task import Inputs
+
+    return Inputs(calls=tuple(call or ()), launch=launch, reference=reference,
+                  launches=str(launches) if launches else None, kernel=kernel)
+
+
+def module_task_file(path: Path, inputs, device: str = "cpu") -> str:
+    from diagnose.capture.prepare import task_path
+
+    return task_path(path, inputs, device, knobs.Knobs.read().timeout_s or 600.0)
+
+
+def inspection_file(path: Path, inputs) -> str:
+    from diagnose.capture.prepare import inspection_path
+
+    return inspection_path(path, inputs)
+
+
+def task_for(path: Path, inputs, device: str = "cpu", candidate: Optional[Path] = None):
+    """The task of `path`: a file in the task format as it is, a kernel module through its launches."""
+    from diagnose.capture.prepare import prepare
+
+    return prepare(path, candidate, inputs, device=device, timeout_s=knobs.Knobs.read().timeout_s or 600.0)
+
+
 @app.command()
 @one_line_errors
 def check(
@@ -65,28 +198,45 @@ def check(
     device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
     seeds: int = typer.Option(3, "--seeds", min=1, help="Random input sets per input group."),
     group: Optional[List[str]] = typer.Option(None, "--group", help="Input group(s) to use."),
-    timeout: float = typer.Option(600.0, "--timeout", help="Seconds each worker may run."),
-    memory_limit: float = typer.Option(16.0, "--memory-limit", help="GiB of host memory each worker may use."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
+    memory_limit: float = typer.Option(16.0, "--memory-limit", callback=positive,
+                                       help="GiB of host memory each worker may use."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON report on stdout."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON report to this file."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
+    call: Optional[List[str]] = call_option(),
+    launch: Optional[int] = launch_option(),
+    reference: Optional[str] = reference_option(),
+    launches: Optional[Path] = launches_option(),
 ):
-    """Verify a candidate (correctness, anti-cheat) and time it against its baselines."""
+    """Verify a candidate (correctness, anti-cheat) and time it against its baselines.
+
+    A kernel module (any file with @triton.jit kernels) is checked against its own original code on its
+    captured launches or `--call` specs; `--candidate` is then an edited copy of the module."""
+    from diagnose.outputs import check_file
     from diagnose.report.check_view import render_check
     from diagnose.report.reports import check_report
-    from diagnose.task import load_task
     from diagnose.verify.harness import CheckOptions, verify
 
-    loaded = load_task(task, candidate)
+    if out is not None:
+        check_file(out, "--out")
+    with worker_timeout(timeout):
+        loaded = task_for(task, module_inputs(call, launch, reference, launches), device, candidate)
+    if out is not None and out.exists() and out.resolve() in (loaded.reference_path, loaded.candidate_path):
+        raise UsageError(f"{out}: refusing to overwrite the task file with the report")
+    baselines = ("eager",) if no_compile else ("eager", "compile")
+    module = loaded.origin is not None
     options = CheckOptions(device=device, seeds=tuple(range(seeds)), groups=tuple(group) if group else None,
-                           timeout_s=timeout, memory_limit=int(memory_limit * 2**30),
-                           baselines=("eager",) if no_compile else ("eager", "compile"))
-    verdict = verify(loaded, options)
+                           timeout_s=timeout or CheckOptions.timeout_s, memory_limit=int(memory_limit * 2**30),
+                           baselines=baselines if not module or reference else (),
+                           initial=loaded.reference_path if module and candidate else None,
+                           on_phase=None if quiet else phase_line("check"))
+    with worker_timeout(timeout):
+        verdict = verify(loaded, options)
     report = check_report(loaded, verdict)
     data = report.to_dict()
     if out is not None:
-        if out.exists() and out.resolve() in (loaded.reference_path, loaded.candidate_path):
-            raise UsageError(f"{out}: refusing to overwrite the task file with the report")
         out.write_text(json.dumps(data, indent=2))
     if as_json:
         typer.echo(json.dumps(data, indent=2))
@@ -125,22 +275,34 @@ def inspect(
     diff_pass: Optional[str] = typer.Option(None, "--diff-pass", help="Print how this pass changed the module."),
     stage: Optional[str] = typer.Option(None, "--stage", help="Print an artifact (ttir, ttgir, llir, ptx, amdgcn, sass)."),
     kernel: Optional[str] = typer.Option(None, "--kernel", help="Only this kernel."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive,
+                                            help="Seconds the compile worker may run (default: DIAGNOSE_TIMEOUT_S, "
+                                                 "else DIAGNOSE_IR_TIMEOUT_S, else 600)."),
+    call: Optional[List[str]] = call_option(),
+    launch: Optional[int] = launch_option(),
+    launches: Optional[Path] = launches_option(),
 ):
-    """Compile offline for a target and map IR facts to source lines."""
+    """Compile offline for a target and map IR facts to source lines.
+
+    A kernel module is compiled as its captured launches (the largest, or `--launch N`) or `--call`
+    specs launch it, at their real shapes."""
     if target.startswith("ascend:"):
         from diagnose.ascend.inspect import inspect_ascend
 
         if diff_pass:
             raise UsageError("--diff-pass is not available for Ascend targets; --passes shows the pass timeline")
-        code, text = inspect_ascend(str(path), target=target, fmt="json" if as_json else "text", passes=passes,
-                                    stage=stage, kernel=kernel)
+        with worker_timeout(timeout):
+            code, text = inspect_ascend(str(path), target=target, fmt="json" if as_json else "text", passes=passes,
+                                        stage=stage, kernel=kernel)
         if text:
             typer.echo(text)
         raise typer.Exit(code)
     from diagnose.ir.cli import inspect_command
 
-    code, text = inspect_command(str(path), target=target, fmt="json" if as_json else "text", passes=passes,
-                                 diff_pass=diff_pass, stage=stage, kernel=kernel)
+    with worker_timeout(timeout):
+        file = inspection_file(path, module_inputs(call, launch, None, launches, kernel))
+        code, text = inspect_command(file, target=target, fmt="json" if as_json else "text", passes=passes,
+                                     diff_pass=diff_pass, stage=stage, kernel=kernel)
     if text:
         typer.echo(text)
     raise typer.Exit(code)
@@ -160,7 +322,7 @@ def bench(
                                                                  "(or one of several, comma-separated)."),
     redo: bool = typer.Option(False, "--redo", help="Run entries again even when done for this version."),
     seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group."),
-    timeout: float = typer.Option(600.0, "--timeout", help="Seconds each worker may run."),
+    timeout: float = typer.Option(600.0, "--timeout", callback=positive, help="Seconds each worker may run."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     target: str = typer.Option("cuda:sm90", "--target", help="Compile target of optimize mode's IR levels."),
     targets: Optional[str] = typer.Option(None, "--targets", help="Portability mode: comma-separated targets "
@@ -169,7 +331,8 @@ def bench(
                                                                        "suite's tasks by name."),
     tolerance: str = typer.Option("default", "--tolerance", help="Tolerance profile: default or kernelbench."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Optimize mode: candidates per entry."),
-    max_wall: float = typer.Option(1800.0, "--max-wall", help="Optimize mode: seconds of wall time per entry."),
+    max_wall: float = typer.Option(1800.0, "--max-wall", callback=positive,
+                                   help="Optimize mode: seconds of wall time per entry."),
     start_within: Optional[float] = typer.Option(None, "--start-within", help="Start no entry later than this many "
                                                  "seconds into the sweep (the rest wait for the next sweep)."),
     store_path: Path = typer.Option(Path(".diagnose_cache/bench.sqlite"), "--store", help="SQLite results store."),
@@ -181,7 +344,10 @@ def bench(
     from diagnose.bench import store
     from diagnose.bench.suites import DEFAULT, FORMATS
     from diagnose.bench.sweep import SweepOptions, sweep
+    from diagnose.outputs import check_file
 
+    if out is not None:
+        check_file(out, "--out")
     if suite == "report":
         if fmt not in ("md", "html", "json", "csv"):
             raise UsageError(f"unknown report format {fmt!r}; choose md, html, json or csv")
@@ -258,13 +424,26 @@ def optimize(
     resume: Optional[str] = typer.Option(None, "--resume", help="Resume the run with this id (with the budget it began with)."),
     write: bool = typer.Option(False, "--write", help="Write the optimized kernel over the input file."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Candidates to verify at most."),
-    max_wall: float = typer.Option(1800.0, "--max-wall", help="Seconds of wall time at most."),
+    max_wall: float = typer.Option(1800.0, "--max-wall", callback=positive, help="Seconds of wall time at most."),
     seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group in each verification."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline of the task as given."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr; only the outcome and the table."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (but the run id); only the "
+                                                            "outcome and the table."),
+    call: Optional[List[str]] = call_option(),
+    launch: Optional[int] = launch_option(),
+    reference: Optional[str] = reference_option(),
+    launches: Optional[Path] = launches_option(),
+    apply: bool = typer.Option(False, "--apply", help="Apply the patch to the kernel module (a backup is kept "
+                                                      "as NAME.py.diagnose.bak); same as --write."),
 ):
-    """Escalate from cheap to expensive evidence, propose rewrites, verify and time them."""
-    from diagnose.agent.progress import OptimizeProgress
+    """Escalate from cheap to expensive evidence, propose rewrites, verify and time them.
+
+    On a kernel module (any file with @triton.jit kernels), its captured launches (`diagnose capture`) or
+    `--call` specs are replayed, the original code is the reference, and the best verified candidate
+    comes back as a patch, NAME.diagnose.patch, beside the module (applied only with --apply)."""
+    from diagnose.agent.policy import broken_task
+    from diagnose.agent.progress import OptimizeProgress, resume_hint
     from diagnose.agent.run import optimize as run_optimize
     from diagnose.agent.state import Budget
     from diagnose.targets import lookup
@@ -272,11 +451,26 @@ def optimize(
     if task is None and resume is None:
         raise UsageError("give a task file, or --resume RUN_ID")
     lookup(target)
-    with OptimizeProgress(Console(stderr=True), quiet=quiet) as progress:
-        result = run_optimize(str(task) if task else "", target=target, device=device, resume=resume, write=write,
-                              budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall, seeds=seeds,
-                                            compile_baseline=not no_compile),
-                              on_start=progress.on_start, on_step=progress.on_step, on_candidate=progress.on_candidate)
+    write = write or apply
+    if task is not None and resume is None:
+        with worker_timeout(timeout):
+            task = Path(module_task_file(task, module_inputs(call, launch, reference, launches), device))
+    progress = OptimizeProgress(Console(stderr=True), quiet=quiet)
+    try:
+        with worker_timeout(timeout), progress:
+            result = run_optimize(str(task) if task else "", target=target, device=device, resume=resume,
+                                  write=write, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall,
+                                                             seeds=seeds, compile_baseline=not no_compile),
+                                  on_run=progress.on_run, on_start=progress.on_start, on_step=progress.on_step,
+                                  on_candidate=progress.on_candidate, on_phase=progress.on_phase)
+    except KeyboardInterrupt:
+        # Every finished node is checkpointed: say how to go on from there.
+        where = resume_hint(progress.run_id) if progress.run_id else "no run was started"
+        typer.echo(f"diagnose: interrupted; {where}", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    broken = broken_task(result.report.get("baseline"))
+    if broken:  # the user's code is to blame, not the rewrites: bad input, before any table
+        raise UsageError(f"{result.report['task']}: {broken}; nothing to optimize (run {result.run_id})")
     from diagnose.report.run_view import outcome
     from diagnose.report.summary import candidates_table
 
@@ -286,7 +480,11 @@ def optimize(
     out.print(candidates_table(result.report))
     typer.echo(outcome(result.report))
     typer.echo(f"run {result.run_id}: report {result.run_dir / 'report.json'} (also .md, .html)")
-    if result.optimized:
+    if result.diff is not None and result.diff.name.endswith(".diagnose.patch"):
+        applied = f"applied to {result.optimized} (backup beside it)" if result.optimized else \
+            f"apply it with `git apply {result.diff}` or rerun with --apply"
+        typer.echo(f"patch: {result.diff}; {applied}")
+    elif result.optimized:
         typer.echo(f"optimized task: {result.optimized}; diff: {result.diff}")
     raise typer.Exit(EXIT_OK)
 
@@ -298,13 +496,15 @@ def report(
     fmt: str = typer.Option("md", "--format", help="md, html, json or sarif."),
 ):
     """Render a finished run's report again, from its `report.json`."""
-    from diagnose.agent.run import run_dir
+    from diagnose.agent.run import find_run
     from diagnose.report.roofline_plot import SVG_NAME
 
-    folder = run_dir(run_id)
-    path = folder / "report.json"
     if fmt not in ("md", "html", "json", "sarif"):
         raise UsageError(f"unknown format {fmt!r}; choose md, html, json or sarif")
+    folder = find_run(run_id)
+    if folder is None:
+        raise UsageError(f"no run {run_id!r} in {' nor '.join(str(root) for root in knobs.run_roots())}")
+    path = folder / "report.json"
     if not path.exists():
         raise UsageError(f"no report for run {run_id!r} ({path} does not exist)")
     data = json.loads(path.read_text())
@@ -337,13 +537,20 @@ def rewrite(
     list_only: bool = typer.Option(False, "--list", help="Show which rewrites apply and why, change nothing."),
     seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
+    call: Optional[List[str]] = call_option(),
+    launch: Optional[int] = launch_option(),
+    launches: Optional[Path] = launches_option(),
 ):
-    """Apply evidence-backed rewrites; the verified result goes next to the input with its diff."""
+    """Apply evidence-backed rewrites; the verified result goes next to the input with its diff (a kernel
+    module's: a patch, NAME.diagnose.patch, applied over the module with --write)."""
     from diagnose.rewrite import rewrite_command
 
-    code, text = rewrite_command(str(task), apply=split_codes(apply), write=write, target=target, device=device,
-                                 list_only=list_only, seeds=seeds,
-                                 baselines=("eager",) if no_compile else ("eager", "compile"))
+    with worker_timeout(timeout):
+        task = Path(module_task_file(task, module_inputs(call, launch, None, launches), device))
+        code, text = rewrite_command(str(task), apply=split_codes(apply), write=write, target=target, device=device,
+                                     list_only=list_only, seeds=seeds,
+                                     baselines=("eager",) if no_compile else ("eager", "compile"))
     if text:
         typer.echo(text)
     raise typer.Exit(code)
@@ -360,15 +567,64 @@ def profile(
     plot_dir: Optional[Path] = typer.Option(None, "--plot-dir", help="Write the roofline plot (PNG, SVG) here."),
     group: Optional[List[str]] = typer.Option(None, "--group", help="Input group(s) to use."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
+    call: Optional[List[str]] = call_option(),
+    launch: Optional[int] = launch_option(),
+    launches: Optional[Path] = launches_option(),
 ):
     """Roofline position, bottleneck classification and evidence (L1)."""
     from diagnose.profiling.cli import profile_command
 
-    code, text = profile_command(str(task), device=device, ncu=ncu, proton=proton, target=target,
-                                 plot_dir=str(plot_dir) if plot_dir else None,
-                                 fmt="json" if as_json else "text", groups=group or None)
+    with worker_timeout(timeout):
+        task = Path(module_task_file(task, module_inputs(call, launch, None, launches), device))
+        code, text = profile_command(str(task), device=device, ncu=ncu, proton=proton, target=target,
+                                     plot_dir=str(plot_dir) if plot_dir else None,
+                                     fmt="json" if as_json else "text", groups=group or None)
     typer.echo(text, nl=False)
     raise typer.Exit(code)
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+@one_line_errors
+def capture(
+    command: Optional[List[str]] = typer.Argument(None, help="The command to run, after `--`: your tests or a "
+                                                            "script (`-- pytest tests/test_ops.py -k fwd`)."),
+    device: str = typer.Option("auto", "--device", help="auto (a GPU if there is one), cuda, or cpu (Triton's "
+                                                        "interpreter on a CPU stand-in for the GPU)."),
+    project: Path = typer.Option(Path("."), "--project", help="Run in this folder; the launches go to its "
+                                                             ".diagnose/launches/."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive,
+                                            help="Seconds the command may run (default: no limit)."),
+    list_file: Optional[Path] = typer.Option(None, "--list", help="List the launches captured from this kernel "
+                                                                  "module, numbered as --launch counts them."),
+):
+    """Run your own command with Triton's launches recorded: kernel, shapes, dtypes, strides, scalars,
+    constexprs, grid, and the host call that made each (no tensor data), into .diagnose/launches/."""
+    from diagnose.capture.command import run_capture
+    from diagnose.capture.listing import render_listing
+
+    if list_file is not None:
+        typer.echo(render_listing(list_file))
+        raise typer.Exit(EXIT_OK)
+    if device not in ("auto", "cpu", "cuda"):
+        raise UsageError(f"--device {device!r}: choose auto, cuda or cpu")
+    if not project.is_dir():
+        raise UsageError(f"--project {project}: no such folder")
+    cpu = device == "cpu"
+    if device == "auto":
+        from diagnose.runtime.devices import available
+
+        cpu = not available("cuda")[0]
+    result = run_capture(list(command or []), project.resolve(), cpu=cpu, timeout_s=timeout)
+    where = "on the CPU (Triton's interpreter)" if cpu else "on the GPU"
+    status = "timed out" if result.timed_out else f"exited with {result.returncode}"
+    typer.echo(f"diagnose capture: the command {status} after {result.seconds:.0f} s, {where}; "
+               f"{len(result.records)} distinct launches", err=True)
+    for path in result.files:
+        typer.echo(f"  {path}", err=True)
+    if not result.records:
+        raise UsageError("no Triton launch was seen: does the command launch kernels (and run Python)?")
+    raise typer.Exit(EXIT_OK)
 
 
 @app.command()

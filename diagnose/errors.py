@@ -3,8 +3,10 @@
 Exit codes (documented in README.md):
   0  success (the candidate passed, nothing at or above the chosen severity)
   1  the candidate failed verification, or findings were reported
-  2  bad usage or bad input (a file that is missing, does not parse, lacks what the task format needs)
+  2  bad usage or bad input (a bad option value, a file that is missing, does not parse, lacks what the
+     task format needs, or whose own code raises or hangs)
   3  internal error or a missing toolchain
+  130  interrupted (Ctrl-C); `diagnose optimize` says how to resume the run
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
 
 
 class DiagnoseError(Exception):

@@ -1,4 +1,5 @@
-"""Shared test helpers: paths to the fixtures and examples, and a CLI runner over real subprocesses."""
+"""Shared test helpers: paths to the fixtures and examples, a CLI runner over real subprocesses, and a
+private user cache for the session (runs go there by default)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,29 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory):
+    """The user cache (where runs go by default) of the whole session: never the developer's own.
+    Subprocesses inherit it; tests that need an empty one set `DIAGNOSE_CACHE_DIR` themselves."""
+    root = tmp_path_factory.mktemp("xdg_cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(root))
+        yield root / "diagnose"
+
+
+MODULE_PROJECT = FIXTURES / "modules" / "project"
+
+
+@pytest.fixture(scope="session")
+def captured_project(tmp_path_factory):
+    """A copy of the fixture project of kernel modules, its launches captured from its own tests (run
+    on the CPU): (project folder, the capture's completed process)."""
+    import shutil
+
+    project = tmp_path_factory.mktemp("captured") / "project"
+    shutil.copytree(MODULE_PROJECT, project)
+    done = run_cli("capture", "--device", "cpu", "--project", str(project), "--",
+                   sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "check_ops.py")
+    return project, done

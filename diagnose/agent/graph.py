@@ -4,6 +4,7 @@
                    ^               |
                    |               +-> escalate -> profile | inspect_ir | analyze_passes -> propose
                    |                            \\-> finish
+A task whose own code does not run goes from baseline straight to finish (`route_after_baseline`).
 Routers read the decision a node wrote (`state["next"]`) or the pending candidates; their `Literal`
 return types list the next nodes.
 """
@@ -14,8 +15,12 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from diagnose.agent import nodes
+from diagnose.agent import nodes, policy
 from diagnose.agent.state import Context, State
+
+
+def route_after_baseline(state: State) -> Literal["triage", "finish"]:
+    return "finish" if policy.broken_task(state.get("baseline")) else "triage"
 
 
 def route_after_propose(state: State) -> Literal["verify", "escalate"]:
@@ -43,7 +48,7 @@ def build_graph(checkpointer=None):
     graph.add_node("escalate", nodes.escalate)
     graph.add_node("finish", nodes.finish)
     graph.add_edge(START, "baseline")
-    graph.add_edge("baseline", "triage")
+    graph.add_conditional_edges("baseline", route_after_baseline)
     graph.add_edge("triage", "propose")
     graph.add_conditional_edges("propose", route_after_propose)
     graph.add_edge("verify", "decide")

@@ -122,6 +122,9 @@ def decide(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def finish(state: State, runtime: Runtime[Context]) -> dict:
+    broken = policy.broken_task(state.get("baseline"))
+    if broken:
+        return {"trace": [step("baseline", "finish", f"nothing to optimize: {broken}")]}
     best = policy.best_result(state.get("results", []))
     reason = f"best: {best['candidate']['id']} ({policy.score(best)[1]})" if best else "no candidate passed and beat it; the task stays as given"
     return {"trace": [step(LEVELS[max(state.get("level", 0), 0)], "finish", reason)]}

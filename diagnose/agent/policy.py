@@ -1,12 +1,13 @@
 """The escalation policy, in one place: when to go one level deeper, when to stop, which candidate is best.
 
-Go one level deeper when the evidence so far yields no untried candidate (the proposer returned
-nothing new), or after a round of verification whose best result fell short of its prediction; stop
-when the best candidate (before any, the task as given) is within `roofline_fraction` of the roofline
-bound on every input group (then nothing more is proposed), when the budget is spent
-(candidates verified, wall time), or when the deepest level has been reached and nothing is left to
-try. A candidate that only applies again the codemods that made its base is not proposed
-(`repeats_lineage`). Every decision comes with its reason, which the node writes into the trace.
+Stop at once when the task as given does not run (`broken_task`). Go one level deeper when the
+evidence so far yields no untried candidate (the proposer returned nothing new), or after a round of
+verification whose best result fell short of its prediction; stop when the best candidate (before
+any, the task as given) is within `roofline_fraction` of the roofline bound on every input group
+(then nothing more is proposed), when the budget is spent (candidates verified, wall time), or when
+the deepest level has been reached and nothing is left to try. A candidate that only applies again the
+codemods that made its base is not proposed (`repeats_lineage`). Every decision comes with its reason,
+which the node writes into the trace.
 
 Ranking uses `diagnose/report/scores.py`: measured speedup over the initial kernel where timed, the
 predicted gain (an estimate, said so) where not.
@@ -20,6 +21,18 @@ from diagnose.agent.state import LEVELS, Budget, State
 from diagnose.report.scores import score
 
 LEVEL_NODES = {"profile": "profile", "ir": "inspect_ir", "passes": "analyze_passes"}
+
+
+def broken_task(baseline: dict | None) -> str | None:
+    """Why the task as given cannot be optimized, when its own code raised, crashed or hung in the
+    baseline's verification (the verdict's `failure`); else None. A rewrite of a kernel that does not
+    run cannot be verified against it, so the run finishes there, and the user's code is to blame (the
+    command line exits 2), not the rewrites (a run where none helped exits 0)."""
+    failure = (baseline or {}).get("failure")
+    if not failure:
+        return None
+    lines = (failure.get("message") or "").strip().splitlines()
+    return f"the task as given does not run: {lines[0] if lines else 'no message'} ({failure['kind']})"
 
 
 def best_result(results: list[dict]) -> dict | None:

@@ -24,11 +24,13 @@ class Tools:
     `device_lock` names the lock file of a device shared with other runs (a sweep's `--jobs`:
     `diagnose.runtime.device_lock`). `seeds` and `compile_baseline` are the run's (`Budget`).
     `reference` keeps the reference job's result from the baseline's verification for every round of
-    candidates (one reference job per run, not per round); `close()` deletes it.
+    candidates (one reference job per run, not per round); `close()` deletes it. `on_phase(name)`, when
+    given, hears of each step of every verification as it starts (`CheckOptions.on_phase`).
     """
 
     run_dir: str
     on_candidate: Callable[[str, int, int], None] | None = field(default=None, compare=False)
+    on_phase: Callable[[str], None] | None = field(default=None, compare=False)
     device_lock: str | None = None
     seeds: int = 3
     compile_baseline: bool = True
@@ -48,7 +50,8 @@ class Tools:
         """How this run verifies: its seeds and device lock, plus `options`."""
         from diagnose.verify.harness import CheckOptions
 
-        return CheckOptions(device=device, seeds=tuple(range(self.seeds)), device_lock=self.device_lock, **options)
+        return CheckOptions(device=device, seeds=tuple(range(self.seeds)), device_lock=self.device_lock,
+                            on_phase=self.on_phase, **options)
 
     def triage(self, path: str, target: str) -> list[dict]:
         from diagnose.triage.cli import triage_source

@@ -1,7 +1,8 @@
 """The project-local cache for IR work: where it lives and how it is marked.
 
-`.diagnose_cache/ir/` under the current directory unless `DIAGNOSE_CACHE_DIR` names another root
-(the `ir/` folder is created inside it). The root gets a `.gitignore` holding `*` and a `CACHEDIR.TAG`
+`.diagnose_cache/ir/` under the current directory unless `DIAGNOSE_CACHE_DIR` (or the global
+`--cache-dir`) names another root (the `ir/` folder is created inside it); `diagnose.knobs.cache_root`
+is the one definition. The root gets a `.gitignore` holding `*` and a `CACHEDIR.TAG`
 so that git and backup tools skip it. Two sub-folders:
 
 - `kernels/`: Triton's own cache directory during our compiles, so every compile group
@@ -20,7 +21,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-CACHE_ENV = "DIAGNOSE_CACHE_DIR"
+from diagnose import knobs
+
+CACHE_ENV = knobs.CACHE_DIR
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by diagnose.\n"
@@ -30,7 +33,7 @@ CACHEDIR_TAG = (
 
 def cache_root() -> Path:
     """The cache root (created and marked on first use)."""
-    root = Path(os.environ.get(CACHE_ENV) or Path.cwd() / ".diagnose_cache")
+    root = knobs.cache_root()
     root.mkdir(parents=True, exist_ok=True)
     for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", CACHEDIR_TAG)):
         marker = root / name

@@ -5,7 +5,8 @@ The user's file is imported only inside a worker process (`diagnose.runtime.call
 `diagnose.ir.inspect:inspect_file`); this side imports neither torch nor triton, so a warm answer,
 read from `<cache>/ir/inspect/` and checked against the hashes of the user files it came from,
 costs milliseconds. Exit codes: 0 when every kernel compiled, 1 when one did not, 2 for bad input
-(`UsageError`), 3 when the worker itself failed.
+(`UsageError`: also the file's own code raising, or running past the worker's time limit), 3 when the
+worker itself failed.
 """
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ from importlib import metadata
 from pathlib import Path
 
 from diagnose.errors import EXIT_FAILED, EXIT_OK, DiagnoseError, UsageError
+from diagnose.knobs import Knobs
 from diagnose.ir.cache import cache_root, ir_cache_dir, read_json, sha256_file, write_json_atomic
 from diagnose.ir.stages import STAGE_NAMES
 from diagnose.runtime import call
+from diagnose.runtime.runner import user_failure
 from diagnose.ir.stages import stage as stage_descriptor
 from diagnose.targets import DEFAULT_TARGET, lookup
+from diagnose.task.harness import header
 
 ENTRY = "diagnose.ir.inspect:inspect_file"
-TIMEOUT_S = float(os.environ.get("DIAGNOSE_IR_TIMEOUT_S", "600"))
 RESULT_VERSION = 1
 # Environment that changes what a compile produces (Triton's knobs and the C++-read variables).
 ENV_PREFIXES = ("TRITON_", "MLIR_", "LLVM_", "AMDGCN_", "NVPTX_", "DISABLE_LLVM_OPT", "USE_IR_LOC")
@@ -73,10 +76,29 @@ def inspect_command(
         if not any("error" in k for k in result["kernels"]):
             store_result(payload, result)
         result["from_cache"] = False
+    result = at_origin(result, file)
     code = EXIT_FAILED if any("error" in k for k in result["kernels"]) else EXIT_OK
     if fmt == "json":
         return code, json.dumps({"schema": f"diagnose.ir.inspect/{RESULT_VERSION}", **result}, indent=1) + "\n"
     return code, render_text(result, passes=passes, diff_pass=diff_pass, stage=stage)
+
+
+def at_origin(result: dict, file: Path) -> dict:
+    """A kernel module's task file (`diagnose/task/harness.py`) holds the module line for line: its facts
+    are shown at the module's own path, where the user reads them."""
+    found = header(file.read_text(errors="replace"))
+    if found is None:
+        return result
+    here, there = str(file.resolve()), str(found.origin)
+
+    def moved(evidence: dict) -> dict:
+        location = evidence.get("location")
+        if location and location.get("path") == here:
+            return {**evidence, "location": {**location, "path": there}}
+        return evidence
+
+    kernels = [{**k, "evidence": [moved(e) for e in k.get("evidence", [])]} for k in result["kernels"]]
+    return {**result, "file": there, "kernels": kernels}
 
 
 def _key(payload: dict) -> str:
@@ -107,12 +129,19 @@ def store_result(payload: dict, result: dict) -> None:
 
 
 def run_worker(payload: dict) -> dict:
-    """Run `inspect_file` in a worker; usage errors come back as UsageError."""
-    result = call(ENTRY, payload, timeout_s=TIMEOUT_S)
+    """Run `inspect_file` in a worker; usage errors come back as UsageError.
+
+    Its time limit is `DIAGNOSE_IR_TIMEOUT_S` (600 s), or the command's `--timeout` (`DIAGNOSE_TIMEOUT_S`,
+    which `call` puts in its place); a worker that runs out of it is a one-line `UsageError` too.
+    """
+    result = call(ENTRY, payload, timeout_s=Knobs.read().ir_timeout_s)
     if not result.ok:
         failure = result.failure
         if failure.kind == "load_error":
             raise UsageError(failure.message.splitlines()[0] if failure.message else "cannot load the file")
+        why = user_failure(failure, payload["path"])
+        if why:  # the user's file raised or hung: bad input, as for `check` and `optimize`
+            raise UsageError(f"{payload['path']}: {why}")
         raise DiagnoseError(f"inspect worker failed ({failure.kind}): {failure.message}")
     value = result.value
     if "error" in value:

@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.errors import UsageError
+from diagnose.task import import_task_file
+from diagnose.task.harness import header
 
 SPEC_NAMES = ("diagnose_examples", "DIAGNOSE_EXAMPLES")
 
@@ -64,12 +66,15 @@ class Launch:
 
 
 def load_module(path: str) -> Any:
-    """Import the user's file as a module named after its stem, its folder first on `sys.path`."""
+    """Import the user's file as a module named after its stem, its folder first on `sys.path` (a kernel
+    module's task file as its module, in its package: `diagnose.task.import_task_file`)."""
     file = Path(path).resolve()
     if not file.is_file():
         raise UsageError(f"no such file: {path}")
     if file.suffix != ".py":
         raise UsageError(f"not a Python file: {path}")
+    if header(file.read_text(errors="replace")) is not None:
+        return import_task_file(file)
     folder = str(file.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -89,6 +94,9 @@ def find_kernels(module: Any) -> dict[str, Any]:
     from triton.runtime.jit import KernelInterface
 
     root = Path(module.__file__).resolve().parent
+    task = header(Path(module.__file__).read_text(errors="replace"))
+    if task is not None:  # a kernel module's task file: its kernels may live anywhere in its package
+        root = task.root
     found: dict[str, Any] = {}
     user_modules = [module] + [
         m
@@ -119,6 +127,8 @@ def collect_launches(path: str, kernel: str | None = None) -> list[Launch]:
         raise UsageError(f"{path}: no @triton.jit kernels found")
     if any(hasattr(module, name) for name in SPEC_NAMES):
         launches = launches_from_spec(module, kernels)
+    elif per_kernel_groups(module):
+        launches = per_kernel_launches(module, kernels)
     elif hasattr(module, "ModelNew") and hasattr(module, "get_inputs"):
         launches = capture_task_launches(module, kernels)
     else:
@@ -196,6 +206,46 @@ def capture_task_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
         for fn in patched:
             del fn.run
     return launches
+
+
+def per_kernel_groups(module: Any) -> list[str]:
+    """A kernel module's inspection task (`diagnose.task.kernel_module.inspect_task`): its groups, one per
+    kernel (`kernel_<name>`: a captured call; `guess_<name>`: a launch guessed from the source)."""
+    from diagnose.task.kernel_module import GUESSED, PER_KERNEL
+
+    harness = getattr(module, "_diagnose", None)
+    groups = list(getattr(harness, "layouts", {}))
+    return groups if groups and all(g.startswith((PER_KERNEL, GUESSED)) for g in groups) else []
+
+
+def per_kernel_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
+    """Each group's call replayed on uninitialised storages, its own kernel's launches kept."""
+    import dataclasses
+
+    import torch
+
+    from diagnose.task.kernel_module import GUESSED, PER_KERNEL
+
+    harness = module._diagnose
+    out: list[Launch] = []
+    for index, group in enumerate(per_kernel_groups(module)):
+        guessed = group.startswith(GUESSED)
+        wanted = group.removeprefix(GUESSED if guessed else PER_KERNEL)
+        inputs = [*harness.layouts[group].empty(), torch.tensor([index])]
+        module.get_inputs = lambda inputs=inputs: inputs
+        label = "guessed launch: shapes guessed from the source" if guessed else "captured launch"
+        for launch in capture_task_launches(module, kernels):
+            name = getattr(unwrap(launch.fn), "__name__", launch.kernel)
+            if wanted in (launch.kernel, name):
+                out.append(dataclasses.replace(launch, origin=harness.calls[group].text(), label=label))
+    return out
+
+
+def unwrap(fn: Any) -> Any:
+    """The Python function under Triton's wrappers (`Autotuner`, `Heuristics`, `JITFunction`)."""
+    while hasattr(fn, "fn"):
+        fn = fn.fn
+    return fn
 
 
 def named_arguments(jit: Any, args: tuple, kwargs: dict) -> dict[str, Any]:

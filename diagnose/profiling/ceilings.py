@@ -261,7 +261,7 @@ def ceilings_for(device: str = "cuda", refresh: bool = False, timeout_s: float =
 
     require(device)
     result = call(JOB, {"device": device, "cache_root": str(cache_root().resolve()), "refresh": refresh},
-                  timeout_s=timeout_s, memory_limit=32 * 2**30)
+                  timeout_s=timeout_s, memory_limit=32 * 2**30, user_code=False)
     if not result.ok:
         raise DiagnoseError(f"measuring the ceilings failed ({result.failure.kind}): {result.failure.message}")
     return Ceilings.from_dict(result.value["ceilings"]), bool(result.value["from_cache"])

@@ -109,6 +109,7 @@ def _call(entry: str, payload: dict, options: ProfileOptions, interpret: bool = 
     interpreter that has torch_npu)."""
     from diagnose.runtime import call
     from diagnose.runtime.devices import require
+    from diagnose.runtime.runner import user_failure
 
     placed = require(device).runner_options() if device else {"interpret": interpret}
     result = call(f"{JOBS}:{entry}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
@@ -117,6 +118,10 @@ def _call(entry: str, payload: dict, options: ProfileOptions, interpret: bool = 
         failure = result.failure
         if failure.kind == "load_error":
             raise UsageError(f"{payload.get('candidate') or payload.get('reference')}: {failure.message}")
+        paths = [p for p in (payload.get("reference"), payload.get("candidate")) if p]
+        why = user_failure(failure, *paths)
+        if why:  # the task's own code raised or hung: bad input, as for `check` and `optimize`
+            raise UsageError(f"{paths[0] if paths else 'the task'}: {why}")
         raise DiagnoseError(f"profiling worker {entry} failed ({failure.kind}): {failure.message}")
     return result.value
 

@@ -28,6 +28,8 @@ from diagnose.rewrite.pipeline import (
 )
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.targets import DEFAULT_TARGET, lookup
+from diagnose.task.harness import header
+from diagnose.task.patch import apply_patch, write_patch
 
 
 def rewrite_command(path: str, apply: list[str] | None = None, write: bool = False, target: str = DEFAULT_TARGET,
@@ -75,12 +77,29 @@ def rewrite_command(path: str, apply: list[str] | None = None, write: bool = Fal
         lines.append(describe(verdict))
         passed = verdict.passed
         code = EXIT_OK if passed else EXIT_FAILED
+    module = header(file.read_text(encoding="utf-8"))
+    if module is not None:  # a kernel module's task: a patch against the user's module
+        lines.append(_hand_back(module.origin, file, candidate.source, write and passed, write))
+        return code, "\n".join(lines) + "\n\n" + candidate.diff
     out_path, note = output_path(file, write and passed)
     if write and not passed:
         note = f"not written over {file.name}: it failed verification; " + (note or f"wrote {out_path}")
     out_path.write_text(candidate.source, encoding="utf-8")
     lines.append(note or f"wrote {out_path}")
     return code, "\n".join(lines) + "\n\n" + candidate.diff
+
+
+def _hand_back(origin: Path, task_file: Path, new_source: str, apply: bool, asked: bool) -> str:
+    """Write the patch beside the user's module (and apply it when asked and verified); one line."""
+    patch = write_patch(origin, task_file.read_text(encoding="utf-8"), new_source)
+    if patch is None:
+        return "no change to the module"
+    if apply:
+        backup = apply_patch(patch)
+        return f"applied {patch.path} to {origin} (+{patch.added} -{patch.removed} lines; backup {backup})"
+    if asked:
+        return f"not applied to {origin.name}: it failed verification; patch {patch.path}"
+    return f"wrote {patch.path} (+{patch.added} -{patch.removed} lines; apply with --write or `git apply`)"
 
 
 def _wants_ir(apply: list[str] | None, list_only: bool) -> bool:

@@ -64,7 +64,7 @@ def here_blocker() -> str | None:
         return "torch_npu is not installed"
     from diagnose.runtime.runner import call
 
-    result = call("diagnose.runtime.npu:probe", {}, timeout_s=PROBE_TIMEOUT_S)
+    result = call("diagnose.runtime.npu:probe", {}, timeout_s=PROBE_TIMEOUT_S, user_code=False)
     if not result.ok:
         return f"probing torch_npu failed ({result.failure.kind}: {result.failure.message})"
     return result.value["npu"]

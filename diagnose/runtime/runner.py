@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from diagnose.knobs import Knobs
 from diagnose.records import Failure
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -95,12 +96,18 @@ def call(
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
     env: dict[str, str] | None = None,
     python: str | None = None,
+    user_code: bool = True,
 ) -> WorkerResult:
     """Run `entry` ("module:function") on `payload` in a fresh worker; never raises for user failures.
 
     `python` is the interpreter of the worker (default: this one); another toolchain's environment
-    (triton-ascend lives in its own) runs the same worker module and protocol.
+    (triton-ascend lives in its own) runs the same worker module and protocol. For a job that runs user
+    code (`user_code`), the command's `--timeout` (`DIAGNOSE_TIMEOUT_S`, `diagnose.knobs`) replaces
+    `timeout_s` when set: one option bounds every worker a command starts, those of layers that pick
+    their own limits included. Jobs of ours (probes, the ceilings measurement) keep their own limit.
     """
+    if user_code:
+        timeout_s = Knobs.read().timeout_s or timeout_s
     with tempfile.TemporaryDirectory(prefix="diagnose-worker-") as tmp:
         request, result, log_path = Path(tmp, "request.json"), Path(tmp, "result.json"), Path(tmp, "log")
         request.write_text(json.dumps({"entry": entry, "payload": payload}))
@@ -114,7 +121,15 @@ def call(
                 env=worker_env(interpret, env),
                 start_new_session=True,
             )
-            failure = watch(proc, timeout_s, memory_limit)
+            try:
+                failure = watch(proc, timeout_s, memory_limit)
+            except BaseException:
+                # Ctrl-C in the parent: the worker leads its own group, out of reach of the terminal's
+                # signal, and must not run on alone.
+                kill_group(proc)
+                raise
+            if failure is not None and failure.kind == "timeout" and user_code:  # say which option sets it
+                failure = Failure("timeout", f"{failure.message} (--timeout)")
         wall = time.monotonic() - start
         log_text = log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace")
         if failure is None and result.exists():
@@ -126,6 +141,16 @@ def call(
             kind, message = describe_exit(proc.returncode)
             failure = Failure(kind, message, log_text)
         return WorkerResult(False, failure=failure, wall_s=wall, log=log_text)
+
+
+def user_failure(failure: Failure, *paths: str | os.PathLike) -> str | None:
+    """One line saying why a job failed, when it failed because of the user's files `paths`: it ran out
+    of time (`--timeout`) or their code raised (its traceback runs through one of them); else None."""
+    if failure.kind == "timeout":
+        return failure.message
+    if failure.kind != "protocol" and any(str(path) in failure.log_tail for path in paths):
+        return failure.message.strip().splitlines()[0] if failure.message.strip() else failure.kind
+    return None
 
 
 def watch(proc: subprocess.Popen, timeout_s: float, memory_limit: int) -> Failure | None:

@@ -7,7 +7,8 @@ with the payload and must return a JSON-able value. RESULT receives `{"ok": true
 stdout so that whatever the user's code prints cannot corrupt it.
 
 Environment that must hold before `triton` is imported (`TRITON_INTERPRET=1` for the CPU device) is
-set by the parent in the child's environment, never here.
+set by the parent in the child's environment, never here. An interpreted worker runs user code written
+for a GPU on the CPU stand-in (`diagnose/runtime/cpu_standin.py`) unless `DIAGNOSE_STANDIN=0`.
 
 The worker leads its own process group (the parent kills that group on a timeout), so a parent killed
 outright (SIGKILL, no chance to clean up) would leave it running: a killed run's compiles would go on
@@ -43,7 +44,42 @@ def classify(exc: BaseException) -> str:
 
 def one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+    line = f"{type(exc).__name__}: {text[0] if text else ''}".strip().rstrip(":")
+    where = user_frame(exc)
+    return f"{line} (at {where})" if where else line
+
+
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBRARY_ROOTS = tuple({os.path.dirname(os.__file__), PACKAGE})
+
+
+def user_frame(exc: BaseException) -> str | None:
+    """`file.py:12 in setup`: the innermost frame of the traceback in the user's own code (not this
+    package, the standard library or an installed package), a kernel module's task file shown as the
+    module itself (the same lines)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        file = os.path.abspath(frame.filename)
+        if file.startswith(LIBRARY_ROOTS) or "site-packages" in file or frame.filename.startswith("<"):
+            continue
+        return f"{_shown(file)}:{frame.lineno} in {frame.name}"
+    return None
+
+
+def _shown(file: str) -> str:
+    try:
+        from diagnose.task.harness import header
+
+        with open(file, encoding="utf-8", errors="replace") as handle:
+            found = header(handle.read())
+    except OSError:
+        found = None
+    path = str(found.origin) if found else file
+    try:
+        relative = os.path.relpath(path)
+        return relative if not relative.startswith("..") else path
+    except ValueError:
+        return path
 
 
 def resolve(entry: str):
@@ -73,6 +109,27 @@ def end_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="diagnose-parent-watch", daemon=True).start()
 
 
+# Entries that run user code written for NVIDIA or AMD GPUs (the Ascend toolchain's have a stand-in of their own).
+STANDIN_ENTRIES = ("diagnose.verify.", "diagnose.ir.", "diagnose.profiling.", "diagnose.rewrite.", "diagnose.capture.")
+
+
+def install_standin(entry: str) -> None:
+    """The CPU stand-in for a GPU (`diagnose/runtime/cpu_standin.py`): always in an interpreted worker,
+    and in a compiling one (IR facts need only to import the user's file) where no GPU is visible."""
+    choice = os.environ.get("DIAGNOSE_STANDIN", "auto")
+    if choice == "0" or not entry.startswith(STANDIN_ENTRIES):
+        return
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    if not interpreted and choice == "auto":
+        import torch
+
+        if torch.cuda.is_available():
+            return
+    from diagnose.runtime import cpu_standin
+
+    cpu_standin.install(interpreter=interpreted)
+
+
 def main(argv: list[str]) -> int:
     request_path, result_path = argv[1], argv[2]
     if os.getpgrp() == os.getpid():  # started by `call` in a group of its own
@@ -80,6 +137,7 @@ def main(argv: list[str]) -> int:
     with open(request_path) as handle:
         request = json.load(handle)
     try:
+        install_standin(request["entry"])
         value = resolve(request["entry"])(request["payload"])
         write_result(result_path, {"ok": True, "value": value})
     except BaseException as exc:  # noqa: BLE001 - every failure of user code becomes a record

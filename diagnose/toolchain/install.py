@@ -96,7 +96,8 @@ def installed_distributions(python: Path, names: tuple[str, ...]) -> list[str]:
 
 def probe(spec: ToolchainSpec, python: str) -> dict:
     """Run the spec's probe in the environment; its report, or `ToolchainError` saying why not."""
-    result = call(spec.probe, {}, python=python, timeout_s=PROBE_TIMEOUT_S, env=dict(spec.worker_env))
+    result = call(spec.probe, {}, python=python, timeout_s=PROBE_TIMEOUT_S, env=dict(spec.worker_env),
+                  user_code=False)
     if not result.ok:
         raise ToolchainError(
             f"toolchain {spec.name}: the probe failed in {python} ({result.failure.kind}): {result.failure.message}\n"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import tempfile
 import time
 from contextlib import contextmanager
+from typing import Callable
 
 from diagnose.records import CheckResult, Failure, Timing, Verdict
 from diagnose.runtime.devices import Placement, timed
@@ -35,20 +36,32 @@ from diagnose.verify.judge import Held, compare_held, judge
 from diagnose.verify.options import CheckOptions, placement_for, run_job
 from diagnose.verify.reference import KeptReference, Reference, prepared
 
-__all__ = ["NOT_TIMED", "CheckOptions", "KeptReference", "Reference", "prepared", "verify"]
+__all__ = ["NOT_TIMED", "PHASES", "CheckOptions", "KeptReference", "Reference", "prepared", "verify"]
 
 NOT_TIMED = "not timed: no device here (Triton interpreter on CPU)"
 
 
-class Phases:
-    """Wall seconds of each step of one verification, for the report (where does `check` spend its time)."""
+# The steps of one verification, in order, and what each does (for progress lines).
+PHASES = {"reference": "running the reference (Model) on every case",
+          "candidate": "running the candidate (ModelNew) on the same inputs",
+          "compare": "comparing outputs with the reference's",
+          "ghost": "ghost replay (the Triton launches made no-ops must break the output)",
+          "timing": "timing the candidate and its baselines"}
 
-    def __init__(self) -> None:
+
+class Phases:
+    """Wall seconds of each step of one verification, for the report (where does `check` spend its time);
+    `on_start(name)`, when given, hears of each step as it starts."""
+
+    def __init__(self, on_start: Callable[[str], None] | None = None) -> None:
         self.start = time.perf_counter()
         self.seconds: list[tuple[str, float]] = []
+        self.on_start = on_start
 
     @contextmanager
     def clock(self, name: str):
+        if self.on_start is not None:
+            self.on_start(name)
         start = time.perf_counter()
         try:
             yield
@@ -74,7 +87,7 @@ def verify(task: Task, options: CheckOptions = CheckOptions(), reference: Refere
     when it serves and otherwise prepared again and kept for the next verification.
     """
     where = placement_for(options)
-    phases = Phases()
+    phases = Phases(options.on_phase)
     if reference is None and keep is not None:
         reference = keep.serving(task, options)
         if reference is None:

@@ -11,7 +11,6 @@ own library functions are left alone.
 
 from __future__ import annotations
 
-import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -31,19 +30,9 @@ class LaunchLog:
 
 def user_kernels() -> list:
     """Every live Triton kernel object defined outside the triton package."""
-    from triton.runtime.jit import KernelInterface, JITFunction
+    from diagnose.task.replay import user_kernels as live
 
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:  # pragma: no cover - older layouts
-        InterpretedFunction = JITFunction
-    found = []
-    for obj in gc.get_objects():
-        if isinstance(obj, (JITFunction, InterpretedFunction)) and isinstance(obj, KernelInterface):
-            module = getattr(getattr(obj, "fn", None), "__module__", "") or ""
-            if not module.startswith("triton"):
-                found.append(obj)
-    return found
+    return live()
 
 
 def kernel_name(kernel) -> str:

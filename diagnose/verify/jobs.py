@@ -198,6 +198,8 @@ def timing_job(payload: dict) -> dict:
         initial = import_task_file(payload["initial"])
         models["initial"] = build_model(initial.ModelNew, init_inputs, device, state)
     eager = build_model(reference.Model, init_inputs, device)
+    # A kernel module's reference is its own original code: the initial kernel, not a PyTorch baseline.
+    baselines = [] if getattr(reference.Model, "replays_module", False) else payload["baselines"]
     timer = timing.EventTimer(device)
     timings, notes, side_streams, escapes = [], [], {}, {}
     kernels = instrument.user_kernels()
@@ -208,8 +210,9 @@ def timing_job(payload: dict) -> dict:
         if recheck.get("in_place") and group == recheck["group"] and payload["seed"] == recheck["base_seed"]:
             timed_inputs = inputs  # the re-check changes these very buffers
         variants = {name: (lambda m=m: m(*inputs)) for name, m in models.items()}
-        variants["eager"] = lambda: eager(*inputs)
-        if "compile" in payload["baselines"]:
+        if "eager" in baselines:
+            variants["eager"] = lambda: eager(*inputs)
+        if "compile" in baselines:
             try:
                 compiled = torch.compile(eager)
                 with torch.no_grad(), device_lock.shared(lock):  # compiling is host work: not under the timing lock

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from diagnose.runtime import call
 from diagnose.errors import UsageError
@@ -31,6 +32,9 @@ class CheckOptions:
     tolerances: tuple[tuple[str, tuple[float, float]], ...] = ()
     # A lock file shared with other workers timing on the same device (`diagnose.runtime.device_lock`).
     device_lock: str | None = None
+    # Called with each step's name as it starts (`harness.PHASES`): a command line's progress. Not part
+    # of what is verified, so two options that differ only here are equal.
+    on_phase: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
 
 def run_job(name: str, payload: dict, options: CheckOptions, where: Placement):

@@ -149,3 +149,14 @@ def test_a_round_past_the_wall_budget_leaves_its_candidates_unverified(tmp_path)
     update = nodes.verify(state, Runtime(context=context))
     assert update["results"] == []
     assert update["trace"][0]["reason"] == "not verified (wall time over 10 s): a, b"
+
+
+def test_a_task_whose_own_code_does_not_run_finishes_after_the_baseline():
+    from diagnose.agent.graph import route_after_baseline
+
+    raised = {"passed": False, "failure": {"kind": "exception", "message": "RuntimeError: boom\nmore", "log_tail": ""}}
+    assert policy.broken_task(raised) == "the task as given does not run: RuntimeError: boom (exception)"
+    assert route_after_baseline({"baseline": raised}) == "finish"
+    wrong = {"passed": False, "failure": None, "timings": []}  # ran, and failed checks: rewrites may still help
+    assert policy.broken_task(wrong) is None and route_after_baseline({"baseline": wrong}) == "triage"
+    assert route_after_baseline({"baseline": {"passed": True}}) == "triage"

@@ -1,4 +1,5 @@
-"""The progress display of `diagnose optimize`: plain lines off a terminal, a live line on one, nothing when quiet."""
+"""The progress display of `diagnose optimize`: plain lines off a terminal, a live line on one, nothing when
+quiet but the run id."""
 
 import io
 
@@ -11,18 +12,28 @@ STEP = {"trace": [{"level": "profile", "action": "roofline and bottleneck", "rea
 
 def drive(progress: OptimizeProgress) -> None:
     with progress:
+        progress.on_run("20250101-000000-abcdef")
         progress.on_start("profile")
         progress.on_step("profile", STEP)
         progress.on_start("verify")
         progress.on_candidate("widen-abc", 1, 2)
+        progress.on_phase("candidate")
         progress.on_step("verify", {})
+        progress.on_start("decide")
 
 
 def test_plain_lines_when_not_a_terminal():
+    """A line as each node that works starts, as each candidate and each step of its verification starts,
+    and for each trace step: nothing long goes unsaid; the nodes that only decide say it in their step."""
     out = io.StringIO()
     drive(OptimizeProgress(Console(file=out, width=40)))
     lines = out.getvalue().splitlines()
-    assert lines == ["[profile] roofline and bottleneck: " + "a reason " * 20, "[profile] verifying widen-abc (1/2)"]
+    assert lines == ["run 20250101-000000-abcdef; resume it with: diagnose optimize --resume 20250101-000000-abcdef",
+                     "[profile] profiling: roofline and bottleneck",
+                     "[profile] roofline and bottleneck: " + "a reason " * 20,
+                     "[profile] verifying candidates",
+                     "[profile] verifying widen-abc (1/2)",
+                     "[profile] verifying widen-abc (1/2): candidate"]
 
 
 def test_live_on_a_terminal_and_nothing_when_quiet():
@@ -32,4 +43,4 @@ def test_live_on_a_terminal_and_nothing_when_quiet():
     assert progress.live and "[profile] roofline and bottleneck" in out.getvalue()
     quiet = io.StringIO()
     drive(OptimizeProgress(Console(file=quiet, force_terminal=True), quiet=True))
-    assert quiet.getvalue() == ""
+    assert quiet.getvalue() == "run 20250101-000000-abcdef; resume it with: diagnose optimize --resume 20250101-000000-abcdef\n"

@@ -44,3 +44,8 @@ def spawn_orphan(payload):
 
 def interpreter_flag(payload):
     return os.environ.get("TRITON_INTERPRET")
+
+
+def nap(payload):
+    time.sleep(payload["seconds"])
+    return {"slept": payload["seconds"]}

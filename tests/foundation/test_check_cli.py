@@ -12,13 +12,31 @@ def test_example_passes_and_its_json_report_validates(cli, tmp_path):
     out = tmp_path / "report.json"
     result = cli("check", str(EXAMPLES / "vector_add.py"), "--json", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = json.loads(result.stdout)  # progress went to stderr: one line per step, as it starts
+    steps = [line.split(":")[0] for line in result.stderr.splitlines()]
+    assert steps == ["[check] reference", "[check] candidate", "[check] compare", "[check] ghost"], result.stderr
     validate(data)
     assert json.loads(out.read_text()) == data
     verdict = data["candidates"][0]["verdict"]
     assert verdict["passed"] and verdict["device"] == "cpu"
     assert all(t["median_ms"] is None and "not timed" in t["note"] for t in verdict["timings"])
     assert [step for step, _ in verdict["phases"]] == ["reference", "candidate", "compare", "ghost", "total"]
+
+
+def test_quiet_silences_the_progress(cli):
+    result = cli("check", str(FIXTURES / "tasks" / "get_inputs_raises.py"), "--quiet")
+    assert result.returncode == 2 and result.stderr.startswith("diagnose: error: ")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_each_step_is_announced_as_it_starts():
+    from diagnose.verify.harness import Phases
+
+    heard = []
+    phases = Phases(on_start=heard.append)
+    with phases.clock("reference"):
+        assert heard == ["reference"], "before the step's work, not after it"
+    assert [name for name, _ in phases.done()] == ["reference", "total"]
 
 
 def test_table_output_says_not_timed_and_passed(cli):
@@ -44,7 +62,7 @@ def test_failed_verification_exits_1(cli):
 def test_bad_input_is_one_line_and_exit_2(cli, args, words):
     result = cli(*args)
     assert result.returncode == 2, (result.stdout, result.stderr)
-    lines = result.stderr.strip().splitlines()
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("[check] ")]  # progress
     assert len(lines) == 1 and words in lines[0], result.stderr
     assert "Traceback" not in result.stderr
 

@@ -44,6 +44,8 @@ class Task:
     name: str
     kernels: tuple[str, ...]
     has_input_groups: bool
+    # A kernel module's task (`diagnose/task/harness.py`): the user's module it was made from.
+    origin: Path | None = None
 
     @property
     def two_files(self) -> bool:
@@ -117,8 +119,8 @@ def _resolved(path: str | Path) -> Path:
     return path.resolve() if path.exists() else path
 
 
-def load_task(path: str | Path, candidate: str | Path | None = None) -> Task:
-    """Read a task from one file, or from a reference file and a candidate file."""
+def load_task_file(path: str | Path, candidate: str | Path | None = None) -> Task:
+    """Read a task in the task format from one file, or from a reference file and a candidate file."""
     reference_path = _resolved(path)
     candidate_path = _resolved(candidate) if candidate else reference_path
     reference_tree = parse_file(reference_path)
@@ -131,19 +133,38 @@ def load_task(path: str | Path, candidate: str | Path | None = None) -> Task:
         name=reference_path.stem,
         kernels=jit_kernels(candidate_tree),
         has_input_groups="get_input_groups" in top_level_names(reference_tree),
+        origin=_origin(reference_path),
     )
+
+
+def _origin(path: Path) -> Path | None:
+    from diagnose.task.harness import header
+
+    found = header(path.read_text(encoding="utf-8", errors="replace"))
+    return found.origin if found else None
 
 
 def import_task_file(path: str | Path) -> ModuleType:
     """Import a task file as a fresh module (worker side only: this runs the user's code).
 
-    The file's folder goes on `sys.path` so that a task can import its neighbours.
+    The file's folder goes on `sys.path` so that a task can import its neighbours. A kernel module's task
+    file (`diagnose/task/harness.py`) is imported as its module is in its project: its package root on
+    `sys.path` and a name in its package (`liger_kernel.ops.rms_norm__diagnose_1a2b`), so that its
+    relative imports work; the suffix keeps the original module, a candidate and the reference apart
+    when one process holds several.
     """
+    from diagnose.task.harness import header
+
     path = Path(path).resolve()
     folder = str(path.parent)
+    found = header(path.read_text(encoding="utf-8", errors="replace"))
+    if found is not None:
+        folder = str(found.root)
+        name = f"{found.module}__diagnose_{uuid.uuid4().hex[:8]}"
+    else:
+        name = f"diagnose_task_{path.stem}_{uuid.uuid4().hex[:8]}"
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    name = f"diagnose_task_{path.stem}_{uuid.uuid4().hex[:8]}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise UsageError(f"{path}: cannot be imported as a Python module")

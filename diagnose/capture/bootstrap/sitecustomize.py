@@ -1,0 +1,38 @@
+"""Started by Python in every process of a `diagnose capture -- COMMAND` run (this folder is put first on
+`PYTHONPATH`): installs the CPU stand-in where asked, then the launch tracer, then runs the
+`sitecustomize` this one shadows, if there is one."""
+
+import os
+import sys
+
+
+def _start() -> None:
+    if not os.environ.get("DIAGNOSE_CAPTURE_DIR"):
+        return
+    if os.environ.get("DIAGNOSE_CAPTURE_CPU") == "1":
+        from diagnose.runtime import cpu_standin
+
+        cpu_standin.install(os.environ.get("DIAGNOSE_CAPTURE_TARGET", "cuda:sm90"))
+    from diagnose.capture.tracer import install_from_environment
+
+    install_from_environment()
+
+
+def _chain() -> None:
+    """The user's own sitecustomize, found on the rest of the path."""
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None and spec.origin != os.path.abspath(__file__):
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+try:
+    _start()
+except Exception as exc:  # noqa: BLE001 - the user's command must run even if the capture cannot start
+    sys.stderr.write(f"diagnose capture: not capturing in this process: {type(exc).__name__}: {exc}\n")
+_chain()

@@ -1,0 +1,188 @@
+"""A launch of a kernel guessed from its source, for compiling it when no real launch is known.
+
+IR facts need a launch: the argument types, their alignment and the constexpr values decide what the
+compiler makes. Where nothing was captured and no `--call` is given, `guess_launch` writes a launch
+spec from the kernel's own code, so that its IR can still be read (never to run it: the sizes are
+guesses and the kernel might read past them):
+
+- a parameter whose value is read or written through (`tl.load(X + offs)`, `tl.store`, atomics, block
+  pointers and tensor descriptors, also after `X += row * stride`) is a tensor of 2^20 elements: fp32,
+  or int64 when its name says it holds indices (`idx`, `index`, `offsets`, `ids`, `labels`, ...);
+- a constexpr with a default keeps it; one used as a size (`tl.arange(0, B)`, a shape, `* B`, `// B`)
+  is 64; one used as a condition (`if HAS_BIAS:`) is False; one used as a dtype (`.to(T)`) is fp32;
+- any other parameter is an integer, 1 for a name with `stride` and a last-axis suffix (`stride_xn`,
+  `stride_n`, `stride_1`, `col_stride`), 1024 otherwise, and a float (0.5) for the usual float names (`eps`,
+  `scale`, `alpha`, `p`, `temperature`, ...);
+- the grid has one program axis per `tl.program_id(axis)` the kernel reads.
+
+The guess is labelled as such wherever its facts are shown.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from diagnose.task.specs import CallSpec, DtypeValue, TensorSpec
+
+POINTER_CALLS = ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
+                 "atomic_xor", "atomic_xchg", "atomic_cas")
+INDEX_NAME = re.compile(r"(^|_)(idx|index|indices|ids?|labels?|targets?|offsets|offs|lens|seqlens?|positions|perm|"
+                        r"expert_ids|token_ids|block_table|slot_mapping)(_|$|ptr)", re.I)
+FLOAT_NAME = re.compile(r"^(eps|epsilon|scale|sm_scale|alpha|beta|gamma|p|prob|dropout_p|momentum|lr|"
+                        r"weight_decay|temperature|softcap|margin|threshold|negative_slope|lambd|offset|"
+                        r"label_smoothing|beta1|beta2|value|fill_value|min_val|max_val|lo|hi)$", re.I)
+LAST_AXIS_STRIDE = re.compile(r"stride_?[a-z]?(n|1|d|col|cols|w|last)$|^(col|last|inner)_?stride", re.I)
+TENSOR_ELEMENTS = 1 << 20
+
+
+def _is_constexpr(arg: ast.arg) -> bool:
+    return arg.annotation is not None and "constexpr" in ast.unparse(arg.annotation)
+
+
+def _base(node: ast.AST, locals_: dict[str, list[ast.AST]], depth: int = 0) -> set[str]:
+    """Names at the root of a pointer expression: `X + offs` -> {X}, followed through local names."""
+    while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        node = node.left
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Name):
+        found = {node.id}
+        if depth < 8:
+            for value in locals_.get(node.id, []):
+                found |= _base(value, locals_, depth + 1)
+        return found
+    if isinstance(node, ast.Call) and _attr(node.func) in ("make_block_ptr", "make_tensor_descriptor", "advance"):
+        base = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "base"), None)
+        return _base(base, locals_, depth + 1) if base is not None else set()
+    return set()
+
+
+def _attr(node: ast.AST) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else (node.id if isinstance(node, ast.Name) else None)
+
+
+def pointer_params(kernel: ast.FunctionDef) -> set[str]:
+    """Parameters that are read or written through."""
+    params = {a.arg for a in kernel.args.args}
+    locals_: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            locals_.setdefault(node.targets[0].id, []).append(node.value)
+    found: set[str] = set()
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Call) and _attr(node.func) in (*POINTER_CALLS, "make_block_ptr",
+                                                               "make_tensor_descriptor"):
+            first = node.args[0] if node.args else next(
+                (k.value for k in node.keywords if k.arg in ("pointer", "base", "ptr")), None)
+            if first is not None:
+                found |= _base(first, locals_)
+    return found & params
+
+
+def _constexpr_value(name: str, kernel: ast.FunctionDef):
+    size = condition = dtype = False
+    for node in ast.walk(kernel):
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)) and name in _names(node.test):
+            condition = True
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and name in _names(node.operand):
+            condition = True
+        if isinstance(node, ast.Call):
+            func = _attr(node.func)
+            args = [*node.args, *(k.value for k in node.keywords)]
+            if func in ("arange", "zeros", "full", "range", "static_range", "reshape", "view", "broadcast_to") \
+                    and any(name in _names(a) for a in args):
+                size = True
+            if func in ("to", "cast") and any(isinstance(a, ast.Name) and a.id == name for a in args):
+                dtype = True
+            if any(k.arg == "dtype" and isinstance(k.value, ast.Name) and k.value.id == name for k in node.keywords):
+                dtype = True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv, ast.Mod)) \
+                and name in _names(node):
+            size = True
+    if dtype:
+        return DtypeValue("tl.float32")
+    if size:
+        return 64
+    if condition:
+        return False
+    return 64 if re.search(r"BLOCK|TILE|SIZE|_B$|^B[A-Z]$|XBLOCK|RBLOCK|GROUP", name) else False
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _grid(kernel: ast.FunctionDef) -> tuple[int, ...]:
+    axes = {0}
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Call) and _attr(node.func) in ("program_id", "num_programs"):
+            arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "axis"), None)
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+                axes.add(arg.value)
+    return {1: (128,), 2: (16, 8), 3: (8, 4, 4)}[max(axes) + 1]
+
+
+def decorated_values(kernel: ast.FunctionDef) -> set[str]:
+    """Parameters that `triton.autotune` configs or `triton.heuristics` set (a launch must not pass
+    them): the keys of literal `triton.Config({...})` dicts and heuristics dicts; when the configs are
+    not literal, every constexpr named like a tunable (`BLOCK...`, `GROUP...`, `num_...`)."""
+    found: set[str] = set()
+    opaque = False
+    for decorator in kernel.decorator_list:
+        if not isinstance(decorator, ast.Call):
+            continue
+        name = ast.unparse(decorator.func)
+        if name.endswith("heuristics"):
+            for arg in [*decorator.args, *(k.value for k in decorator.keywords)]:
+                if isinstance(arg, ast.Dict):
+                    found |= {k.value for k in arg.keys if isinstance(k, ast.Constant)}
+        if name.endswith("autotune"):
+            configs = next((k.value for k in decorator.keywords if k.arg == "configs"),
+                           decorator.args[0] if decorator.args else None)
+            literal = [c for c in ast.walk(configs) if isinstance(c, ast.Call)] if configs is not None else []
+            dicts = [c.args[0] for c in literal if c.args and isinstance(c.args[0], ast.Dict)]
+            if dicts:
+                found |= {k.value for d in dicts for k in d.keys if isinstance(k, ast.Constant)}
+            else:
+                opaque = True
+    if opaque:
+        found |= {a.arg for a in kernel.args.args
+                  if _is_constexpr(a) and re.search(r"BLOCK|TILE|GROUP|SPLIT|^num_|WARPS|STAGES", a.arg)}
+    return found
+
+
+def guess_launch(kernel: ast.FunctionDef) -> CallSpec:
+    """A launch spec for `kernel` (a `@triton.jit` function's AST), from its code alone."""
+    args = kernel.args.args
+    defaults = dict(zip([a.arg for a in args][len(args) - len(kernel.args.defaults):], kernel.args.defaults))
+    pointers = pointer_params(kernel)
+    tuned = decorated_values(kernel)
+    values = []
+    for arg in args:
+        name = arg.arg
+        if name in tuned:
+            continue
+        if name in defaults and isinstance(defaults[name], ast.Constant):
+            values.append((name, defaults[name].value))
+        elif _is_constexpr(arg):
+            values.append((name, _constexpr_value(name, kernel)))
+        elif name in pointers:
+            dtype = "i64" if INDEX_NAME.search(name) else "f32"
+            values.append((name, TensorSpec(dtype, (TENSOR_ELEMENTS,), low=0 if dtype == "i64" else None,
+                                            high=64 if dtype == "i64" else None)))
+        elif FLOAT_NAME.match(name):
+            values.append((name, 0.5))
+        elif "stride" in name.lower():
+            values.append((name, 1 if LAST_AXIS_STRIDE.search(name) else 1024))
+        else:
+            values.append((name, 1024))
+    return CallSpec(kernel.name, (), tuple(values), _grid(kernel))
+
+
+def guessed_launches(tree: ast.Module) -> list[CallSpec]:
+    """A guessed launch for every module-level kernel of a module."""
+    from diagnose.task.module import is_jit_decorator
+
+    return [guess_launch(node) for node in tree.body
+            if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)]

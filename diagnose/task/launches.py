@@ -1,0 +1,132 @@
+"""Captured launches on disk: `.diagnose/launches/<module>.json`, one small readable file per module.
+
+`diagnose capture -- COMMAND` records what the command launched (`diagnose/capture/tracer.py`) and
+merges it here, under the folder it ran in. A file lists, for one kernel module, each distinct launch:
+
+    {"schema": "diagnose.launches/1", "module": "liger_kernel.ops.rms_norm",
+     "path": "/home/me/proj/src/liger_kernel/ops/rms_norm.py",
+     "launches": [{"kernel": "_rms_norm_forward_kernel", "line": 470, "host": "rms_norm_forward",
+                   "call": "LigerRMSNormFunction.apply(X=bf16[2,128,512], W=bf16[512], eps=1e-06, ...)",
+                   "launch": "_rms_norm_forward_kernel[(256,)](Y_ptr=bf16[256,512], ...)",
+                   "by": "test/transformers/test_rms_norm.py:160 test_correctness", "count": 12}, ...]}
+
+`call` is the host call that made the launch and can be made again (null when there is none: a launch
+from a backward pass or a method); `launch` the kernel launch itself. No tensor data is kept: specs only
+(`diagnose/task/specs.py`). A kernel module's task replays `call`, or `launch` where there is no call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from diagnose.errors import UsageError
+from diagnose.task.callspec import parse_call
+from diagnose.task.module import identity
+
+SCHEMA = "diagnose.launches/1"
+FOLDER = Path(".diagnose") / "launches"
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    """One distinct launch seen by a capture, and the call that made it."""
+
+    module_file: str
+    kernel: str
+    line: int
+    launch: str
+    call: str | None = None
+    host: str = ""
+    by: str | None = None
+    count: int = 1
+    kernel_file: str | None = None
+
+    @property
+    def replay(self) -> str:
+        """What a task replays: the host call where there is one, else the launch."""
+        return self.call or self.launch
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data.pop("module_file")
+        return data
+
+
+def store_for(project: Path) -> Path:
+    return project / FOLDER
+
+
+def merge(project: Path, records: list[LaunchRecord]) -> list[Path]:
+    """Add `records` to the project's launch files (counts add up); return the files written."""
+    by_module: dict[str, list[LaunchRecord]] = {}
+    for record in records:
+        by_module.setdefault(record.module_file, []).append(record)
+    folder = store_for(project)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for module_file, new in sorted(by_module.items()):
+        module = identity(Path(module_file))
+        path = folder / f"{module.name}.json"
+        old = read_file(path) if path.exists() else []
+        merged: dict[tuple, LaunchRecord] = {}
+        for record in [*old, *new]:
+            key = (record.kernel, record.line, record.launch, record.call)
+            if key in merged:
+                record = LaunchRecord(**{**asdict(record), "count": merged[key].count + record.count})
+            merged[key] = record
+        data = {"schema": SCHEMA, "module": module.name, "path": str(module.path),
+                "launches": [r.to_json() for r in merged.values()]}
+        path.write_text(json.dumps(data, indent=1) + "\n")
+        written.append(path)
+    return written
+
+
+def read_file(path: Path) -> list[LaunchRecord]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not a launch file ({exc})") from None
+    if data.get("schema") != SCHEMA:
+        raise UsageError(f"{path}: not a launch file of schema {SCHEMA}")
+    module_file = data["path"]
+    return [LaunchRecord(module_file=module_file, **entry) for entry in data.get("launches", [])]
+
+
+def folders_for(path: Path, launches: str | None = None) -> list[Path]:
+    """Where to look for a module's launch files: the given folder, else `.diagnose/launches` in the
+    module's folder and every folder above it, and in the current folder."""
+    if launches:
+        return [Path(launches)]
+    found = []
+    for folder in [path.resolve().parent, *path.resolve().parents, Path.cwd()]:
+        candidate = store_for(folder)
+        if candidate.is_dir() and candidate not in found:
+            found.append(candidate)
+    return found
+
+
+def records_for(path: Path, launches: str | None = None) -> list[LaunchRecord]:
+    """The captured launches made from the module at `path` (by its file, wherever it was captured)."""
+    module = identity(path)
+    target = str(module.path)
+    out: list[LaunchRecord] = []
+    seen = set()
+    for folder in folders_for(path, launches):
+        if launches and not folder.is_dir():
+            raise UsageError(f"--launches {launches}: no such folder")
+        for file in sorted(folder.glob("*.json")):
+            if file.stem != module.name:
+                continue
+            for record in read_file(file):
+                key = (record.kernel, record.line, record.launch, record.call)
+                if record.module_file == target and key not in seen:
+                    seen.add(key)
+                    out.append(record)
+    return out
+
+
+def listing(records: list[LaunchRecord]) -> list[LaunchRecord]:
+    """The records in the order `--launch N` counts them: largest replayed call first."""
+    return sorted(records, key=lambda r: (-parse_call(r.replay).nbytes, r.kernel, r.replay))

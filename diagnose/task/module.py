@@ -1,0 +1,101 @@
+"""Reading a kernel module as it lies in its project, without running it.
+
+A kernel module is any Python file with `@triton.jit` kernels (at module level, under
+`triton.autotune` / `triton.heuristics`, or defined inside functions) and the host code that launches
+them. To run it the way its project does, it is imported under its own dotted name from its package
+root: `src/liger_kernel/ops/rms_norm.py` is `liger_kernel.ops.rms_norm` with `src/` on `sys.path`, so
+that its relative and absolute imports of sibling modules work. The package root is the folder above
+the topmost parent that has an `__init__.py`; a file outside any package is its own root.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ModuleIdentity:
+    """Where a kernel module lives: its file, its dotted name and the folder that goes on `sys.path`."""
+
+    path: Path
+    name: str
+    root: Path
+
+
+def identity(path: Path) -> ModuleIdentity:
+    path = path.resolve()
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").exists() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ModuleIdentity(path, ".".join(parts), folder)
+
+
+def is_jit_decorator(decorator: ast.expr) -> bool:
+    """`@triton.jit`, `@jit`, `@triton.jit(...)`, `@tl.jit`-style spellings; also `@libentry()`-wrapped
+    kernels are found through the `triton.jit` under them."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    text = ast.unparse(target)
+    return text in ("triton.jit", "jit") or text.endswith(".jit")
+
+
+def jit_functions(tree: ast.Module) -> tuple[str, ...]:
+    """Names of every function decorated with `triton.jit`, at any depth."""
+    return tuple(node.name for node in ast.walk(tree)
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and any(is_jit_decorator(d) for d in node.decorator_list))
+
+
+def _root(node: ast.AST) -> str | None:
+    """`add` for `add(x)`, `benchmark` for `benchmark.run(...)`, `kernel` for `kernel[grid](...)`."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def import_time_work(tree: ast.Module) -> list[tuple[int, int]]:
+    """Line ranges of module-level statements that run the module's own code when it is imported:
+    demos, tests and benchmarks written at the top level (`output = add(x, y)`, `print(...)`,
+    `result_gold = test_add()`, `benchmark.run(...)`), as tutorials and benchmark files have them.
+
+    A statement counts when it calls a function or class the module defines (or `print`) and, for an
+    assignment, when nothing the module defines reads what it binds (`_KERNEL = make_kernel()`, read by
+    a host function, stays). `if __name__ == "__main__":` never runs on import and is left alone."""
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    read_in_definitions = {n.id for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                     ast.ClassDef))
+                           for n in ast.walk(d) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    def runs_module_code(node: ast.AST) -> bool:
+        return any(isinstance(c, ast.Call) and (_root(c.func) in defined or _root(c.func) == "print")
+                   for c in ast.walk(node))
+
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            continue
+        if not runs_module_code(node):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if bound & read_in_definitions:
+                continue
+        out.append((node.lineno, node.end_lineno or node.lineno))
+    return out
+
+
+def without_import_time_work(source: str, tree: ast.Module) -> str:
+    """The source with `import_time_work` statements turned into `pass`, line for line (so every other
+    line keeps its number)."""
+    lines = source.splitlines(True)
+    for start, end in import_time_work(tree):
+        lines[start - 1] = "pass  # diagnose: runs at import (a demo, test or benchmark); not replayed\n"
+        for i in range(start, end):
+            lines[i] = "# (diagnose: continued)\n" if lines[i].strip() else lines[i]
+    return "".join(lines)

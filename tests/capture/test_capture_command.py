@@ -1,0 +1,70 @@
+"""`diagnose capture -- COMMAND` on a project written the way real ones are: tests that make every tensor
+on `cuda`, kernels behind autograd functions, settings helpers, autotune, heuristics, block pointers,
+in-place outputs, a kernel made by a factory and a launch inside an `nn.Module`."""
+
+import json
+import sys
+
+import pytest
+
+from tests.conftest import run_cli
+
+MODULES = ["autotuned_softmax", "block_ptr_copy", "hardcoded_gelu", "heuristics_add", "inplace_clamp",
+           "module_method", "nested_kernel", "rms_norm"]
+
+
+@pytest.fixture
+def captured(captured_project):
+    return captured_project
+
+
+def test_every_module_of_the_project_has_its_launches(captured):
+    project, done = captured
+    assert done.returncode == 0, done.stderr
+    assert "9 distinct launches" in done.stderr and "on the CPU" in done.stderr
+    files = sorted(p.stem for p in (project / ".diagnose" / "launches").glob("*.json"))
+    assert files == [f"kernels.{m}" for m in MODULES]
+
+
+def test_a_launch_file_holds_specs_the_host_call_and_no_data(captured):
+    project, _ = captured
+    data = json.loads((project / ".diagnose" / "launches" / "kernels.rms_norm.json").read_text())
+    assert data["schema"] == "diagnose.launches/1" and data["path"] == str(project / "kernels" / "rms_norm.py")
+    (launch,) = data["launches"]
+    assert launch["call"] == "RMSNormFunction.apply(x=f32[4,6,96], w=f32[96], eps=1e-06)"
+    assert launch["launch"].startswith("_rms_fwd[(24,)](Y=f32[24,96], y_stride=96, X=f32[24,96]")
+    assert launch["launch"].endswith("BLOCK=128, num_warps=4)")
+    assert launch["host"] == "rms_forward" and launch["by"].startswith("check_ops.py:")
+
+
+def test_autotuned_and_method_launches(captured):
+    project, _ = captured
+    launches = project / ".diagnose" / "launches"
+    (softmax,) = json.loads((launches / "kernels.autotuned_softmax.json").read_text())["launches"]
+    # the config the autotuner chose (the first, on the CPU stand-in) is part of the launch
+    assert "num_warps=4" in softmax["launch"] and "num_stages=1" in softmax["launch"]
+    assert softmax["call"] == "softmax(x=f32[16,200])"
+    (method,) = json.loads((launches / "kernels.module_method.json").read_text())["launches"]
+    assert method["call"] is None and method["host"] == "forward"  # replayed at the kernel itself
+    adds = json.loads((launches / "kernels.heuristics_add.json").read_text())["launches"]
+    assert sorted(a["call"] for a in adds) == ["scaled_add(x=f32[1000], y=f32[1000], alpha=0.5)",
+                                                "scaled_add(x=f32[1024], y=f32[1024], alpha=0.5)"]
+
+
+def test_the_listing_numbers_launches_as_launch_counts_them(captured):
+    project, _ = captured
+    listed = run_cli("capture", "--list", str(project / "kernels" / "heuristics_add.py"),
+                     env={"PWD": str(project)})
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith("2 launches captured") and "scaled_add(x=f32[1024]" in lines[2]
+
+
+def test_a_command_that_launches_nothing_is_an_error(tmp_path):
+    done = run_cli("capture", "--device", "cpu", "--project", str(tmp_path), "--", sys.executable, "-c", "print(1)")
+    assert done.returncode == 2 and "no Triton launch was seen" in done.stderr
+
+
+def test_a_missing_command_is_an_error(tmp_path):
+    done = run_cli("capture", "--project", str(tmp_path), "--", "no-such-command-here")
+    assert done.returncode == 2 and "command not found" in done.stderr

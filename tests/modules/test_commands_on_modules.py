@@ -1,0 +1,121 @@
+"""`check`, `inspect` and `optimize` on kernel modules as projects write them, with no scaffolding: each
+idiom from its captured launches and from a `--call` spec (the fixture project: tests/fixtures/modules)."""
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import MODULE_PROJECT, run_cli
+
+CALLS = {
+    "autotuned_softmax": "softmax(x=f32[16,200])",
+    "block_ptr_copy": "scale_tiles(x=f32[48,80], scale=2.0)",
+    "hardcoded_gelu": "gelu(x=f32[1000])",
+    "heuristics_add": "scaled_add(x=f32[1000], y=f32[1000], alpha=0.5)",
+    "inplace_clamp": "clamp_(x=f32[700], low=-0.5, high=0.5)",
+    "module_method": "bias_add_kernel[(8,)](x_ptr=f32[8,40], b_ptr=f32[40], out_ptr=f32[8,40], n_cols=40, BLOCK=64)",
+    "nested_kernel": "square(x=f32[300])",
+    "rms_norm": "RMSNormFunction.apply(x=f32[4,6,96], w=f32[96], eps=1e-06)",
+    "self_tested": "axpy(a=2.0, x=f32[3000], y=f32[3000])",
+}
+KERNELS = {"autotuned_softmax": "softmax_kernel", "block_ptr_copy": "scale_tiles_kernel",
+           "hardcoded_gelu": "gelu_kernel", "heuristics_add": "scaled_add_kernel", "inplace_clamp": "clamp_kernel",
+           "module_method": "bias_add_kernel", "nested_kernel": "_KERNEL", "rms_norm": "_rms_fwd",
+           "self_tested": "axpy_kernel"}
+CAPTURED = [m for m in CALLS if m != "self_tested"]  # the project's tests do not import it
+
+
+@pytest.fixture(scope="module")
+def fresh_project(tmp_path_factory):
+    """The project with nothing captured: inputs from --call, or from a module's own tests."""
+    project = tmp_path_factory.mktemp("fresh") / "project"
+    shutil.copytree(MODULE_PROJECT, project)
+    return project
+
+
+def _source(project, module, how):
+    path = str(project / "kernels" / f"{module}.py")
+    return [path] if how == "captured" else [path, "--call", CALLS[module]]
+
+
+@pytest.mark.parametrize("how", ["captured", "call"])
+@pytest.mark.parametrize("module", list(CALLS))
+def test_check_passes_against_the_modules_own_code(captured_project, fresh_project, module, how):
+    if how == "captured" and module not in CAPTURED:
+        how_args, project = [str(fresh_project / "kernels" / f"{module}.py")], fresh_project  # its own test
+    else:
+        project = captured_project[0] if how == "captured" else fresh_project
+        how_args = _source(project, module, how)
+    done = run_cli("check", *how_args, "--seeds", "2", "--json", "-q", env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    verdict = json.loads(done.stdout)["candidates"][0]["verdict"]
+    assert verdict["passed"]
+    checks = {c["name"]: c["passed"] for c in verdict["checks"]}
+    assert checks["launches_triton"] and checks["ghost_replay"] and checks["input_mutation"]
+
+
+@pytest.mark.parametrize("how", ["captured", "call"])
+@pytest.mark.parametrize("module", CAPTURED)
+def test_inspect_compiles_at_the_replayed_shapes(captured_project, fresh_project, module, how):
+    project = captured_project[0] if how == "captured" else fresh_project
+    done = run_cli("inspect", *_source(project, module, how), "--json",
+                   env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
+    assert done.returncode == 0, done.stderr[-2000:]
+    kernels = json.loads(done.stdout)["kernels"]
+    assert kernels and all("error" not in k for k in kernels)
+    assert {k["kernel"] for k in kernels} == {KERNELS[module]}
+
+
+def test_inspect_reports_the_captured_shape_not_a_test_shape(captured_project):
+    project, _ = captured_project
+    done = run_cli("inspect", str(project / "kernels" / "rms_norm.py"), "--json",
+                   env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
+    (kernel,) = json.loads(done.stdout)["kernels"]
+    assert kernel["grid"] == [24, 1, 1] or kernel["grid"][:1] == [24]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", CAPTURED)
+def test_optimize_runs_on_each_idiom_and_never_touches_the_module(captured_project, module):
+    project, _ = captured_project
+    path = project / "kernels" / f"{module}.py"
+    before = path.read_text()
+    done = run_cli("optimize", str(path), "--max-candidates", "2", "--seeds", "2", "--max-wall", "300", "-q",
+                   env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")}, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert path.read_text() == before
+    patch = project / "kernels" / f"{module}.diagnose.patch"
+    if "patch:" in done.stdout:
+        assert patch.exists() and f"a/{path}" in patch.read_text() or "a/" in patch.read_text()
+
+
+def test_a_rewritten_copy_of_a_module_is_checked_against_the_original(tmp_path):
+    """`check MODULE --candidate EDITED --call ...`: the rows-per-program rewrite of a kernel that moves
+    its pointers to the row (each iteration must start from the unmoved pointers) still matches."""
+    from tests.conftest import FIXTURES
+
+    folder = FIXTURES / "rewrite" / "rows-per-program"
+    module = tmp_path / "row_scale.py"
+    module.write_text((folder / "before_bumped.py").read_text())
+    done = run_cli("check", str(module), "--candidate", str(folder / "after_bumped.py"), "--call",
+                   "row_scale(x=f32[37,100], scale=0.5)", "--seeds", "2", "-q",
+                   env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "PASSED" in done.stdout
+
+
+def test_a_module_that_fails_to_import_names_the_users_own_line(tmp_path):
+    (tmp_path / "cluster_setup.py").write_text(
+        "def setup():\n    raise RuntimeError('no cluster config')\n\n\nCONFIG = setup()\n")
+    (tmp_path / "ops.py").write_text(
+        "import triton\nimport triton.language as tl\nimport cluster_setup\n\n\n@triton.jit\n"
+        "def k(x_ptr, n, B: tl.constexpr):\n    o = tl.arange(0, B)\n    tl.store(x_ptr + o, o, mask=o < n)\n\n\n"
+        "def run(x):\n    k[(1,)](x, x.numel(), B=128)\n")
+    env = {"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}
+    for command in (["inspect"], ["check", "--call", "run(x=f32[100])", "-q"]):
+        done = run_cli(*command[:1], str(tmp_path / "ops.py"), *command[1:], env=env)
+        assert done.returncode == 2, done.stderr
+        (line,) = [l for l in done.stderr.splitlines() if l.startswith("diagnose: error:")]
+        assert f"{tmp_path / 'ops.py'}:" in line and "RuntimeError: no cluster config" in line
+        assert "cluster_setup.py:2 in setup" in line and "cache" not in line.split("(at")[0]

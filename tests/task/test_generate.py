@@ -1,0 +1,58 @@
+"""A launch guessed from a kernel's source: pointers, sizes, flags, dtypes and tuned values read from how
+the kernel uses its parameters."""
+
+import ast
+import textwrap
+
+from diagnose.task.generate import guess_launch, guessed_launches
+from diagnose.task.specs import DtypeValue, TensorSpec
+
+SOURCE = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def layer_norm_fwd(X, Y, W, Mean, Rstd, index_ptr, stride_xm, stride_xn, N, eps,
+                       HAS_BIAS: tl.constexpr, OUT_DTYPE: tl.constexpr, BLOCK_N: tl.constexpr, GROUP: tl.constexpr = 8):
+        row = tl.program_id(0)
+        col_block = tl.program_id(1)
+        X += row * stride_xm
+        cols = col_block * BLOCK_N + tl.arange(0, BLOCK_N)
+        i = tl.load(index_ptr + row)
+        x = tl.load(X + cols * stride_xn, mask=cols < N).to(tl.float32)
+        if HAS_BIAS:
+            x += 1.0
+        tl.store(Mean + row, tl.sum(x, axis=0))
+        tl.store(Rstd + row, 1 / tl.sqrt(tl.sum(x * x, axis=0) + eps))
+        tl.store(Y + cols, (x * tl.load(W + cols)).to(OUT_DTYPE), mask=cols < N)
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4)], key=["n"])
+    @triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+    @triton.jit
+    def tuned(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + o, tl.load(x_ptr + o) * 2)
+
+    def host():
+        pass
+''')
+
+
+def test_parameters_are_read_from_their_use():
+    tree = ast.parse(SOURCE)
+    call = guess_launch(tree.body[2])
+    named = call.named()
+    for pointer in ("X", "Y", "W", "Mean", "Rstd"):
+        assert named[pointer] == TensorSpec("f32", (1 << 20,)), pointer
+    assert named["index_ptr"].dtype == "i64" and named["index_ptr"].high == 64
+    assert (named["stride_xm"], named["stride_xn"], named["N"], named["eps"]) == (1024, 1, 1024, 0.5)
+    assert named["HAS_BIAS"] is False and named["OUT_DTYPE"] == DtypeValue("tl.float32")
+    assert named["BLOCK_N"] == 64 and named["GROUP"] == 8
+    assert call.grid == (16, 8)
+
+
+def test_values_set_by_autotune_and_heuristics_are_left_to_them():
+    tree = ast.parse(SOURCE)
+    (first, second) = guessed_launches(tree)
+    assert first.target == "layer_norm_fwd"
+    assert second.text() == "tuned[(128,)](x_ptr=f32[1048576], n=1024)"

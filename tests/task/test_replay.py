@@ -1,0 +1,80 @@
+"""Replaying a call from its spec: storages, views, shared buffers, value ranges, and the outputs a call
+writes into its arguments."""
+
+import torch
+
+from diagnose.task.callspec import parse_call
+from diagnose.task.replay import Harness, Layout
+
+
+def test_views_and_shared_storages_are_rebuilt():
+    layout = Layout(parse_call("f(x=f32[4,8](stride=(1,4)), y=f32[8](base=x, offset=8), z=same(x), n=3)"))
+    assert layout.sizes == [32]  # one storage: y is a view into x's, z is x itself
+    torch.manual_seed(0)
+    storages = layout.draw()
+    args, kwargs = layout.arguments(storages)
+    x, y, z = kwargs["x"], kwargs["y"], kwargs["z"]
+    assert x.shape == (4, 8) and x.stride() == (1, 4)
+    assert z is x and kwargs["n"] == 3
+    assert y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and y.storage_offset() == 8
+
+
+def test_value_ranges_and_sentinels_are_drawn_inside_them():
+    torch.manual_seed(1)
+    labels, probs, flags = Layout(parse_call(
+        "f(labels=i64[4096](range=(0, 10), values=(-100,)), probs=f32[4096](range=(0.25, 0.5)), flags=b8[64])"
+    )).draw()
+    assert set(labels.unique().tolist()) <= set(range(10)) | {-100}
+    assert (labels == -100).any() and (labels >= 0).float().mean() > 0.7
+    assert probs.min() >= 0.25 and probs.max() <= 0.5
+    assert flags.dtype == torch.bool and 0 < flags.sum() < 64
+
+
+def _namespace():
+    def scale(x, factor, out=None):
+        y = x * factor
+        if out is not None:
+            out.copy_(y)
+            return None
+        return y, 7  # a number handed back beside the result is not an output
+
+    return {"scale": scale}
+
+
+def test_outputs_are_returned_tensors_then_written_storages():
+    harness = Harness(_namespace(), {"groups": {"a": "scale(x=f32[16], factor=2.0)",
+                                                "b": "scale(x=f32[16], factor=2.0, out=f32[16])"}})
+    model = harness.ModelNew()
+    inputs = harness.get_input_groups()["a"]()
+    outputs = model(*inputs)
+    assert len(outputs) == 1 and torch.equal(outputs[0], inputs[0] * 2)
+    written = harness.get_input_groups()["b"]()
+    outputs = model(*written)
+    assert len(outputs) == 1 and outputs[0] is written[1]  # the out= storage, written in place
+
+
+def test_groups_with_storages_of_one_size_are_told_apart_by_their_index():
+    harness = Harness({"t": lambda x: x.t().contiguous()},
+                      {"groups": {"a": "t(x=f32[4,8])", "b": "t(x=f32[8,4])"}})
+    model = harness.Model()
+    a, b = harness.get_input_groups()["a"](), harness.get_input_groups()["b"]()
+    assert model(*a)[0].shape == (8, 4)
+    assert model(*b)[0].shape == (4, 8)
+
+
+def test_autograd_apply_takes_its_arguments_in_forward_order():
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, factor=2.0):
+            return x * factor
+
+    harness = Harness({"Double": Double}, {"groups": {"g": "Double.apply(factor=3.0, x=f32[5])"}})
+    x, which = harness.get_input_groups()["g"]()
+    assert torch.equal(harness.Model()(x, which)[0], x * 3.0)
+
+
+def test_get_inputs_gives_uninitialised_storages_of_the_largest_call():
+    harness = Harness(_namespace(), {"groups": {"small": "scale(x=f32[4], factor=1.0)",
+                                                "large": "scale(x=f32[4096], factor=1.0)"}})
+    storages = harness.get_inputs()
+    assert storages[0].shape == (4096,) and int(storages[-1]) == 1
