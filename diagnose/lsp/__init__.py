@@ -8,8 +8,25 @@ pure helpers they share: `settings`, `convert`, `ir_facts`, `fixes`, `rule_docs`
 """
 
 
+import sys
+
+from diagnose.errors import EXIT_INTERNAL
+
+INSTALL = "pip install 'diagnose[lsp]'"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Start the server (imports pygls only when called, so `diagnose --help` stays fast)."""
+    """Start the server (imports pygls only when called, so `diagnose --help` stays fast).
+
+    Without the `lsp` extra (pygls, lsprotocol) it says so in one line and returns 3 (a missing
+    toolchain, in the command line's exit codes).
+    """
+    try:
+        import lsprotocol.types  # noqa: F401 - the `lsp` extra
+        import pygls.lsp.server  # noqa: F401
+    except ImportError as err:
+        print(f"diagnose: error: the language server needs the lsp extra ({err}): {INSTALL}", file=sys.stderr)
+        return EXIT_INTERNAL
     from diagnose.lsp.server import main as serve
 
     return serve(argv)

@@ -30,6 +30,7 @@ IR_SEVERITY = {
     "CompilerWarning": types.DiagnosticSeverity.Information,
 }
 COMPILE_FAILED = "IRCompileFailed"
+IR_UNAVAILABLE = "IR000"
 
 
 def text_of(line: str) -> str:
@@ -107,5 +108,17 @@ def compile_failure_diagnostic(kernel: str, target: str, message: str, stage: st
         severity=types.DiagnosticSeverity.Error,
         code=COMPILE_FAILED,
         source=IR_SOURCE,
+        data={"origin": "ir"},
+    )
+
+
+def ir_unavailable_diagnostic(problem: str, lines: Sequence[str], codec: PositionCodec) -> types.Diagnostic:
+    """Why the last save has no IR facts (no example launches, the user's code raised, a crash), on line 1."""
+    return types.Diagnostic(
+        range=to_range(lines, codec, 1),
+        message=f"IR facts unavailable: {problem}",
+        severity=types.DiagnosticSeverity.Warning,
+        code=IR_UNAVAILABLE,
+        source=SOURCE,
         data={"origin": "ir"},
     )

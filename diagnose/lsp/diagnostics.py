@@ -11,23 +11,39 @@
   the next save.
 - A triage result is stored unless one asked for later already is, and published with the version
   of the text it was computed on.
+- Mid-edit, while the text does not parse, the findings of the last text that parsed stay, beside
+  the syntax error, on the lines they have moved to (`follow_lines`: unchanged lines, and edited
+  blocks that kept their line count, such as the line being typed); findings of lines deleted since
+  go. Once the text parses again its own findings replace them.
+- When IR facts cannot be computed for a save (no example launches, the user's code raises, the
+  compile worker crashed), an `IR000` warning on line 1 says why, until a save that compiles.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import time
+from difflib import SequenceMatcher
 from pathlib import Path
 
 from lsprotocol import types
 
+from diagnose import syntax
 from diagnose.errors import DiagnoseError, UsageError
-from diagnose.lsp.convert import compile_failure_diagnostic, fact_diagnostic, finding_diagnostic, text_of
+from diagnose.lsp.convert import (
+    compile_failure_diagnostic,
+    fact_diagnostic,
+    finding_diagnostic,
+    ir_unavailable_diagnostic,
+    text_of,
+)
 from diagnose.lsp.ir_facts import inspect_saved, line_map, snapshot_from_result
 from diagnose.lsp.server import DiagnoseServer, DocumentState, document_path
 from diagnose.lsp.settings import Settings
-from diagnose.records import Finding
+from diagnose.records import Finding, Location
+from diagnose.triage.codes import select_codes
 from diagnose.triage.engine import triage_source
 
 # Beyond this many lines a file is not triaged (about 2 s of rule work per change on a laptop core).
@@ -84,11 +100,56 @@ async def pull(ls: DiagnoseServer, params: types.DocumentDiagnosticParams) -> ty
 
 # --- triage -------------------------------------------------------------------------------------
 
-def triage_text(source: str, path: str, settings: Settings) -> list[Finding] | None:
-    """Blocking: the findings of one text, or None for a file too large to triage per keystroke."""
+def triage_text(source: str, path: str, settings: Settings) -> tuple[list[Finding], bool] | None:
+    """Blocking: the findings of one text and whether it parses, or None for a file too large to
+    triage per keystroke."""
     if source.count("\n") > LARGE_FILE_LINES:
         return None
-    return triage_source(source, path, settings.target, select=settings.select, ignore=settings.ignore)
+    findings = triage_source(source, path, settings.target, select=settings.select, ignore=settings.ignore)
+    return findings, parses(source, findings, settings)
+
+
+def parses(source: str, findings: list[Finding], settings: Settings) -> bool:
+    """Whether the text parses: TRI000 (a syntax error) says not; where TRI000 is not selected, parse."""
+    if any(f.code == "TRI000" for f in findings):
+        return False
+    if "TRI000" in select_codes(settings.select, settings.ignore):
+        return True
+    try:
+        syntax.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def follow_lines(old: list[str], new: list[str]) -> dict[int, int]:
+    """1-based line of `old` -> its line in `new`: unchanged lines, and the lines of each edited block
+    that kept its line count (a line being typed), in order. Lines are compared without their ends."""
+    matcher = SequenceMatcher(None, [text_of(x) for x in old], [text_of(x) for x in new], autojunk=False)
+    out: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            out.update((i1 + k + 1, j1 + k + 1) for k in range(i2 - i1))
+    return out
+
+
+def carried(findings: list[Finding], old: list[str], new: list[str]) -> list[Finding]:
+    """Findings of text `old` moved to their lines in `new`; those whose line is gone are dropped."""
+    moved = follow_lines(old, new)
+
+    def move(loc: Location) -> Location | None:
+        if loc.line not in moved:
+            return None
+        shift = moved[loc.line] - loc.line
+        return dataclasses.replace(loc, line=loc.line + shift,
+                                   end_line=None if loc.end_line is None else loc.end_line + shift)
+
+    out = []
+    for f in findings:
+        if (location := move(f.location)) is not None:
+            secondary = tuple(loc for loc in map(move, f.secondary) if loc is not None)
+            out.append(dataclasses.replace(f, location=location, secondary=secondary))
+    return out
 
 
 async def _triage_after_quiet(ls: DiagnoseServer, uri: str, delay: float) -> None:
@@ -127,18 +188,23 @@ async def compute_triage(ls: DiagnoseServer, uri: str) -> bool:
     state.triage_requests += 1
     ticket = state.triage_requests
     try:
-        findings = await ls.run_blocking(triage_text, source, document_path(uri) or uri, settings)
+        result = await ls.run_blocking(triage_text, source, document_path(uri) or uri, settings)
     except UsageError as err:  # a bad target or code that slipped past the settings check
         ls.warn_once(f"triage: {err}")
         return False
-    if findings is None:
+    if result is None:
         ls.warn_once(f"{uri}: over {LARGE_FILE_LINES} lines, not triaged")
-        findings = []
+        result = [], True
+    findings, parsed = result
     # Runs may overlap (an edit and a settings change): the one asked for last is the one kept.
     if ls.documents.get(uri) is not state or ls.open_document(uri) is None or ticket < state.triage_stored:
         return False
     state.triage_stored = ticket
     lines = source.splitlines(keepends=True)
+    if parsed:
+        state.parsed_lines, state.parsed_findings = lines, findings
+    else:  # mid-edit: the last findings stay until the text parses again
+        findings = findings + carried(state.parsed_findings, state.parsed_lines, lines)
     codec = ls.workspace.position_codec
     state.triaged_version, state.triaged_lines, state.findings = version, lines, findings
     state.triage = [finding_diagnostic(f, uri, lines, codec, ls.rule_docs.href(f.code)) for f in findings]
@@ -166,16 +232,18 @@ def deliver(ls: DiagnoseServer, uri: str) -> None:
 
 
 def ir_diagnostics(ls: DiagnoseServer, state: DocumentState) -> list[types.Diagnostic]:
-    """Missed IR facts and compile failures, placed on the triaged text's unchanged lines.
+    """Missed IR facts and compile failures, placed on the triaged text's unchanged lines, or why
+    the last save has none.
 
     Autotune configs of one kernel that miss the same thing on the same line make one diagnostic.
     """
+    lines, codec = state.triaged_lines, ls.workspace.position_codec
+    if state.ir_problem is not None and lines:
+        return [ir_unavailable_diagnostic(state.ir_problem, lines, codec)]
     snapshot = state.ir
-    if snapshot is None or not state.triaged_lines:
+    if snapshot is None or not lines:
         return []
-    lines = state.triaged_lines
     moved = line_map(snapshot.lines, [text_of(line) for line in lines])
-    codec = ls.workspace.position_codec
     grouped: dict[tuple, tuple] = {}
     out = []
     for kernel in snapshot.kernels:
@@ -206,7 +274,7 @@ async def refresh_ir(ls: DiagnoseServer, uri: str) -> None:
     try:
         saved = Path(path).read_bytes()
     except OSError as err:
-        ls.log(f"{path}: cannot read the saved file: {err}", types.MessageType.Warning)
+        _ir_unavailable(ls, uri, state, f"cannot read the saved file: {err}", types.MessageType.Warning)
         return
     saved_text = saved.decode("utf-8", errors="replace")
     if "triton" not in saved_text:  # no kernels: nothing to compile
@@ -233,7 +301,7 @@ async def refresh_ir(ls: DiagnoseServer, uri: str) -> None:
         ls.log(f"{Path(path).name}: IR result dropped (the file changed on disk while it ran)")
         return
     state.ir = snapshot_from_result(result, path, saved_text)
-    state.ir_problem = None
+    state.ir_problem = None  # the IR000 warning goes with this delivery
     state.published += 1
     ls.log(f"{Path(path).name}: IR facts for {state.ir.target} "
            f"({'stored result' if state.ir.from_cache else f'{state.ir.seconds:.1f} s'})")
@@ -242,14 +310,14 @@ async def refresh_ir(ls: DiagnoseServer, uri: str) -> None:
 
 def _ir_unavailable(ls: DiagnoseServer, uri: str, state: DocumentState, problem: str,
                     level: types.MessageType) -> None:
-    """No facts for this save: old facts would describe other code, so they go; the reason is logged."""
-    if problem != state.ir_problem:
-        ls.log(f"IR facts unavailable for {uri}: {problem}", level)
-    state.ir_problem = problem
-    if state.ir is not None:
-        state.ir = None
-        state.published += 1
-        deliver(ls, uri)
+    """No facts for this save: old facts would describe other code, so they go; the reason is
+    logged and shown on line 1 (IR000) until a save compiles."""
+    if problem == state.ir_problem and state.ir is None:
+        return
+    ls.log(f"IR facts unavailable for {uri}: {problem}", level)
+    state.ir_problem, state.ir = problem, None
+    state.published += 1
+    deliver(ls, uri)
 
 
 def _input_hash(result: dict, path: str) -> str | None:

@@ -8,6 +8,10 @@ Two kinds:
   kernel (`Candidate`) that comes from elsewhere (the agent).
 - the suppression that always exists: a `# diagnose: ignore[CODE]` comment on the finding's line,
   which triage honours.
+
+Running a rewrite takes 0.05-0.5 s, so a code-action menu offers the rewrites from the table alone
+(`offered_rewrites`, `suppression_edit`: no rewrite runs, nothing is parsed) and computes the chosen
+one's edits when it is picked (`rewrite_fix_by_id`, `suppression_fix`).
 """
 
 from __future__ import annotations
@@ -48,7 +52,15 @@ class Fix:
 
     @property
     def label(self) -> str:
-        return f"{self.title} (unsafe: changes numerics)" if self.safety == "unsafe" else self.title
+        return fix_label(self.title, self.safety)
+
+
+def fix_label(title: str, safety: Literal["safe", "unsafe"]) -> str:
+    return f"{title} (unsafe: changes numerics)" if safety == "unsafe" else title
+
+
+def suppression_title(code: str) -> str:
+    return f"Suppress {code} on this line"
 
 
 def rewrite_fixes(finding: Finding, source: str, path: str, target: str) -> list[Fix]:
@@ -68,6 +80,40 @@ def rewrite_fixes(finding: Finding, source: str, path: str, target: str) -> list
     return [f for f in fixes if f is not None]
 
 
+def offered_rewrites(code: str, target: str) -> list[Rewrite]:
+    """The rewrites that answer `code` and are meant for the target's backend; none runs (fast)."""
+    from diagnose.errors import DiagnoseError
+    from diagnose.targets import lookup
+
+    try:
+        backend = lookup(target).backend
+    except DiagnoseError:  # a triage target the rewrites do not know
+        return []
+    return [rewrite for rewrite in rewrites_for(code) if backend in rewrite.backends]
+
+
+def rewrite_fix_by_id(rewrite_id: str, finding: Finding, source: str, path: str, target: str) -> Fix | str:
+    """One rewrite of the table as a fix for `finding`, or the one-line reason it does not apply."""
+    from diagnose.errors import DiagnoseError
+    from diagnose.rewrite import table
+    from diagnose.rewrite.rewrite import RewriteContext
+    from diagnose.targets import lookup
+
+    rewrite = table.REWRITES.get(rewrite_id)
+    if rewrite is None:
+        return f"no rewrite {rewrite_id!r}"
+    try:
+        ctx = RewriteContext(source=source, path=path, target=lookup(target), findings=(finding,))
+    except DiagnoseError as err:
+        return str(err)
+    return _rewrite_fix(rewrite, ctx)
+
+
+def warm_up() -> None:
+    """Import the rewrite table (blocking), so that the first menu does not wait for it."""
+    from diagnose.rewrite import table  # noqa: F401
+
+
 def rewrites_for(code: str) -> list[Rewrite]:
     """The rewrites of the central table (`diagnose/rewrite/table.py`) that answer finding `code`."""
     from diagnose.rewrite import table
@@ -77,16 +123,21 @@ def rewrites_for(code: str) -> list[Rewrite]:
 
 def rewrite_fix(rewrite: Rewrite, ctx: RewriteContext) -> Fix | None:
     """The rewrite as a fix when its precondition holds; a rewrite that fails is logged and skipped."""
+    fix = _rewrite_fix(rewrite, ctx)
+    return fix if isinstance(fix, Fix) else None
+
+
+def _rewrite_fix(rewrite: Rewrite, ctx: RewriteContext) -> Fix | str:
     from diagnose.rewrite.rewrite import NotApplicable
 
     try:
         new = rewrite.apply(ctx)
-    except NotApplicable:
-        return None
+    except NotApplicable as why:
+        return str(why)
     except Exception as err:  # noqa: BLE001 - a broken rewrite must not take the code actions with it
         log.warning("rewrite %s failed on %s: %s", rewrite.id, ctx.path, err)
-        return None
-    return source_fix(rewrite.title, ctx.source, new, rewrite.safety)
+        return f"{rewrite.id} failed: {type(err).__name__}: {err}"
+    return source_fix(rewrite.title, ctx.source, new, rewrite.safety) or f"{rewrite.id}: changes nothing"
 
 
 def candidate_fix(candidate: Candidate, source: str) -> Fix | None:
@@ -120,26 +171,30 @@ def suppression_fix(code: str, source: str, line: int) -> Fix | None:
     cannot take a comment, and neither can a line that ends inside a multi-line string (the comment
     would become part of the string).
     """
-    if code == "TRI000":  # a syntax error is fixed, not silenced
-        return None
     lines = source.splitlines()
     if not 0 <= line < len(lines):
         return None
-    text = lines[line]
+    edit = suppression_edit(code, lines[line], line)
+    if edit is None or _ends_inside_token(source, line + 1):
+        return None
+    return Fix(suppression_title(code), (edit,))
+
+
+def suppression_edit(code: str, text: str, line: int) -> LineEdit | None:
+    """The comment's edit from the line's own text (`text`, without its end), or None where it cannot
+    go; `suppression_fix` also reads the lines before (a line ending inside a string)."""
+    if code == "TRI000":  # a syntax error is fixed, not silenced
+        return None
     match = SUPPRESSION.search(text)
     if match:
         listed = [c.strip() for c in (match.group("codes") or "").split(",") if c.strip()]
         if match.group("codes") is None or code in {c.upper() for c in listed}:
             return None
-        edit = LineEdit(line, match.start(), line, match.end(), f"# diagnose: ignore[{', '.join(listed + [code])}]")
-    else:
-        body = text.rstrip()
-        if body.endswith("\\") or not body:
-            return None
-        edit = LineEdit(line, len(body), line, len(text), f"  # diagnose: ignore[{code}]")
-    if _ends_inside_token(source, line + 1):
+        return LineEdit(line, match.start(), line, match.end(), f"# diagnose: ignore[{', '.join(listed + [code])}]")
+    body = text.rstrip()
+    if body.endswith("\\") or not body:
         return None
-    return Fix(f"Suppress {code} on this line", (edit,))
+    return LineEdit(line, len(body), line, len(text), f"  # diagnose: ignore[{code}]")
 
 
 def _ends_inside_token(source: str, line: int) -> bool:

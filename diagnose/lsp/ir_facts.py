@@ -62,9 +62,11 @@ def inspect_saved(path: str, target: str) -> dict:
     Raises `DiagnoseError`: `UsageError` for a file it cannot inspect (no kernels, no example
     arguments, a target that cannot compile here), the base class when the worker crashed.
     """
+    from diagnose.capture.prepare import inspection_path
     from diagnose.ir.cli import inspect_command
 
-    _, text = inspect_command(path, target, fmt="json")
+    # A kernel module (no task format) compiles at its captured launches, else at guessed ones.
+    _, text = inspect_command(inspection_path(path), target, fmt="json")
     return json.loads(text)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from diagnose.lsp.fixes import warm_up
 from diagnose.lsp.server import DiagnoseServer
 
 
@@ -21,6 +22,8 @@ def initialize(ls: DiagnoseServer, params: types.InitializeParams) -> None:
 
 
 async def initialized(ls: DiagnoseServer, params: types.InitializedParams) -> None:
+    # The first code-action menu would otherwise wait for the rewrite table's import (0.1-0.3 s).
+    ls.spawn(ls.run_blocking(warm_up))
     await fetch_configuration(ls)
 
 

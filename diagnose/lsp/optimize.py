@@ -11,6 +11,10 @@ re-renders it). When a candidate passed and the document still reads as the file
 from, the best candidate comes back as one `workspace/applyEdit` (undoable like any edit); edits
 made meanwhile are never overwritten. The optimized file and its diff are also kept in
 `<cache>/runs/editor/`, never beside the user's file.
+
+The command can be cancelled (`$/cancelRequest`, the progress's cancel button, `shutdown`; see
+`jobs.py`): it is answered with RequestCancelled at once, and the agent's thread stops before its
+next step (a node, or a candidate's verification); the log says when it has stopped.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types
 
 from diagnose.errors import DiagnoseError
+from diagnose.lsp.jobs import Cancelled, Job
 from diagnose.lsp.server import DiagnoseServer, document_path
 from diagnose.lsp.settings import Settings
 
@@ -45,17 +51,22 @@ class Outcome:
         return {"passed": self.passed, "summary": self.summary, "run_id": self.run_id, "applied": self.applied}
 
 
-def run_agent(path: str, settings: Settings, steps: list[str]):
-    """Blocking: the agent on `path`; each trace step's text is appended to `steps` as it happens."""
+def run_agent(path: str, settings: Settings, steps: list[str], checkpoint: Callable[..., None] = lambda *_: None):
+    """Blocking: the agent on `path`; each trace step's text is appended to `steps` as it happens.
+
+    `checkpoint` is called as each node starts and ends and as each candidate's verification starts;
+    what it raises (`Cancelled`) stops the run there.
+    """
     from diagnose.agent.run import optimize, runs_root
     from diagnose.agent.state import Budget
 
     def on_step(node: str, values: dict) -> None:
         steps.extend(f"[{s['level']}] {s['action']}" for s in values.get("trace", []))
+        checkpoint()
 
     return optimize(path, target=settings.target, device=settings.device,
                     budget=Budget(max_candidates=settings.max_candidates), on_step=on_step,
-                    out_dir=runs_root() / "editor")
+                    on_start=checkpoint, on_candidate=checkpoint, out_dir=runs_root() / "editor")
 
 
 def summarize(name: str, report: dict, run_id: str) -> str:
@@ -95,27 +106,44 @@ async def optimize(ls: DiagnoseServer, uri: str) -> dict:
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Warning, message=f"{task_name(path)} has unsaved changes: optimizing the saved file"))
     ls.checks_running.add(path)
+    job = ls.jobs.start(ls.protocol.msg_id, f"diagnose optimize {task_name(path)}")
     try:
-        return await _run(ls, uri, path, ls.settings_for(uri))
+        return await _run(ls, uri, path, ls.settings_for(uri), job)
     finally:
+        ls.jobs.finish(job)
         ls.checks_running.discard(path)
 
 
-async def _run(ls: DiagnoseServer, uri: str, path: str, settings: Settings) -> dict:
-    progress = await _begin_progress(ls, f"diagnose optimize {task_name(path)}")
+def progress_cancelled(ls: DiagnoseServer, params: types.WorkDoneProgressCancelParams) -> None:
+    """The editor's cancel button on the progress: cancel the request it belongs to."""
+    job = ls.jobs.by_progress(params.token)
+    if job is not None:
+        ls.protocol.cancel_request(job.request_id, "cancelled from the progress")
+
+
+async def _run(ls: DiagnoseServer, uri: str, path: str, settings: Settings, job: Job) -> dict:
+    progress = job.progress = await _begin_progress(ls, job.title)
     start, steps = time.monotonic(), []
     original = Path(path).read_text(encoding="utf-8", errors="replace")
-    job = ls.run_blocking(run_agent, path, settings, steps)
-    while not job.done():
-        await asyncio.wait([job], timeout=TICK_S)
-        if progress and not job.done():
-            ls.work_done_progress.report(progress, types.WorkDoneProgressReport(message=progress_message(start, steps)))
+    work = ls.run_blocking(run_agent, path, settings, steps, job.checkpoint)
     try:
-        result = job.result()
+        while not work.done():
+            await asyncio.wait([work], timeout=TICK_S)
+            if progress and not work.done():
+                ls.work_done_progress.report(progress, types.WorkDoneProgressReport(
+                    message=progress_message(start, steps)))
+    except asyncio.CancelledError:
+        # Answered already (RequestCancelled); the thread stops at its next step: say when it has.
+        work.add_done_callback(lambda done: _stopped(ls, job, done, steps))
+        raise
+    try:
+        result = work.result()
         passed = result.report["best"] is not None
         outcome = Outcome(passed, summarize(task_name(path), result.report, result.run_id), result.run_id)
-        if result.optimized is not None:
-            outcome = await _apply(ls, uri, original, result.optimized.read_text(), outcome)
+        # A task file's optimized copy, or a kernel module's patched text (its patch stays in the runs folder).
+        new_text = result.optimized.read_text() if result.optimized is not None else result.module_source
+        if new_text is not None:
+            outcome = await _apply(ls, uri, original, new_text, outcome)
         level = types.MessageType.Info if passed else types.MessageType.Warning
     except DiagnoseError as err:
         outcome, level = Outcome(None, f"diagnose optimize {task_name(path)}: {err}"), types.MessageType.Error
@@ -162,8 +190,18 @@ async def _begin_progress(ls: DiagnoseServer, title: str) -> str | None:
         ls.log(f"work done progress refused: {err}", types.MessageType.Warning)
         return None
     ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-        title=title, message="loading the task", cancellable=False))
+        title=title, message="loading the task", cancellable=True))
     return token
+
+
+def _stopped(ls: DiagnoseServer, job: Job, work: asyncio.Future, steps: list[str]) -> None:
+    """The thread of a cancelled run has ended: log where it stopped (its result is dropped)."""
+    error = work.exception()  # retrieved, so that asyncio does not report it as lost
+    where = f" after {steps[-1]}" if steps else " before its first step"
+    if isinstance(error, Cancelled):
+        ls.log(f"{job.title}: stopped{where}")
+    else:
+        ls.log(f"{job.title}: ended{where} after the cancellation; its result is dropped")
 
 
 def _tell(ls: DiagnoseServer, outcome: Outcome, level: types.MessageType) -> dict:

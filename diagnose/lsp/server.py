@@ -8,6 +8,8 @@ feature handlers (`diagnostics.py`, `hover.py`, `code_actions.py`, `optimize.py`
 Blocking work (triage of a large file, an IR compile, a verification run) runs in daemon threads
 via `run_blocking`, so the event loop keeps answering and a compile still running at exit does not
 hold the process; user code itself only ever runs in the worker subprocesses those calls start.
+Long requests register a `Job` (`jobs.py`) so that `$/cancelRequest`, the progress's cancel button
+and `shutdown` stop them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from diagnose.lsp.ir_facts import IrSnapshot
+from diagnose.lsp.jobs import DiagnoseProtocol, Jobs
 from diagnose.lsp.rule_docs import RuleDocs
 from diagnose.lsp.settings import ClientOptions, Settings, parse_options, resolve
 from diagnose.records import Finding
@@ -49,7 +52,8 @@ class DocumentState:
     Triage results belong to `triaged_version` and carry the lines they were computed on, so that
     IR facts are placed on those same lines; `triage_requests` numbers triage runs (the result of
     an older run never replaces a newer one's), and `ir_saves` counts saves (an IR job started for
-    an older save than the latest is superseded).
+    an older save than the latest is superseded). While the text does not parse, `findings` are
+    the syntax error and the last parsed text's findings, moved to the current lines.
     """
 
     triaged_version: int | None = None
@@ -58,6 +62,8 @@ class DocumentState:
     triaged_lines: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     triage: list[types.Diagnostic] = field(default_factory=list)
+    parsed_lines: list[str] = field(default_factory=list)  # the last text that parsed,
+    parsed_findings: list[Finding] = field(default_factory=list)  # and its findings (kept mid-edit)
     debounce: asyncio.Task | None = None
     last_change: float = 0.0  # time.monotonic() of the last didChange
     triaging: bool = False  # a debounced triage is running
@@ -72,7 +78,8 @@ class DiagnoseServer(LanguageServer):
     """pygls' server plus diagnose's state; handlers receive it as `ls`."""
 
     def __init__(self) -> None:
-        super().__init__("diagnose", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("diagnose", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=DiagnoseProtocol)
         self.init_options = ClientOptions()
         self.options = ClientOptions()  # initializationOptions, then workspace/configuration on top
         self.documents: dict[str, DocumentState] = {}
@@ -81,6 +88,7 @@ class DiagnoseServer(LanguageServer):
         self.checks_running: set[str] = set()
         self.reported: set[str] = set()
         self.tasks: set[asyncio.Task] = set()  # background work, held so that it is not collected
+        self.jobs = Jobs()  # long requests, cancellable
         self._ir_slot: asyncio.Semaphore | None = None
 
     # --- client and configuration -------------------------------------------------------------
@@ -187,6 +195,26 @@ class DiagnoseServer(LanguageServer):
         threading.Thread(target=work, name=f"diagnose-{getattr(fn, '__name__', 'job')}", daemon=True).start()
         return future
 
+    def cancel_job(self, request_id: Any, reason: str) -> bool:
+        """Stop a long request's work and end its progress with `reason`; False when none runs.
+
+        The thread stops at its next step; the handler's task is cancelled (the request's answer is
+        the caller's: `DiagnoseProtocol.cancel_request`).
+        """
+        job = self.jobs.take(request_id)
+        if job is None:
+            return False
+        job.stop.set()
+        if job.progress is not None:
+            try:
+                self.work_done_progress.end(job.progress, types.WorkDoneProgressEnd(message=f"cancelled: {reason}"))
+            except Exception as err:  # noqa: BLE001 - the connection may be closing
+                log.debug("no client to end the progress: %s", err)
+        if job.task is not None:
+            job.task.cancel()
+        self.log(f"{job.title}: {reason}")
+        return True
+
     @property
     def ir_slot(self) -> asyncio.Semaphore:
         """One IR compile at a time: each is heavy, and the newest save is the one that matters."""
@@ -221,8 +249,11 @@ def create_server() -> DiagnoseServer:
         identifier="diagnose", inter_file_dependencies=False, workspace_diagnostics=False))(diagnostics.pull)
     server.feature(types.TEXT_DOCUMENT_HOVER)(hover.hover)
     server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source]))(code_actions.code_action)
+        code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source],
+        resolve_provider=True))(code_actions.code_action)
+    server.feature(types.CODE_ACTION_RESOLVE)(code_actions.resolve)
     server.command(optimize.COMMAND)(optimize.optimize)
+    server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(optimize.progress_cancelled)
     return server
 
 

@@ -36,6 +36,9 @@ async def test_editor_profile_session(launch, examples, editor):
     # Rewrites come first when they apply; this session applies the suppression.
     fix = next(a for a in actions if isinstance(a, types.CodeAction) and a.kind == "quickfix"
                and a.title.startswith("Suppress"))
+    # Both resolve code actions: the edit comes when the fix is picked.
+    assert fix.edit is None
+    fix = await client.code_action_resolve_async(fix)
     # Versioned edits where the client declares them (VS Code), plain `changes` otherwise (Neovim).
     assert bool(fix.edit.document_changes) == (editor == "visual-studio-code")
     assert "# diagnose: ignore[TRI005]" in apply_edit(text, fix.edit, uri)

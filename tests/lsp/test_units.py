@@ -158,6 +158,15 @@ def test_line_map_follows_unchanged_lines():
     assert moved == {1: 2, 2: 3, 4: 5}  # "c" was edited: it has no place any more
 
 
+def test_follow_lines_keeps_a_line_being_typed():
+    from diagnose.lsp.diagnostics import follow_lines
+
+    old = ["a\n", "b(x)\n", "c\n"]
+    assert follow_lines(old, ["a\n", "b((x)\n", "c\n"]) == {1: 1, 2: 2, 3: 3}  # edited in place
+    assert follow_lines(old, ["new\n", "a\n", "b(\n", "c\n"]) == {1: 2, 2: 3, 3: 4}
+    assert follow_lines(old, ["a\n", "c\n"]) == {1: 1, 3: 2}  # "b" deleted: no place
+
+
 def test_ranges_count_utf16_units():
     lines = ["s = '😋'; tl.load(p)\n"]
     codec = PositionCodec()  # UTF-16, the LSP default
@@ -221,3 +230,16 @@ def test_a_kernel_that_does_not_compile_is_kept_with_its_error(tmp_path):
     (kernel,) = snapshot_from_result(result, path, SAVED).kernels
     assert (kernel.def_line, kernel.end_line, kernel.error["stage"]) == (2, 4, "make_cubin")
     assert "compile failed: out of resources" in hover_markdown(snapshot_from_result(result, path, SAVED), 3)
+
+
+# --- the README ----------------------------------------------------------------------------------
+
+def test_readme_names_the_optimize_action_as_the_server_does():
+    import re
+
+    from diagnose.lsp.code_actions import OPTIMIZE_TITLE
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    editors = readme[readme.index("## Editors"):]
+    named = re.findall(r'"(diagnose: [^"]*this task)"', editors)
+    assert named and all(OPTIMIZE_TITLE.startswith(name) for name in named), named
