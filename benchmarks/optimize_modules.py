@@ -107,11 +107,19 @@ def main() -> None:
     args = parser.parse_args()
     args.project = args.project.resolve()
     lock = str(Path(args.launches).resolve().parent / "device.lock")
+    done: list[dict] = []
+
+    def one(module: Path) -> dict:
+        row = run_one(module.resolve(), args, lock)
+        done.append(row)
+        print(table([row]).splitlines()[-1], flush=True)
+        if args.out:  # kept as each module ends: a call cut short keeps what finished
+            args.out.write_text(json.dumps(done, indent=1))
+        return row
+
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(lambda m: run_one(m.resolve(), args, lock), args.modules))
+        rows = list(pool.map(one, args.modules))
     print(table(rows))
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

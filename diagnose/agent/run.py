@@ -174,9 +174,11 @@ def report_from_state(state: dict) -> dict:
     """The run's report, in the schema of `diagnose/report/report.schema.json`."""
     results = state.get("results", [])
     best = policy.best_result(results)
+    module = header(Path(state["task"]).read_text(errors="replace")) if Path(state["task"]).is_file() else None
     return {
         "schema_version": SCHEMA_VERSION,
         "task": state["task"],
+        **({"module": str(module.origin)} if module else {}),
         "target": state["target"],
         "device": state["device"],
         "findings": state.get("findings", []),

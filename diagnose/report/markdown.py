@@ -14,7 +14,7 @@ def cell(text: str) -> str:
 def render_markdown(report: dict, plot_link: str | None = None) -> str:
     """`plot_link`: where the roofline SVG was written (relative to the Markdown file), None when it was not."""
     plot = roofline_plot(report)
-    out = [f"# diagnose optimize: {report['task']}", "",
+    out = [f"# diagnose optimize: {report.get('module') or report['task']}", "",
            f"target {report['target']}, device {report['device']}, deepest level {report.get('deepest_level') or '-'}"
            + (f", wall time {report['wall_s']:g} s" if report.get("wall_s") is not None else ""), "",
            run_view.outcome(report), "", run_view.timing_note(report), "", "## Roofline", "", plot.note, ""]

@@ -98,7 +98,7 @@ def svg_for(report: dict, folder: str | Path | None = None) -> tuple[RooflinePlo
     import tempfile
 
     plot = roofline_plot(report)
-    title = Path(report["task"]).stem + f" on {report['target']}"
+    title = Path(report.get("module") or report["task"]).stem + f" on {report['target']}"
     if folder is not None:
         path = write_svg(plot, folder, title)
         return plot, inline_svg(path) if path else None

@@ -338,7 +338,8 @@ class Harness:
             return matches[0]
         if not matches:
             raise ValueError("these inputs match none of the task's calls")
-        return list(self.layouts.values())[int(which.reshape(-1)[0])]
+        index = int(which.reshape(-1)[0])
+        return list(self.layouts.values())[index] if index >= 0 else matches[0]
 
     @property
     def roofline(self) -> dict:
@@ -350,7 +351,8 @@ class Harness:
         cache: dict = {}
 
         def work(inputs: list) -> tuple[float, float]:
-            key = tuple(getattr(t, "shape", None) for t in inputs)
+            which = inputs[-1]
+            key = (tuple(tuple(t.shape) for t in inputs), None if which.device.type == "meta" else int(which[0]))
             if key not in cache:
                 cache[key] = self.recorded_work(inputs)
             return cache[key]
@@ -360,7 +362,11 @@ class Harness:
     def recorded_work(self, inputs: list) -> tuple[float, float]:
         import torch
 
-        storages = [torch.empty(tuple(t.shape), dtype=t.dtype) if isinstance(t, torch.Tensor) else t for t in inputs]
+        *given, which = inputs
+        on = lambda t: "cpu" if t.device.type == "meta" else t.device  # noqa: E731
+        storages = [torch.empty(tuple(t.shape), dtype=t.dtype, device=on(t)) for t in given]
+        # the call index, as a value (a meta tensor has none: the storages' sizes tell the call then)
+        index = torch.tensor([-1 if which.device.type == "meta" else int(which.reshape(-1)[0])])
         seen: dict[int, int] = {}
         flops = 0.0
 
@@ -373,7 +379,7 @@ class Harness:
                 flops += _dot_flops(tensors)
 
         with recording(record):
-            self.Model()(*storages)
+            self.Model()(*storages, index)
         return float(sum(seen.values())), flops
 
     def get_input_groups(self) -> dict:

@@ -39,8 +39,15 @@ def _source(project, module, how):
     return [path] if how == "captured" else [path, "--call", CALLS[module]]
 
 
-@pytest.mark.parametrize("how", ["captured", "call"])
-@pytest.mark.parametrize("module", list(CALLS))
+# Every idiom from its captured launches; from a --call spec, the three ways a call is replayed (an
+# autograd function's apply, a kernel launched directly, a host function writing in place) and the file
+# that carries its own test (the rest run slow).
+CHECKS = [(m, "captured") for m in CALLS] + [
+    pytest.param(m, "call", marks=() if m in ("rms_norm", "module_method", "inplace_clamp", "self_tested")
+                 else pytest.mark.slow) for m in CALLS]
+
+
+@pytest.mark.parametrize("module, how", CHECKS)
 def test_check_passes_against_the_modules_own_code(captured_project, fresh_project, module, how):
     if how == "captured" and module not in CAPTURED:
         how_args, project = [str(fresh_project / "kernels" / f"{module}.py")], fresh_project  # its own test
@@ -55,8 +62,11 @@ def test_check_passes_against_the_modules_own_code(captured_project, fresh_proje
     assert checks["launches_triton"] and checks["ghost_replay"] and checks["input_mutation"]
 
 
-@pytest.mark.parametrize("how", ["captured", "call"])
-@pytest.mark.parametrize("module", CAPTURED)
+INSPECTS = [(m, "captured") for m in CAPTURED] + [
+    pytest.param(m, "call", marks=() if m in ("rms_norm", "module_method") else pytest.mark.slow) for m in CAPTURED]
+
+
+@pytest.mark.parametrize("module, how", INSPECTS)
 def test_inspect_compiles_at_the_replayed_shapes(captured_project, fresh_project, module, how):
     project = captured_project[0] if how == "captured" else fresh_project
     done = run_cli("inspect", *_source(project, module, how), "--json",

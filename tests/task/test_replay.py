@@ -78,3 +78,28 @@ def test_get_inputs_gives_uninitialised_storages_of_the_largest_call():
                                                 "large": "scale(x=f32[4096], factor=1.0)"}})
     storages = harness.get_inputs()
     assert storages[0].shape == (4096,) and int(storages[-1]) == 1
+
+
+def test_roofline_counts_the_storages_launches_touch_without_running_them():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def double(x_ptr, out_ptr, n, B: tl.constexpr):
+        o = tl.arange(0, B)
+        tl.store(out_ptr + o, tl.load(x_ptr + o) * 2, mask=o < n)
+
+    def host(x):
+        out = torch.empty_like(x)
+        double[(1,)](x, out, x.numel(), B=1024)
+        return out
+
+    # two calls whose storages have one size: the call index picks the layout (on meta: the sizes)
+    harness = Harness({"double": double, "host": host}, {"groups": {"a": "host(x=f32[8,100])",
+                                                                     "b": "host(x=f32[100,8])"}})
+    roofline = harness.roofline
+    inputs = harness.get_input_groups()["b"]()
+    assert roofline["bytes"](inputs) == 2 * 800 * 4 and roofline["flops"](inputs) == 0.0
+    with torch.device("meta"):
+        meta = harness.get_input_groups()["a"]()
+    assert roofline["bytes"](meta) == 2 * 800 * 4
