@@ -44,11 +44,10 @@ def module_task(path: Path, cache: Path, inputs: Inputs = Inputs(), candidate: P
     if not kernels:
         raise UsageError(f"{path}: no @triton.jit kernels (and no Model, get_inputs, get_init_inputs, ModelNew)")
     groups, primary = (_from_calls(path, tree, inputs) if inputs.calls else _from_launches(path, inputs))
-    if inputs.reference:
-        _check_reference(inputs.reference)
+    reference = _check_reference(inputs.reference) if inputs.reference else None
     module = identity(path)
     source = path.read_text(encoding="utf-8")
-    task_path = harness.write_task(cache, module, source, groups, primary, inputs.reference)
+    task_path = harness.write_task(cache, module, source, groups, primary, reference)
     if candidate is None:
         return load_task_file(task_path)
     text = harness.replace_user_part(task_path.read_text(), parse_candidate(candidate))
@@ -65,13 +64,15 @@ def parse_candidate(candidate: Path) -> str:
     return candidate.read_text(encoding="utf-8")
 
 
-def _check_reference(reference: str) -> None:
+def _check_reference(reference: str) -> str:
+    """`path.py:function`, made absolute (workers run elsewhere), once the file defines the function."""
     path, _, name = reference.rpartition(":")
     if not path or not name:
         raise UsageError(f"--reference {reference!r}: write it as path/to/file.py:function")
     names = top_level_names(parse_file(Path(path)))
     if name not in names:
         raise UsageError(f"--reference {reference!r}: {path} defines no {name!r}")
+    return f"{Path(path).resolve()}:{name}"
 
 
 def _from_calls(path: Path, tree, inputs: Inputs) -> tuple[dict[str, str], str]:

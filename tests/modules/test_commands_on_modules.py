@@ -129,3 +129,17 @@ def test_a_module_that_fails_to_import_names_the_users_own_line(tmp_path):
         (line,) = [l for l in done.stderr.splitlines() if l.startswith("diagnose: error:")]
         assert f"{tmp_path / 'ops.py'}:" in line and "RuntimeError: no cluster config" in line
         assert "cluster_setup.py:2 in setup" in line and "cache" not in line.split("(at")[0]
+
+
+def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path):
+    reference = tmp_path / "ref.py"
+    reference.write_text("import torch\n\n\ndef gelu(x):\n    return torch.nn.functional.gelu(x, approximate='tanh')\n\n\n"
+                         "def wrong(x):\n    return x\n")
+    module = str(fresh_project / "kernels" / "hardcoded_gelu.py")
+    env = {"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}
+    good = run_cli("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:gelu", "--seeds", "2",
+                   "-q", env=env)
+    assert good.returncode == 0, good.stdout[-1500:] + good.stderr[-1500:]
+    bad = run_cli("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:wrong", "--seeds", "2",
+                  "-q", env=env)
+    assert bad.returncode == 1 and "FAILED" in bad.stdout
