@@ -5,14 +5,15 @@
 #   benchmarks/h200/real_modules.sh PROJECT OUT "PYTEST ARGS" MODULE...
 #
 # Environment: CAPTURE_S (capture time limit, default 240; 0 skips the capture and reuses PROJECT's launches),
-# JOBS (3), BUDGET (candidates per module, 3), WALL (seconds per module, 150).
+# PYTEST_K (a -k expression for the tests), JOBS (3), BUDGET (candidates per module, 3), WALL (seconds per
+# module, 150). Launches captured before (carried in PROJECT/.diagnose/launches) are kept and added to.
 # OUT gets: capture.txt, launches.tgz, optimize.txt, optimize.json, patches.tgz, runs.tgz (each run's report).
 set -uo pipefail
 project=$(cd "$1" && pwd); out=$2; tests=$3; shift 3
 mkdir -p "$out"
 if [ "${CAPTURE_S:-240}" != 0 ]; then
   python3 -m diagnose.cli capture --device cuda --project "$project" --timeout "${CAPTURE_S:-240}" -- \
-    python3 -m pytest -q -p no:cacheprovider $tests > "$out/capture.txt" 2>&1
+    python3 -m pytest -q -p no:cacheprovider $tests ${PYTEST_K:+-k "$PYTEST_K"} > "$out/capture.txt" 2>&1
   tail -5 "$out/capture.txt"
 fi
 tar -C "$project" -czf "$out/launches.tgz" .diagnose/launches
