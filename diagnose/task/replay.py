@@ -345,7 +345,7 @@ class Harness:
     def roofline(self) -> dict:
         """`ROOFLINE` of the task format: the work of a call, counted without running a kernel (the
         reference is Triton code, which a CPU cannot run outside the interpreter): the reference's
-        forward is made on uninitialised tensors with every kernel recording its launch instead.
+        forward is made on copies of the inputs with every kernel recording its launch instead.
         Bytes: each distinct storage a launch reads or writes, once; FLOPs: 2·M·N·K for a launch whose
         kernel calls `tl.dot`, read off its operand shapes (0 where they do not show)."""
         cache: dict = {}
@@ -363,8 +363,10 @@ class Harness:
         import torch
 
         *given, which = inputs
-        on = lambda t: "cpu" if t.device.type == "meta" else t.device  # noqa: E731
-        storages = [torch.empty(tuple(t.shape), dtype=t.dtype, device=on(t)) for t in given]
+        # Copies of the drawn values (host code may check them: `assert target.max() < V`); on `meta`, where
+        # there are none, uninitialised storages (a host check then fails, and the caller counts on CPU).
+        storages = [torch.empty(tuple(t.shape), dtype=t.dtype) if t.device.type == "meta" else t.clone()
+                    for t in given]
         # the call index, as a value (a meta tensor has none: the storages' sizes tell the call then)
         index = torch.tensor([-1 if which.device.type == "meta" else int(which.reshape(-1)[0])])
         seen: dict[int, int] = {}

@@ -103,3 +103,17 @@ def test_roofline_counts_the_storages_launches_touch_without_running_them():
     with torch.device("meta"):
         meta = harness.get_input_groups()["a"]()
     assert roofline["bytes"](meta) == 2 * 800 * 4
+
+
+def test_roofline_runs_host_checks_on_the_drawn_values():
+    """Host code may check its inputs' values before launching (`assert target.max() < V`): the work is
+    counted on copies of the drawn inputs, never on uninitialised memory (seen on the H200)."""
+    def host(target, logits):
+        assert int(target.max()) < logits.shape[1], "target out of bounds"
+        return logits * 1.0
+
+    harness = Harness({"host": host}, {"groups": {"g": "host(target=i64[4096](range=(0, 10)), logits=f32[4096,10])"}})
+    inputs = harness.get_input_groups()["g"]()
+    before = [t.clone() for t in inputs]
+    assert harness.roofline["bytes"](inputs) == 0.0  # no Triton launch: nothing counted, nothing raised
+    assert all(torch.equal(a, b) for a, b in zip(before, inputs))
