@@ -11,6 +11,7 @@ launching kernels (a test that asserts something the CPU cannot give) still leav
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,18 +64,37 @@ def run_capture(command: list[str], project: Path, cpu: bool, target: str = "cud
             raise UsageError(f"{command[0]}: command not found") from None
         timed_out = False
         try:
-            returncode = proc.wait(timeout=timeout_s)
+            with _terminated_as_interrupt():
+                returncode = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             returncode, timed_out = None, True
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM: the command runs in a group of its own, end it too
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
         records = read_records(out)
     files = merge(project, list(records)) if records else []
     return CaptureResult(returncode, tuple(records), tuple(files), time.monotonic() - start, timed_out)
+
+
+@contextlib.contextmanager
+def _terminated_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt while the command runs (the main thread only: elsewhere there
+    is no handler to set), so that a capture that is killed ends the command it started."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def read_records(folder: Path) -> list[LaunchRecord]:

@@ -68,3 +68,32 @@ def test_a_command_that_launches_nothing_is_an_error(tmp_path):
 def test_a_missing_command_is_an_error(tmp_path):
     done = run_cli("capture", "--project", str(tmp_path), "--", "no-such-command-here")
     assert done.returncode == 2 and "command not found" in done.stderr
+
+
+def test_a_killed_capture_ends_the_command_it_started(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import ROOT
+
+    marker = tmp_path / "child.pid"
+    script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    capture = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "capture", "--device", "cpu", "--project",
+                                str(tmp_path), "--", sys.executable, "-c", script], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline, "the command did not start"
+        time.sleep(0.2)
+    child = int(marker.read_text())
+    capture.send_signal(signal.SIGTERM)
+    capture.wait(timeout=30)
+    time.sleep(0.5)
+    try:
+        os.kill(child, 0)
+        alive = open(f"/proc/{child}/stat").read().split()[2] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        alive = False
+    assert not alive, "the user's command outlived its capture"
