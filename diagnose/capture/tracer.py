@@ -158,12 +158,17 @@ class Tracer:
         if fn is None or not hasattr(fn, "__code__"):
             return
         site, hosts, by = None, [], None
+        outer, decided = jit, set()  # the wrapper the module launches, and the values its wrappers set
         f = frame.f_back
         while f is not None:
             code = f.f_code
             name = code.co_filename.replace(os.sep, "/")
             if name.endswith("triton/runtime/autotuner.py") and code.co_name == "_bench":
                 return  # the autotuner trying a config: its final launch is recorded
+            if name.endswith("triton/runtime/autotuner.py") and code.co_name == "run" and site is None:
+                wrapper = f.f_locals.get("self")
+                outer = wrapper if wrapper is not None else outer
+                decided |= _decided_by(wrapper)
             if site is None and self.classify_frame(f) != IGNORE:
                 site = f
             entry = self.entries.get(id(f))
@@ -176,7 +181,12 @@ class Tracer:
             return
         named = _kernel_arguments(jit, fn, args, kwargs)
         grid_value = _grid(grid, named)
-        light = CallSpec(fn.__name__, tuple(), tuple(describe_call(named, ranges=False)), grid_value)
+        # A launch replayed at the kernel goes through the module's own wrapper (autotune, heuristics),
+        # which sets its values itself: the launch spec leaves them out, and names the wrapper's global.
+        named = [(k, v) for k, v in named if k not in decided]
+        target = _global_name(site.f_globals, outer) or _global_name(getattr(fn, "__globals__", {}), outer) \
+            or fn.__name__
+        light = CallSpec(target, tuple(), tuple(describe_call(named, ranges=False)), grid_value)
         module_file = site.f_code.co_filename
         host = self.host_call(module_file, hosts, ranges=False)
         key = f"{module_file}\0{site.f_lineno}\0{light.text()}\0{host.text() if host else ''}"
@@ -185,7 +195,7 @@ class Tracer:
                 self.counts[key] += 1
                 return
             self.counts[key] = 1
-        launch_spec = CallSpec(fn.__name__, tuple(), tuple(describe_call(named)), grid_value)
+        launch_spec = CallSpec(target, tuple(), tuple(describe_call(named)), grid_value)
         host = self.host_call(module_file, hosts, ranges=True)
         record = {
             "key": key, "module_file": str(Path(module_file).resolve()), "line": site.f_lineno,
@@ -215,6 +225,22 @@ class Tracer:
 
     def counted(self) -> list[dict]:
         return [{"key": key, "count": n} for key, n in self.counts.items() if n > 1]
+
+
+def _decided_by(wrapper: Any) -> set[str]:
+    """The launch values an `Autotuner` (its configs' keys and options) or `Heuristics` sets."""
+    if wrapper is None:
+        return set()
+    if hasattr(wrapper, "configs"):
+        keys = {k for config in wrapper.configs for k in config.all_kwargs()}
+        return keys | {"num_warps", "num_stages", "num_ctas", "maxnreg"}
+    return set(getattr(wrapper, "values", {}) or {})
+
+
+def _global_name(namespace: dict, obj: Any) -> str | None:
+    """The module-level name bound to `obj` (`_KERNEL` for a kernel a factory made), if any."""
+    return next((name for name, value in list(namespace.items()) if value is obj and not name.startswith("__")),
+                None)
 
 
 def _relative(file: str) -> str:

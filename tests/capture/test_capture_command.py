@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import run_cli
 
 MODULES = ["autotuned_softmax", "block_ptr_copy", "hardcoded_gelu", "heuristics_add", "inplace_clamp",
-           "module_method", "nested_kernel", "rms_norm"]
+           "module_method", "nested_kernel", "rms_norm", "tuned_method"]
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def captured(captured_project):
 def test_every_module_of_the_project_has_its_launches(captured):
     project, done = captured
     assert done.returncode == 0, done.stderr
-    assert "9 distinct launches" in done.stderr and "on the CPU" in done.stderr
+    assert "10 distinct launches" in done.stderr and "on the CPU" in done.stderr
     files = sorted(p.stem for p in (project / ".diagnose" / "launches").glob("*.json"))
     assert files == [f"kernels.{m}" for m in MODULES]
 
@@ -41,11 +41,17 @@ def test_autotuned_and_method_launches(captured):
     project, _ = captured
     launches = project / ".diagnose" / "launches"
     (softmax,) = json.loads((launches / "kernels.autotuned_softmax.json").read_text())["launches"]
-    # the config the autotuner chose (the first, on the CPU stand-in) is part of the launch
-    assert "num_warps=4" in softmax["launch"] and "num_stages=1" in softmax["launch"]
+    # the options the autotuner's configs set are its own: the launch leaves them to it
+    assert "num_warps" not in softmax["launch"] and softmax["launch"].endswith("BLOCK=256)")
     assert softmax["call"] == "softmax(x=f32[16,200])"
     (method,) = json.loads((launches / "kernels.module_method.json").read_text())["launches"]
     assert method["call"] is None and method["host"] == "forward"  # replayed at the kernel itself
+    (tuned,) = json.loads((launches / "kernels.tuned_method.json").read_text())["launches"]
+    # replayed at the kernel through its autotuner: what the autotuner sets is left to it
+    assert tuned["call"] is None and tuned["launch"].startswith("scale_kernel[(4,)](x_ptr=f32[1000]")
+    assert "BLOCK" not in tuned["launch"] and "num_warps" not in tuned["launch"]
+    (nested,) = json.loads((launches / "kernels.nested_kernel.json").read_text())["launches"]
+    assert nested["kernel"] == "square_kernel" and nested["launch"].startswith("_KERNEL[")
     adds = json.loads((launches / "kernels.heuristics_add.json").read_text())["launches"]
     assert sorted(a["call"] for a in adds) == ["scaled_add(x=f32[1000], y=f32[1000], alpha=0.5)",
                                                 "scaled_add(x=f32[1024], y=f32[1024], alpha=0.5)"]

@@ -18,11 +18,12 @@ CALLS = {
     "nested_kernel": "square(x=f32[300])",
     "rms_norm": "RMSNormFunction.apply(x=f32[4,6,96], w=f32[96], eps=1e-06)",
     "self_tested": "axpy(a=2.0, x=f32[3000], y=f32[3000])",
+    "tuned_method": "scale_kernel[(4,)](x_ptr=f32[1000], out_ptr=f32[1000], factor=3.0, n=1000)",
 }
 KERNELS = {"autotuned_softmax": "softmax_kernel", "block_ptr_copy": "scale_tiles_kernel",
            "hardcoded_gelu": "gelu_kernel", "heuristics_add": "scaled_add_kernel", "inplace_clamp": "clamp_kernel",
            "module_method": "bias_add_kernel", "nested_kernel": "_KERNEL", "rms_norm": "_rms_fwd",
-           "self_tested": "axpy_kernel"}
+           "self_tested": "axpy_kernel", "tuned_method": "scale_kernel"}
 CAPTURED = [m for m in CALLS if m != "self_tested"]  # the project's tests do not import it
 
 
@@ -143,3 +144,15 @@ def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path)
     bad = run_cli("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:wrong", "--seeds", "2",
                   "-q", env=env)
     assert bad.returncode == 1 and "FAILED" in bad.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["rms_norm", "module_method", "inplace_clamp", "autotuned_softmax"])
+def test_optimize_from_a_call_spec(fresh_project, tmp_path, module):
+    path = fresh_project / "kernels" / f"{module}.py"
+    before = path.read_text()
+    done = run_cli("optimize", str(path), "--call", CALLS[module], "--max-candidates", "2", "--seeds", "2",
+                   "--max-wall", "300", "-q", env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert path.read_text() == before
+    assert "run " in done.stdout and "report" in done.stdout
