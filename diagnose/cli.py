@@ -589,8 +589,10 @@ def profile(
 def capture(
     command: Optional[List[str]] = typer.Argument(None, help="The command to run, after `--`: your tests or a "
                                                             "script (`-- pytest tests/test_ops.py -k fwd`)."),
-    device: str = typer.Option("auto", "--device", help="auto (a GPU if there is one), cuda, or cpu (Triton's "
-                                                        "interpreter on a CPU stand-in for the GPU)."),
+    device: str = typer.Option("auto", "--device", help="auto (a GPU if there is one), cuda, cpu (Triton's "
+                                                        "interpreter on a CPU stand-in for the GPU), or none "
+                                                        "(launches recorded, not run: the command's results "
+                                                        "are meaningless; for code the interpreter cannot run)."),
     project: Path = typer.Option(Path("."), "--project", help="Run in this folder; the launches go to its "
                                                              ".diagnose/launches/."),
     timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive,
@@ -600,30 +602,32 @@ def capture(
 ):
     """Run your own command with Triton's launches recorded: kernel, shapes, dtypes, strides, scalars,
     constexprs, grid, and the host call that made each (no tensor data), into .diagnose/launches/."""
-    from diagnose.capture.command import run_capture
+    from diagnose.capture.command import MODES, run_capture
     from diagnose.capture.listing import render_listing
 
     if list_file is not None:
         typer.echo(render_listing(list_file))
         raise typer.Exit(EXIT_OK)
-    if device not in ("auto", "cpu", "cuda"):
-        raise UsageError(f"--device {device!r}: choose auto, cuda or cpu")
+    modes = {"cpu": "interpreter", "cuda": "gpu", "none": "record"}
+    if device not in ("auto", *modes):
+        raise UsageError(f"--device {device!r}: choose auto, cuda, cpu or none")
     if not project.is_dir():
         raise UsageError(f"--project {project}: no such folder")
-    cpu = device == "cpu"
     if device == "auto":
         from diagnose.runtime.devices import available
 
-        cpu = not available("cuda")[0]
-    result = run_capture(list(command or []), project.resolve(), cpu=cpu, timeout_s=timeout)
-    where = "on the CPU (Triton's interpreter)" if cpu else "on the GPU"
+        device = "cuda" if available("cuda")[0] else "cpu"
+    mode = modes[device]
+    result = run_capture(list(command or []), project.resolve(), mode=mode, timeout_s=timeout)
     status = "timed out" if result.timed_out else f"exited with {result.returncode}"
-    typer.echo(f"diagnose capture: the command {status} after {result.seconds:.0f} s, {where}; "
+    typer.echo(f"diagnose capture: the command {status} after {result.seconds:.0f} s, {MODES[mode]}; "
                f"{len(result.records)} distinct launches", err=True)
     for path in result.files:
         typer.echo(f"  {path}", err=True)
     if not result.records:
-        raise UsageError("no Triton launch was seen: does the command launch kernels (and run Python)?")
+        hint = (" If the project cannot run in Triton's interpreter, --device none records its launches "
+                "without running them." if mode == "interpreter" and result.returncode else "")
+        raise UsageError("no Triton launch was seen: does the command launch kernels (and run Python)?" + hint)
     raise typer.Exit(EXIT_OK)
 
 

@@ -2,9 +2,13 @@
 
 The command runs as the user would run it (its output goes to the terminal, its exit code is reported)
 with this package's `bootstrap/` folder first on `PYTHONPATH`, so that every Python process it starts
-loads the tracer (`diagnose/capture/tracer.py`) before anything else; on a machine without a GPU (or
-with `--device cpu`) the kernels run in Triton's interpreter on the CPU stand-in
-(`diagnose/runtime/cpu_standin.py`). The records, one JSON line each, are merged afterwards into
+loads the tracer (`diagnose/capture/tracer.py`) before anything else. Where the kernels run (`MODES`):
+on the GPU; on a machine without one (or with `--device cpu`) in Triton's interpreter on the CPU
+stand-in (`diagnose/runtime/cpu_standin.py`); or, with `--device none`, nowhere: each launch is
+recorded and then skipped through Triton's `jit_cache_hook` (a hook that answers True tells
+`JITFunction.run` not to compile; it returns None), for projects whose code the interpreter cannot run
+(FlagGems' `LibEntry` wants a compiled `JITFunction`). The command's results are then meaningless and
+its tests fail after their first launch; the shapes of what it launched are what is kept. The records, one JSON line each, are merged afterwards into
 `.diagnose/launches/` of the project folder (`diagnose/task/launches.py`). A command that fails after
 launching kernels (a test that asserts something the CPU cannot give) still leaves its launches.
 """
@@ -39,27 +43,39 @@ class CaptureResult:
     timed_out: bool = False
 
 
-def capture_env(out: Path, cpu: bool, target: str) -> dict[str, str]:
+MODES = {
+    "gpu": "on the GPU",
+    "interpreter": "on the CPU (Triton's interpreter)",
+    "record": "recorded, not run (no device)",
+}
+
+
+def capture_env(out: Path, mode: str, target: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOTSTRAP), str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
     env["DIAGNOSE_CAPTURE_DIR"] = str(out)
     env["DIAGNOSE_CAPTURE_TARGET"] = target
-    if cpu:
+    env["DIAGNOSE_CAPTURE_MODE"] = mode
+    if mode == "interpreter":
         env["TRITON_INTERPRET"] = "1"
-        env["DIAGNOSE_CAPTURE_CPU"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
     return env
 
 
-def run_capture(command: list[str], project: Path, cpu: bool, target: str = "cuda:sm90",
+def run_capture(command: list[str], project: Path, mode: str, target: str = "cuda:sm90",
                 timeout_s: float | None = None) -> CaptureResult:
-    """Run `command` in `project` with the tracer in every Python process; merge what it launched."""
+    """Run `command` in `project` with the tracer in every Python process; merge what it launched.
+    `mode` is one of `MODES`."""
+    if mode not in MODES:
+        raise ValueError(f"capture mode {mode!r}: one of {', '.join(MODES)}")
     if not command:
         raise UsageError("give the command to run after `--`: diagnose capture -- pytest tests/test_ops.py")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="diagnose-capture-") as folder:
         out = Path(folder)
         try:
-            proc = subprocess.Popen(command, cwd=project, env=capture_env(out, cpu, target), start_new_session=True)
+            proc = subprocess.Popen(command, cwd=project, env=capture_env(out, mode, target), start_new_session=True)
         except FileNotFoundError:
             raise UsageError(f"{command[0]}: command not found") from None
         timed_out = False

@@ -128,4 +128,6 @@ def _value_range(tensor, dtype: str) -> tuple:
     low, high = float(finite.min()), float(finite.max())
     if low < 0 or not low < high <= FLOAT_SPAN or finite.numel() < detached.numel():
         return None, None, ()  # signed data, constant or never written (an output buffer): normal values
+    if high < torch.finfo(detached.dtype).tiny:
+        return None, None, ()  # nothing above the smallest normal number: memory nobody wrote yet
     return low, high, ()

@@ -8,6 +8,8 @@ callback per call; Triton itself is never patched:
 - a frame of `JITFunction.run` or of the interpreter's `InterpretedFunction.run` is a launch: its
   locals hold the kernel, the arguments, the constexprs and options, and the grid. Launches made by
   the autotuner while it benchmarks configs are not recorded (the launch with the chosen config is).
+  A launch forwarded by a wrapper's `run` (`Autotuner`, `Heuristics`, a project's own `KernelInterface`
+  such as FlagGems' `LibEntry`) is recorded as a launch of that wrapper, as the module wrote it.
 - a frame of a function defined in a file that mentions `triton` (and is not Triton, torch or the
   standard library) may be a host call: the specs of its arguments are taken as it starts, before its
   body reassigns them (`X = X.view(-1, n)`), and kept under the frame's id.
@@ -102,6 +104,12 @@ class Tracer:
             return IGNORE
         return HOST if self.user_file(file) else IGNORE
 
+    def top_level_site(self, code) -> bool:
+        """A launch written at a script's top level or in a lambda (`do_bench(lambda: k[grid](...))`), as
+        tutorials and benchmark files have them: a site with no host call, replayed at the kernel."""
+        return code.co_name in ("<module>", "<lambda>") and not code.co_filename.startswith("<") \
+            and self.user_file(code.co_filename)
+
     def user_file(self, file: str) -> bool:
         known = self.files.get(file)
         if known is None:
@@ -165,11 +173,14 @@ class Tracer:
             name = code.co_filename.replace(os.sep, "/")
             if name.endswith("triton/runtime/autotuner.py") and code.co_name == "_bench":
                 return  # the autotuner trying a config: its final launch is recorded
-            if name.endswith("triton/runtime/autotuner.py") and code.co_name == "run" and site is None:
-                wrapper = f.f_locals.get("self")
-                outer = wrapper if wrapper is not None else outer
-                decided |= _decided_by(wrapper)
-            if site is None and self.classify_frame(f) != IGNORE:
+            if site is None and code.co_name == "run" and _is_wrapper(f.f_locals.get("self"), jit):
+                # An `Autotuner`, `Heuristics` or a project's own launcher (FlagGems' `LibEntry`, its
+                # `LibTuner`) forwarding the launch: the module launches the wrapper, not the kernel.
+                outer = f.f_locals["self"]
+                decided |= _decided_by(outer)
+                f = f.f_back
+                continue
+            if site is None and (self.classify_frame(f) != IGNORE or self.top_level_site(code)):
                 site = f
             entry = self.entries.get(id(f))
             if entry is not None and entry[0] is code:
@@ -225,6 +236,20 @@ class Tracer:
 
     def counted(self) -> list[dict]:
         return [{"key": key, "count": n} for key, n in self.counts.items() if n > 1]
+
+
+def _is_wrapper(obj: Any, jit: Any) -> bool:
+    """`obj` is a launcher around `jit`: a `KernelInterface` whose `fn` chain reaches it."""
+    from triton.runtime.jit import KernelInterface
+
+    if obj is jit or not isinstance(obj, KernelInterface):
+        return False
+    seen = 0
+    while obj is not None and seen < 8:
+        obj, seen = getattr(obj, "fn", None), seen + 1
+        if obj is jit:
+            return True
+    return False
 
 
 def _decided_by(wrapper: Any) -> set[str]:

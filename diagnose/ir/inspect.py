@@ -27,7 +27,7 @@ from diagnose.ir.cache import CACHE_ENV, sha256_file
 from diagnose.ir.compile import CompileFailed, CompileRecord, compile_launch
 from diagnose.ir.facts import FactContext, facts_for
 from diagnose.ir.launch import collect_launches
-from diagnose.ir.specialize import ConcreteLaunch, expand_configs
+from diagnose.ir.specialize import ArgumentsDoNotFit, ConcreteLaunch, expand_configs
 from diagnose.ir.stages import STAGE_NAMES
 from diagnose.ir.stages import stage as stage_descriptor
 from diagnose.ir.summary import line_summary
@@ -61,8 +61,20 @@ def _inspect(payload: dict) -> dict:
     snapshots = bool(payload.get("passes") or payload.get("diff_pass"))
     kernels = []
     for launch in launches:
-        for concrete in expand_configs(launch):
-            kernels.append(_inspect_one(concrete, target, payload, snapshots))
+        if launch.error:
+            kernels.append(_failed(launch.kernel, launch.label, launch.error, "launch"))
+            continue
+        try:
+            concretes = expand_configs(launch)
+        except UsageError as e:
+            kernels.append(_failed(launch.kernel, launch.label, str(e), "launch"))
+            continue
+        for concrete in concretes:
+            try:
+                kernels.append(_inspect_one(concrete, target, payload, snapshots))
+            except ArgumentsDoNotFit as e:
+                kernels.append(_failed(concrete.kernel, "; ".join(p for p in (concrete.label, concrete.config) if p),
+                                       str(e), "launch"))
     return {
         "file": str(Path(path).resolve()),
         "target": target.name,
@@ -70,6 +82,13 @@ def _inspect(payload: dict) -> dict:
         "inputs": _inputs(path),
         "seconds": time.perf_counter() - start,
     }
+
+
+def _failed(kernel: str, label: str, message: str, stage: str) -> dict:
+    """The entry of a kernel that has no compile: why, and at which step (`launch`: no launch of it)."""
+    title = kernel + (f" [{label}]" if label else "")
+    return {"kernel": kernel, "title": title, "config": "", "grid": None,
+            "error": {"message": message, "stage": stage, "log": ""}}
 
 
 def _inspect_one(launch: ConcreteLaunch, target: Target, payload: dict, snapshots: bool) -> dict:

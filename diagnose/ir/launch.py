@@ -53,7 +53,9 @@ class Launch:
     """One launch of a kernel as the user's file makes it, before autotune configs are expanded.
 
     `fn` is the outermost wrapper (`Autotuner`, `Heuristics` or `JITFunction`); `kwargs` holds the
-    constexprs and launch options given at the call; `grid` a tuple, a callable, or None.
+    constexprs and launch options given at the call; `grid` a tuple, a callable, or None. `error` says
+    why a kernel module's replay made no launch of this kernel (`fn` is then None): that kernel is
+    reported as failed and the module's other kernels are still compiled.
     """
 
     kernel: str
@@ -63,6 +65,7 @@ class Launch:
     grid: Any = None
     origin: str = ""
     label: str = ""
+    error: str = ""
 
 
 def load_module(path: str) -> Any:
@@ -219,7 +222,9 @@ def per_kernel_groups(module: Any) -> list[str]:
 
 
 def per_kernel_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
-    """Each group's call replayed on uninitialised storages, its own kernel's launches kept."""
+    """Each group's call replayed on drawn inputs (host code may check values: a target index below
+    the vocabulary size), its own kernel's launches kept. A group whose replay fails, or launches no
+    kernel of that name, gives one `Launch` with an `error`: one kernel's failure is its own."""
     import dataclasses
 
     import torch
@@ -231,14 +236,35 @@ def per_kernel_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
     for index, group in enumerate(per_kernel_groups(module)):
         guessed = group.startswith(GUESSED)
         wanted = group.removeprefix(GUESSED if guessed else PER_KERNEL)
-        inputs = [*harness.layouts[group].empty(), torch.tensor([index])]
-        module.get_inputs = lambda inputs=inputs: inputs
+        origin = harness.calls[group].text()
         label = "guessed launch: shapes guessed from the source" if guessed else "captured launch"
-        for launch in capture_task_launches(module, kernels):
-            name = getattr(unwrap(launch.fn), "__name__", launch.kernel)
-            if wanted in (launch.kernel, name):
-                out.append(dataclasses.replace(launch, origin=harness.calls[group].text(), label=label))
+        try:
+            torch.manual_seed(index)
+            inputs = [*harness.layouts[group].draw(), torch.tensor([index])]
+            module.get_inputs = lambda inputs=inputs: inputs
+            recorded = capture_task_launches(module, kernels)
+        except Exception as e:  # the user's host code or a guess that does not fit the kernel
+            out.append(Launch(wanted, None, (), origin=origin, label=label, error=_replay_error(e)))
+            continue
+        mine = [dataclasses.replace(launch, origin=origin, label=label) for launch in recorded
+                if wanted in (launch.kernel, getattr(unwrap(launch.fn), "__name__", launch.kernel))]
+        if not mine:
+            names = sorted({launch.kernel for launch in recorded}) or ["nothing"]
+            mine = [Launch(wanted, None, (), origin=origin, label=label,
+                           error=f"the replay launched {', '.join(names)}, not {wanted}")]
+        out += mine
     return out
+
+
+def _replay_error(error: BaseException) -> str:
+    """`Type: message (at file:line in function)`, the innermost frame of the user's code."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if "/diagnose/" not in f.filename
+              and "site-packages" not in f.filename]
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    first = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(error).__name__}: {first}{where}"
 
 
 def unwrap(fn: Any) -> Any:

@@ -25,7 +25,8 @@ def render_text(result: dict, passes: bool = False, diff_pass: str | None = None
         out.append("")
         out.append(_header(k))
         if "error" in k:
-            out.append(f"  compile failed: {k['error']['message']}")
+            failed = "no launch" if k["error"].get("stage") == "launch" else "compile failed"
+            out.append(f"  {failed}: {k['error']['message']}")
             out += ["    " + line for line in k["error"].get("log", "").strip().splitlines()[-12:]]
             continue
         if stage:

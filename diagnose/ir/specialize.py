@@ -10,7 +10,8 @@ backend instead of the active driver's, so no GPU driver is needed and the hash 
 
 Autotuned kernels (`@triton.autotune`, `@triton.heuristics`) are expanded first: every config left
 after the autotuner's own pruning (`early_config_prune`, `perf_model`) gives one concrete launch, with
-heuristics evaluated on the merged arguments, as `Autotuner.run` and `Heuristics.run` do.
+heuristics evaluated on the merged arguments, as `Autotuner.run` and `Heuristics.run` do. A project's
+own wrapper that forwards to a kernel held in its `fn` (FlagGems' `LibEntry`) is looked through.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from typing import Any
 
 from diagnose.errors import UsageError
 from diagnose.ir.launch import Launch, named_arguments
+
+
+class ArgumentsDoNotFit(UsageError):
+    """A launch's arguments do not bind to its kernel's signature (a guessed or stale launch)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ def expand_configs(launch: Launch) -> list[ConcreteLaunch]:
 
 def _expand(fn: Any, args: tuple, kwargs: dict) -> list[tuple[Any, dict, str]]:
     from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.jit import JITFunction
+    from triton.runtime.jit import JITFunction, KernelInterface
 
     if isinstance(fn, JITFunction):
         return [(fn, kwargs, "")]
@@ -77,6 +82,10 @@ def _expand(fn: Any, args: tuple, kwargs: dict) -> list[tuple[Any, dict, str]]:
             for jit, kw, inner in _expand(fn.fn, args, {**kwargs, **cfg.all_kwargs()}):
                 out.append((jit, kw, "; ".join(p for p in (str(cfg), inner) if p)))
         return out
+    if isinstance(getattr(fn, "fn", None), KernelInterface):
+        # A project's own launcher around a kernel (FlagGems' `LibEntry`): it caches and forwards the
+        # launch to the kernel it wraps, which compiles as it would.
+        return _expand(fn.fn, args, kwargs)
     raise UsageError(f"cannot compile {type(fn).__name__}: not a Triton kernel")
 
 
@@ -95,7 +104,7 @@ def build_source(jit: Any, args: tuple, kwargs: dict, target: Any) -> tuple[Any,
     try:
         bound_args, specialization, options = binder(*args, **kwargs)
     except TypeError as e:
-        raise UsageError(f"{jit.__name__}: the example arguments do not fit the signature: {e}") from e
+        raise ArgumentsDoNotFit(f"{jit.__name__}: the example arguments do not fit the signature: {e}") from e
     options, signature, constexprs, attrs = jit._pack_args(backend, kwargs, bound_args, specialization, options)
     return ASTSource(jit, signature, constexprs, attrs), options
 

@@ -9,7 +9,7 @@ CPU tensors; `install(target)` makes the rest of that code run too, in a worker 
 - tensors: a torch function mode sends every `device="cuda..."`, `.cuda()` and `.to("cuda")` to the CPU,
   and answers `x.is_cuda` with True (host code asserts it); `x.device` still says `cpu`;
 - `torch.cuda`: device queries answer for the target (an H100-class sm_90 by default: its SM count,
-  capability and name, marked as a stand-in), and streams, events, `device(...)`, `synchronize`, seeding
+  capability and name, marked as a stand-in; one device), and streams, events, `device(...)`, `synchronize`, seeding
   and memory statistics do nothing; `torch.cuda.is_available()` still says False, so code that asks
   takes its CPU path;
 - Triton's driver: through Triton's own seam, `driver.set_active`, a driver that answers for the target,
@@ -156,7 +156,7 @@ def patch_torch_cuda(target) -> None:
     props = _properties(target)
     stream = StandInStream()
     values = {
-        "device_count": lambda: 0,
+        "device_count": lambda: 1,  # device 0, the one current_device names (per-device tables index it)
         "current_device": lambda: 0,
         "get_device_properties": lambda device=None: props,
         "get_device_capability": lambda device=None: (props.major, props.minor),

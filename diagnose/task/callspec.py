@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 
 from diagnose import syntax
 from diagnose.errors import UsageError
-from diagnose.task.specs import CallSpec, DtypeValue, Same, TensorSpec, Value, short_dtype
+from diagnose.task.specs import CallSpec, DtypeValue, Opaque, Same, TensorSpec, Value, short_dtype
 
 NAMED_CONSTANTS = {"inf": math.inf, "nan": math.nan, "True": True, "False": False, "None": None}
 TENSOR_OPTIONS = ("stride", "offset", "storage", "base", "range", "values")
+# `<JITFunction>`, `<TensorDescriptor>`: a captured value no spec can write (read back, never replayed).
+OPAQUE = re.compile(r"<([A-Za-z_][\w.\[\], ]*)>")
+OPAQUE_CALL = "__diagnose_opaque__"
 
 
 def parse_call(text: str) -> CallSpec:
     """`CallSpec` of `fn(a=f16[8], b=2)` or `kernel[(4,)](...)`; `UsageError` when it does not read."""
     try:
-        tree = syntax.parse(text.strip(), mode="eval")
+        tree = syntax.parse(OPAQUE.sub(lambda m: f"{OPAQUE_CALL}({m.group(1)!r})", text.strip()), mode="eval")
     except SyntaxError as exc:
         raise UsageError(f"call spec {text!r} does not parse: {exc.msg} at column {exc.offset or 0}") from None
     call = tree.body
@@ -85,6 +89,8 @@ def _value(node: ast.AST, text: str) -> Value:
         return tuple(items) if isinstance(node, ast.Tuple) else items
     if isinstance(node, ast.Subscript) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)):
         return _tensor(node, text)
+    if isinstance(node, ast.Call) and _dotted(node.func) == OPAQUE_CALL:
+        return Opaque(node.args[0].value)
     if isinstance(node, ast.Call) and _dotted(node.func) == "same":
         if len(node.args) != 1 or not isinstance(node.args[0], ast.Name) or node.keywords:
             raise UsageError(f"call spec {text!r}: write `same(name)` with the other argument's name")

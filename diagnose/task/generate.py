@@ -123,46 +123,14 @@ def _grid(kernel: ast.FunctionDef) -> tuple[int, ...]:
     return {1: (128,), 2: (16, 8), 3: (8, 4, 4)}[max(axes) + 1]
 
 
-def decorated_values(kernel: ast.FunctionDef) -> set[str]:
-    """Parameters that `triton.autotune` configs or `triton.heuristics` set (a launch must not pass
-    them): the keys of literal `triton.Config({...})` dicts and heuristics dicts; when the configs are
-    not literal, every constexpr named like a tunable (`BLOCK...`, `GROUP...`, `num_...`)."""
-    found: set[str] = set()
-    opaque = False
-    for decorator in kernel.decorator_list:
-        if not isinstance(decorator, ast.Call):
-            continue
-        name = ast.unparse(decorator.func)
-        if name.endswith("heuristics"):
-            for arg in [*decorator.args, *(k.value for k in decorator.keywords)]:
-                if isinstance(arg, ast.Dict):
-                    found |= {k.value for k in arg.keys if isinstance(k, ast.Constant)}
-        if name.endswith("autotune"):
-            configs = next((k.value for k in decorator.keywords if k.arg == "configs"),
-                           decorator.args[0] if decorator.args else None)
-            literal = [c for c in ast.walk(configs) if isinstance(c, ast.Call)] if configs is not None else []
-            dicts = [c.args[0] for c in literal if c.args and isinstance(c.args[0], ast.Dict)]
-            if dicts:
-                found |= {k.value for d in dicts for k in d.keys if isinstance(k, ast.Constant)}
-            else:
-                opaque = True
-    if opaque:
-        found |= {a.arg for a in kernel.args.args
-                  if _is_constexpr(a) and re.search(r"BLOCK|TILE|GROUP|SPLIT|^num_|WARPS|STAGES", a.arg)}
-    return found
-
-
 def guess_launch(kernel: ast.FunctionDef) -> CallSpec:
     """A launch spec for `kernel` (a `@triton.jit` function's AST), from its code alone."""
     args = kernel.args.args
     defaults = dict(zip([a.arg for a in args][len(args) - len(kernel.args.defaults):], kernel.args.defaults))
     pointers = pointer_params(kernel)
-    tuned = decorated_values(kernel)
     values = []
     for arg in args:
         name = arg.arg
-        if name in tuned:
-            continue
         if name in defaults and isinstance(defaults[name], ast.Constant):
             values.append((name, defaults[name].value))
         elif _is_constexpr(arg):
@@ -180,9 +148,23 @@ def guess_launch(kernel: ast.FunctionDef) -> CallSpec:
     return CallSpec(kernel.name, (), tuple(values), _grid(kernel))
 
 
+def returns_value(kernel: ast.FunctionDef) -> bool:
+    """A `@triton.jit` function that returns a value is a device function (a helper, a `tl.reduce`
+    combine function): it is compiled inside the kernels that call it and is never launched."""
+    def walk(node: ast.AST):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            yield child
+            yield from walk(child)
+
+    return any(isinstance(n, ast.Return) and n.value is not None for n in walk(kernel))
+
+
 def guessed_launches(tree: ast.Module) -> list[CallSpec]:
     """A guessed launch for every module-level kernel of a module."""
     from diagnose.task.module import is_jit_decorator
 
     return [guess_launch(node) for node in tree.body
-            if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)]
+            if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)
+            and not returns_value(node)]

@@ -135,10 +135,11 @@ PER_KERNEL = "kernel_"
 
 def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
     """A task for reading the IR of every kernel of the module: one input group per kernel, named
-    `kernel_<name>` (its largest captured call, or the `--launch N`-th of the module's listing) or, for a
+    `kernel_<name>` (its largest captured call, or the `--launch N`-th of the module's listing; for a
+    kernel that other modules launch, their largest launch of it, replayed at the kernel) or, for a
     module-level kernel nothing launched, `guess_<name>` (a launch guessed from its source:
     `diagnose/task/generate.py`). `--call` specs are used as given."""
-    from diagnose.task.generate import guess_launch
+    from diagnose.task.generate import guess_launch, returns_value
     from diagnose.task.module import is_jit_decorator
 
     tree = parse_file(path)
@@ -150,6 +151,7 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
     else:
         records = launches.records_for(path, inputs.launches)
         listed = launches.listing(records)
+        elsewhere = launches.listing(launches.launches_of_kernels_in(path, inputs.launches))
         if inputs.launch is not None:
             if not 0 <= inputs.launch < len(listed):
                 raise UsageError(f"--launch {inputs.launch}: {len(listed)} launches were captured from {path.name}")
@@ -162,9 +164,11 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
             if inputs.kernel and kernel != inputs.kernel:
                 continue
             mine = [r for r in listed if r.kernel == kernel and parse_call(r.replay).replayable]
+            if not mine and inputs.launch is None:
+                mine = [r for r in elsewhere if r.kernel == kernel and parse_call(r.replay).replayable]
             if mine:
                 groups[PER_KERNEL + kernel] = parse_call(mine[0].replay).text()
-            elif kernel in nodes:
+            elif kernel in nodes and not returns_value(nodes[kernel]):  # a device function is never launched
                 groups[GUESSED + kernel] = guess_launch(nodes[kernel]).text()
         if not groups:
             raise NoLaunches(f"{path}: no launch of {inputs.kernel or 'its kernels'} to compile")

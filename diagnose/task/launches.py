@@ -127,6 +127,28 @@ def records_for(path: Path, launches: str | None = None) -> list[LaunchRecord]:
     return out
 
 
+def launches_of_kernels_in(path: Path, launches: str | None = None) -> list[LaunchRecord]:
+    """Launches made from other modules of the kernels that `path` defines (`fused_moe.py` launching
+    the kernels of `fused_moe_kernels.py`), as launches replayable in `path` itself: at the kernel, under
+    the name `path` gives it (the host call lives in the other module, so none is kept)."""
+    import dataclasses
+
+    target = str(identity(path).path)
+    out: list[LaunchRecord] = []
+    seen = set()
+    for folder in folders_for(path, launches):
+        for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            for record in read_file(file):
+                if record.kernel_file != target or record.module_file == target:
+                    continue
+                launch = parse_call(record.launch)
+                retargeted = dataclasses.replace(launch, target=record.kernel).text()
+                if retargeted not in seen:
+                    seen.add(retargeted)
+                    out.append(dataclasses.replace(record, launch=retargeted, call=None))
+    return out
+
+
 def listing(records: list[LaunchRecord]) -> list[LaunchRecord]:
     """The records in the order `--launch N` counts them: largest replayed call first."""
     return sorted(records, key=lambda r: (-parse_call(r.replay).nbytes, r.kernel, r.replay))

@@ -5,7 +5,8 @@ A kernel module is any Python file with `@triton.jit` kernels (at module level, 
 them. To run it the way its project does, it is imported under its own dotted name from its package
 root: `src/liger_kernel/ops/rms_norm.py` is `liger_kernel.ops.rms_norm` with `src/` on `sys.path`, so
 that its relative and absolute imports of sibling modules work. The package root is the folder above
-the topmost parent that has an `__init__.py`; a file outside any package is its own root.
+the topmost parent that has an `__init__.py` (a folder without one, inside a package, is a namespace
+subpackage); a file outside any package is its own root.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ def identity(path: Path) -> ModuleIdentity:
     path = path.resolve()
     parts = [path.stem]
     folder = path.parent
-    while (folder / "__init__.py").exists() and folder.parent != folder:
+    # A folder without `__init__.py` inside a package is a namespace subpackage of it (Liger's
+    # `ops/experimental/`): it is part of the dotted name too.
+    while ((folder / "__init__.py").exists() or (folder.parent / "__init__.py").exists()) \
+            and folder.parent != folder:
         parts.insert(0, folder.name)
         folder = folder.parent
     return ModuleIdentity(path, ".".join(parts), folder)

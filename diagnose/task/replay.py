@@ -171,7 +171,15 @@ def invoke(fn: Callable, call: CallSpec, args: list, kwargs: dict):
     """Call `fn` as the spec says: launch a kernel on its grid, or call a function (`Cls.apply` of an
     autograd function takes its arguments in `forward`'s order, positionally)."""
     if call.grid is not None:
-        return fn[call.grid](*args, **kwargs)
+        from triton.runtime.jit import KernelInterface
+
+        if not isinstance(fn, KernelInterface):
+            raise TypeError(f"{call.target} is a {type(fn).__name__}, not a Triton kernel: it is launched through "
+                            f"code of its own (capture a launch of it)")
+        # A guessed launch may pass what the kernel's autotuner or heuristics set (Triton refuses a
+        # conflicting meta-parameter): the wrappers decide those.
+        decided = decided_by(fn)
+        return fn[call.grid](*args, **{k: v for k, v in kwargs.items() if k not in decided})
     owner = getattr(fn, "__self__", None)
     if kwargs and getattr(fn, "__name__", "") == "apply" and isinstance(owner, type) and hasattr(owner, "forward"):
         params = list(inspect.signature(owner.forward).parameters.values())[1:]  # without ctx
@@ -179,6 +187,21 @@ def invoke(fn: Callable, call: CallSpec, args: list, kwargs: dict):
         bound.apply_defaults()
         return fn(*bound.args)
     return fn(*args, **kwargs)
+
+
+def decided_by(kernel: Any) -> set[str]:
+    """The launch values the wrappers of `kernel` set: its autotuner's config keys and options, its
+    heuristics' names (through a project's own launcher, such as FlagGems' `LibEntry`)."""
+    found: set[str] = set()
+    for _ in range(8):
+        if hasattr(kernel, "configs"):
+            found |= {k for config in kernel.configs for k in config.all_kwargs()}
+            found |= {"num_warps", "num_stages", "num_ctas", "maxnreg"}
+        found |= set(getattr(kernel, "values", None) or {})
+        kernel = getattr(kernel, "fn", None)
+        if kernel is None:
+            break
+    return found
 
 
 def tensors_of(value: Any) -> list:

@@ -103,3 +103,28 @@ def test_a_killed_capture_ends_the_command_it_started(tmp_path):
     except (ProcessLookupError, FileNotFoundError):
         alive = False
     assert not alive, "the user's command outlived its capture"
+
+
+def test_a_launch_at_a_scripts_top_level_is_replayed_at_the_kernel(tmp_path):
+    """Tutorials and benchmark scripts launch at the top level and inside `do_bench(lambda: ...)`."""
+    (tmp_path / "demo.py").write_text(
+        "import torch\n"
+        "import triton\n"
+        "import triton.language as tl\n\n\n"
+        "@triton.jit\n"
+        "def twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)\n\n\n"
+        "x = torch.randn(3000, device='cuda')\n"
+        "out = torch.empty_like(x)\n"
+        "twice_kernel[(3,)](x, out, x.numel(), BLOCK=1024)\n"
+        "run = lambda: twice_kernel[(2,)](x, out, 2000, BLOCK=1024)\n"
+        "run()\n"
+        "assert torch.allclose(out, 2 * x)\n")
+    done = run_cli("capture", "--device", "cpu", "--project", str(tmp_path), "--", sys.executable, "demo.py")
+    assert done.returncode == 0, done.stderr
+    records = json.loads((tmp_path / ".diagnose" / "launches" / "demo.json").read_text())["launches"]
+    assert sorted(r["launch"] for r in records) == [
+        "twice_kernel[(2,)](x_ptr=f32[3000], out_ptr=f32[3000], n=2000, BLOCK=1024)",
+        "twice_kernel[(3,)](x_ptr=f32[3000], out_ptr=f32[3000], n=3000, BLOCK=1024)"]
+    assert all(r["call"] is None for r in records)

@@ -147,7 +147,7 @@ def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["rms_norm", "module_method", "inplace_clamp", "autotuned_softmax"])
+@pytest.mark.parametrize("module", list(CALLS))
 def test_optimize_from_a_call_spec(fresh_project, tmp_path, module):
     path = fresh_project / "kernels" / f"{module}.py"
     before = path.read_text()

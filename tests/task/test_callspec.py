@@ -74,3 +74,7 @@ def test_an_opaque_value_makes_a_call_unreplayable():
     call = CallSpec("f", (), (("group", Opaque("ProcessGroup")),))
     assert not call.replayable
     assert call.text() == "f(group=<ProcessGroup>)"
+    # read back from a capture file as it was written, still not replayable
+    again = parse_call("k[(4,)](x=f32[8], FN=<JITFunction>, d=<Tensor[torch.float8_e4m3fn]>)")
+    assert again.named()["FN"] == Opaque("JITFunction") and not again.replayable
+    assert again.text() == "k[(4,)](x=f32[8], FN=<JITFunction>, d=<Tensor[torch.float8_e4m3fn]>)"

@@ -51,8 +51,30 @@ def test_parameters_are_read_from_their_use():
     assert call.grid == (16, 8)
 
 
-def test_values_set_by_autotune_and_heuristics_are_left_to_them():
+def test_every_parameter_is_guessed_the_wrappers_drop_what_they_set_at_launch():
+    """The source cannot say what configs a helper returns (`configs=_get_configs()`), nor whether a
+    `BLOCK_M` is tuned or passed by the host: the guess names every parameter, and the replay leaves
+    to the autotuner and heuristics the values they set (`diagnose.task.replay.decided_by`)."""
     tree = ast.parse(SOURCE)
     (first, second) = guessed_launches(tree)
     assert first.target == "layer_norm_fwd"
-    assert second.text() == "tuned[(128,)](x_ptr=f32[1048576], n=1024)"
+    assert second.text() == "tuned[(128,)](x_ptr=f32[1048576], n=1024, BLOCK=64, EVEN=False)"
+
+
+def test_a_device_function_is_never_launched():
+    """A `@triton.jit` function that returns a value (a helper, a `tl.reduce` combine function) compiles
+    inside its callers: no launch is guessed for it."""
+    tree = ast.parse(textwrap.dedent('''
+        import triton
+
+        @triton.jit
+        def combine(a, b):
+            return a + b
+
+        @triton.jit
+        def kernel(x_ptr, n):
+            def inner():
+                return 1
+            tl.store(x_ptr, n)
+    '''))
+    assert [call.target for call in guessed_launches(tree)] == ["kernel"]

@@ -1,10 +1,11 @@
 """Replaying a call from its spec: storages, views, shared buffers, value ranges, and the outputs a call
 writes into its arguments."""
 
+import pytest
 import torch
 
 from diagnose.task.callspec import parse_call
-from diagnose.task.replay import Harness, Layout
+from diagnose.task.replay import Harness, Layout, decided_by, recording
 
 
 def test_views_and_shared_storages_are_rebuilt():
@@ -117,3 +118,41 @@ def test_roofline_runs_host_checks_on_the_drawn_values():
     before = [t.clone() for t in inputs]
     assert harness.roofline["bytes"](inputs) == 0.0  # no Triton launch: nothing counted, nothing raised
     assert all(torch.equal(a, b) for a, b in zip(before, inputs))
+
+
+def test_a_launch_passing_tuned_values_leaves_them_to_the_autotuner_and_heuristics():
+    """A guessed launch names every parameter; Triton refuses a meta-parameter that a config also sets,
+    so the replay drops what the kernel's wrappers decide and the config's value is the one launched."""
+    import triton
+    import triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4)], key=["n"])
+    @triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+    @triton.jit
+    def tuned(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + o, tl.load(x_ptr + o) * 2)
+
+    def host(x):
+        pass
+
+    assert {"BLOCK", "EVEN", "num_warps", "num_stages"} <= decided_by(tuned)
+    assert decided_by(tuned.fn.fn) == set()
+    harness = Harness({"tuned": tuned, "host": host},
+                      {"groups": {"g": "tuned[(1,)](x_ptr=f32[256], n=256, BLOCK=64, EVEN=False)"}})
+    launched = []
+    with recording(lambda kernel, args, kwargs: launched.append(kwargs)):
+        harness.ModelNew()(*harness.get_input_groups()["g"]())
+    assert launched and launched[0]["BLOCK"] == 128 and launched[0]["EVEN"] is True
+
+
+def test_a_kernel_launched_through_code_of_its_own_is_named_in_the_error():
+    """FlagGems' `pointwise_dynamic` turns a scalar `@triton.jit` function into an object that generates
+    and launches its own kernel; it cannot be launched on a grid."""
+    class Generated:
+        def __call__(self, *args):
+            return args
+
+    harness = Harness({"abs_func": Generated()}, {"groups": {"g": "abs_func[(1,)](x=f32[8])"}})
+    with pytest.raises(TypeError, match="abs_func is a Generated, not a Triton kernel"):
+        harness.ModelNew()(*harness.get_input_groups()["g"]())

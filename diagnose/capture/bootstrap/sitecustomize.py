@@ -1,6 +1,7 @@
 """Started by Python in every process of a `diagnose capture -- COMMAND` run (this folder is put first on
-`PYTHONPATH`): installs the CPU stand-in where asked, then the launch tracer, then runs the
-`sitecustomize` this one shadows, if there is one."""
+`PYTHONPATH`): installs the CPU stand-in where asked (`interpreter` and `record` modes), in `record`
+mode the hook that skips every compile, then the launch tracer, then runs the `sitecustomize` this one
+shadows, if there is one."""
 
 import os
 import sys
@@ -9,13 +10,24 @@ import sys
 def _start() -> None:
     if not os.environ.get("DIAGNOSE_CAPTURE_DIR"):
         return
-    if os.environ.get("DIAGNOSE_CAPTURE_CPU") == "1":
+    mode = os.environ.get("DIAGNOSE_CAPTURE_MODE", "gpu")
+    if mode in ("interpreter", "record"):
         from diagnose.runtime import cpu_standin
 
-        cpu_standin.install(os.environ.get("DIAGNOSE_CAPTURE_TARGET", "cuda:sm90"))
+        cpu_standin.install(os.environ.get("DIAGNOSE_CAPTURE_TARGET", "cuda:sm90"), interpreter=mode == "interpreter")
+    if mode == "record":
+        from triton import knobs
+
+        # Triton's own seam: a jit_cache_hook that answers True makes JITFunction.run return None
+        # before compiling, so nothing is compiled or launched; the tracer saw the launch on entry.
+        knobs.runtime.jit_cache_hook = _skip_compile
     from diagnose.capture.tracer import install_from_environment
 
     install_from_environment()
+
+
+def _skip_compile(*args, **kwargs) -> bool:
+    return True
 
 
 def _chain() -> None:
