@@ -4,13 +4,15 @@
 merges it here, under the folder it ran in. A file lists, for one kernel module, each distinct launch:
 
     {"schema": "diagnose.launches/1", "module": "liger_kernel.ops.rms_norm",
-     "path": "/home/me/proj/src/liger_kernel/ops/rms_norm.py",
+     "path": "src/liger_kernel/ops/rms_norm.py",
      "launches": [{"kernel": "_rms_norm_forward_kernel", "line": 470, "host": "rms_norm_forward",
                    "call": "LigerRMSNormFunction.apply(X=bf16[2,128,512], W=bf16[512], eps=1e-06, ...)",
                    "launch": "_rms_norm_forward_kernel[(256,)](Y_ptr=bf16[256,512], ...)",
                    "by": "test/transformers/test_rms_norm.py:160 test_correctness", "count": 12}, ...]}
 
-`call` is the host call that made the launch and can be made again (null when there is none: a launch
+Paths (`path`, each launch's `kernel_file`) are relative to the project folder, the one that holds
+`.diagnose/`, so the files stay valid in another checkout of the project; a file outside the project
+keeps its absolute path. `call` is the host call that made the launch and can be made again (null when there is none: a launch
 from a backward pass or a method); `launch` the kernel launch itself. No tensor data is kept: specs only
 (`diagnose/task/specs.py`). A kernel module's task replays `call`, or `launch` where there is no call.
 """
@@ -48,10 +50,24 @@ class LaunchRecord:
         """What a task replays: the host call where there is one, else the launch."""
         return self.call or self.launch
 
-    def to_json(self) -> dict:
+    def to_json(self, project: Path) -> dict:
         data = asdict(self)
         data.pop("module_file")
+        if self.kernel_file:
+            data["kernel_file"] = _relative(Path(self.kernel_file), project)
         return data
+
+
+def _relative(path: Path, project: Path) -> str:
+    """`path` relative to the project (posix), or absolute where it lies outside it."""
+    try:
+        return path.resolve().relative_to(project.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _absolute(path: str, project: Path) -> str:
+    return path if Path(path).is_absolute() else str((project / path).resolve())
 
 
 def store_for(project: Path) -> Path:
@@ -76,8 +92,8 @@ def merge(project: Path, records: list[LaunchRecord]) -> list[Path]:
             if key in merged:
                 record = LaunchRecord(**{**asdict(record), "count": merged[key].count + record.count})
             merged[key] = record
-        data = {"schema": SCHEMA, "module": module.name, "path": str(module.path),
-                "launches": [r.to_json() for r in merged.values()]}
+        data = {"schema": SCHEMA, "module": module.name, "path": _relative(module.path, project),
+                "launches": [r.to_json(project) for r in merged.values()]}
         path.write_text(json.dumps(data, indent=1) + "\n")
         written.append(path)
     return written
@@ -90,8 +106,14 @@ def read_file(path: Path) -> list[LaunchRecord]:
         raise UsageError(f"{path}: not a launch file ({exc})") from None
     if data.get("schema") != SCHEMA:
         raise UsageError(f"{path}: not a launch file of schema {SCHEMA}")
-    module_file = data["path"]
-    return [LaunchRecord(module_file=module_file, **entry) for entry in data.get("launches", [])]
+    project = path.resolve().parents[2]  # <project>/.diagnose/launches/<module>.json
+    module_file = _absolute(data["path"], project)
+    out = []
+    for entry in data.get("launches", []):
+        if entry.get("kernel_file"):
+            entry = {**entry, "kernel_file": _absolute(entry["kernel_file"], project)}
+        out.append(LaunchRecord(module_file=module_file, **entry))
+    return out
 
 
 def folders_for(path: Path, launches: str | None = None) -> list[Path]:

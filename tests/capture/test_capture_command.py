@@ -29,7 +29,7 @@ def test_every_module_of_the_project_has_its_launches(captured):
 def test_a_launch_file_holds_specs_the_host_call_and_no_data(captured):
     project, _ = captured
     data = json.loads((project / ".diagnose" / "launches" / "kernels.rms_norm.json").read_text())
-    assert data["schema"] == "diagnose.launches/1" and data["path"] == str(project / "kernels" / "rms_norm.py")
+    assert data["schema"] == "diagnose.launches/1" and data["path"] == "kernels/rms_norm.py"
     (launch,) = data["launches"]
     assert launch["call"] == "RMSNormFunction.apply(x=f32[4,6,96], w=f32[96], eps=1e-06)"
     assert launch["launch"].startswith("_rms_fwd[(24,)](Y=f32[24,96], y_stride=96, X=f32[24,96]")
@@ -128,3 +128,15 @@ def test_a_launch_at_a_scripts_top_level_is_replayed_at_the_kernel(tmp_path):
         "twice_kernel[(2,)](x_ptr=f32[3000], out_ptr=f32[3000], n=2000, BLOCK=1024)",
         "twice_kernel[(3,)](x_ptr=f32[3000], out_ptr=f32[3000], n=3000, BLOCK=1024)"]
     assert all(r["call"] is None for r in records)
+
+
+def test_launch_files_stay_valid_in_another_checkout(captured, tmp_path):
+    """Paths in launch files are relative to the project: a moved or re-cloned project still has them."""
+    import shutil
+
+    project, _ = captured
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(project, moved)
+    listed = run_cli("capture", "--list", str(moved / "kernels" / "heuristics_add.py"))
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.startswith("2 launches captured")

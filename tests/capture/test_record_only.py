@@ -44,7 +44,7 @@ def test_launches_are_recorded_not_run(recorded):
     assert by_kernel["row_max_kernel"]["launch"] == \
         "row_max_kernel[(8,)](x_ptr=f32[8,300], out_ptr=f32[8], n=300, stride_row=300)"
     assert by_kernel["row_max_kernel"]["call"] == "row_max(x=f32[8,300])"
-    assert by_kernel["scale_kernel"]["kernel_file"] == str(project / "ops" / "kernels.py")
+    assert by_kernel["scale_kernel"]["kernel_file"] == "ops/kernels.py"
     (generic,) = json.loads((launches / "ops.pointwise.json").read_text())["launches"]
     assert "FN=<JITFunction>" in generic["launch"]
 
