@@ -26,7 +26,7 @@ from diagnose.errors import UsageError
 from diagnose.ir.cache import CACHE_ENV, sha256_file
 from diagnose.ir.compile import CompileFailed, CompileRecord, compile_launch
 from diagnose.ir.facts import FactContext, facts_for
-from diagnose.ir.launch import collect_launches
+from diagnose.ir.launch import collect_launches, replay_error
 from diagnose.ir.specialize import ArgumentsDoNotFit, ConcreteLaunch, expand_configs
 from diagnose.ir.stages import STAGE_NAMES
 from diagnose.ir.stages import stage as stage_descriptor
@@ -66,8 +66,9 @@ def _inspect(payload: dict) -> dict:
             continue
         try:
             concretes = expand_configs(launch)
-        except UsageError as e:
-            kernels.append(_failed(launch.kernel, launch.label, str(e), "launch"))
+        except Exception as e:  # noqa: BLE001 - a project's own pruning or heuristics failing on this launch
+            message = str(e) if isinstance(e, UsageError) else replay_error(e)
+            kernels.append(_failed(launch.kernel, launch.label, message, "launch"))
             continue
         for concrete in concretes:
             try:

@@ -244,7 +244,7 @@ def per_kernel_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
             module.get_inputs = lambda inputs=inputs: inputs
             recorded = capture_task_launches(module, kernels)
         except Exception as e:  # the user's host code or a guess that does not fit the kernel
-            out.append(Launch(wanted, None, (), origin=origin, label=label, error=_replay_error(e)))
+            out.append(Launch(wanted, None, (), origin=origin, label=label, error=replay_error(e)))
             continue
         mine = [dataclasses.replace(launch, origin=origin, label=label) for launch in recorded
                 if wanted in (launch.kernel, getattr(unwrap(launch.fn), "__name__", launch.kernel))]
@@ -256,7 +256,7 @@ def per_kernel_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
     return out
 
 
-def _replay_error(error: BaseException) -> str:
+def replay_error(error: BaseException) -> str:
     """`Type: message (at file:line in function)`, the innermost frame of the user's code."""
     import traceback
 

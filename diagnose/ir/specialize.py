@@ -72,7 +72,9 @@ def _expand(fn: Any, args: tuple, kwargs: dict) -> list[tuple[Any, dict, str]]:
             kwargs[name] = heuristic({**named, **kwargs})
         return _expand(fn.fn, args, kwargs)
     if isinstance(fn, Autotuner):
-        fn.nargs = dict(zip(fn.arg_names, args))
+        # As `Autotuner.run` sets it, plus the kernel's parameters given by name (a guessed launch names
+        # them all): a project's `early_config_prune` reads them from here.
+        fn.nargs = {**dict(zip(fn.arg_names, args)), **{k: v for k, v in kwargs.items() if k in fn.arg_names}}
         try:
             configs = fn.prune_configs(kwargs)
         finally:

@@ -60,36 +60,63 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _free_reads(definition: ast.AST) -> set[str]:
+    """Names a function or class reads that it does not bind itself: the module globals it uses."""
+    loads, stores = set(), set()
+    for node in ast.walk(definition):
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+        elif isinstance(node, ast.arg):
+            stores.add(node.arg)
+        elif isinstance(node, ast.Global):
+            loads.update(node.names)
+    declared = {n for node in ast.walk(definition) if isinstance(node, ast.Global) for n in node.names}
+    return loads - (stores - declared)
+
+
+def _bound(node: ast.AST) -> set[str]:
+    targets = []
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
 def import_time_work(tree: ast.Module) -> list[tuple[int, int]]:
     """Line ranges of module-level statements that run the module's own code when it is imported:
     demos, tests and benchmarks written at the top level (`output = add(x, y)`, `print(...)`,
-    `result_gold = test_add()`, `benchmark.run(...)`), as tutorials and benchmark files have them.
+    `result_gold = test_add()`, `benchmark.run(...)`), as tutorials and benchmark files have them,
+    and the statements after them that read what they bound (`assert torch.allclose(y_triton, ...)`).
 
     A statement counts when it calls a function or class the module defines (or `print`) and, for an
-    assignment, when nothing the module defines reads what it binds (`_KERNEL = make_kernel()`, read by
-    a host function, stays). `if __name__ == "__main__":` never runs on import and is left alone."""
+    assignment, when no function or class of the module reads what it binds as a global
+    (`_KERNEL = make_kernel()`, read by a host function, stays). `if __name__ == "__main__":` never runs
+    on import and is left alone."""
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    read_in_definitions = {n.id for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                     ast.ClassDef))
-                           for n in ast.walk(d) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    read_in_definitions = set().union(*(_free_reads(d) for d in tree.body
+                                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))))
 
     def runs_module_code(node: ast.AST) -> bool:
         return any(isinstance(c, ast.Call) and (_root(c.func) in defined or _root(c.func) == "print")
                    for c in ast.walk(node))
 
-    out = []
+    out, left_out = [], set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
             continue
-        if not runs_module_code(node):
+        reads_left_out = any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in left_out
+                             for n in ast.walk(node))
+        if not runs_module_code(node) and not reads_left_out:
             continue
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if bound & read_in_definitions:
-                continue
+        bound = _bound(node)
+        if bound & read_in_definitions and not reads_left_out:
+            continue
+        left_out |= bound
         out.append((node.lineno, node.end_lineno or node.lineno))
     return out
 

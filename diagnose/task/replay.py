@@ -179,7 +179,16 @@ def invoke(fn: Callable, call: CallSpec, args: list, kwargs: dict):
         # A guessed launch may pass what the kernel's autotuner or heuristics set (Triton refuses a
         # conflicting meta-parameter): the wrappers decide those.
         decided = decided_by(fn)
-        return fn[call.grid](*args, **{k: v for k, v in kwargs.items() if k not in decided})
+        kwargs = {k: v for k, v in kwargs.items() if k not in decided}
+        # Positionally, in the kernel's order, as launches are written: an autotuner hands only the
+        # positional arguments to its `early_config_prune` and `perf_model` (FlagGems' read them there).
+        names = list(getattr(fn, "arg_names", ()))
+        args = list(args)
+        for name in names[len(args):]:
+            if name not in kwargs:
+                break
+            args.append(kwargs.pop(name))
+        return fn[call.grid](*args, **kwargs)
     owner = getattr(fn, "__self__", None)
     if kwargs and getattr(fn, "__name__", "") == "apply" and isinstance(owner, type) and hasattr(owner, "forward"):
         params = list(inspect.signature(owner.forward).parameters.values())[1:]  # without ctx

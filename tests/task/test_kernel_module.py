@@ -145,3 +145,31 @@ def test_code_that_runs_at_import_is_left_out_line_for_line(tmp_path):
     assert lines[23].startswith("pass  # diagnose: runs at import") and lines[24].startswith("# (diagnose")
     assert lines[21] == original[21]  # `x = torch.rand(...)`: calls nothing of the module: kept
     assert [i for i, (a, b) in enumerate(zip(lines, original)) if a != b] == [23, 24, 25, 32]
+
+
+def test_checks_of_left_out_results_and_locals_of_the_same_name_are_left_out_too():
+    """The tutorials check their demo's result at the top level (`assert torch.allclose(y_triton, ...)`),
+    and name the demo's result as the host function names its own local (`output`)."""
+    import ast
+
+    from diagnose.task.module import import_time_work
+
+    source = (
+        "import torch\n"                                   # 1
+        "\n"                                               # 2
+        "def dropout(x, p):\n"                             # 3
+        "    output = torch.empty_like(x)\n"               # 4
+        "    return output\n"                              # 5
+        "\n"                                               # 6
+        "CACHE = {}\n"                                     # 7
+        "def cached(x):\n"                                 # 8
+        "    return CACHE.get(x)\n"                        # 9
+        "x = torch.randn(10)\n"                            # 10
+        "output = dropout(x, p=0.5)\n"                     # 11
+        "y_ref = x * 2\n"                                  # 12
+        "assert torch.allclose(output, y_ref)\n"           # 13
+        "for row in output:\n"                             # 14
+        "    pass\n"                                       # 15
+        "CACHE = dict(CACHE)\n"                            # 16
+    )
+    assert import_time_work(ast.parse(source)) == [(11, 11), (13, 13), (14, 15)]
