@@ -7,7 +7,8 @@ guesses and the kernel might read past them):
 
 - a parameter whose value is read or written through (`tl.load(X + offs)`, `tl.store`, atomics, block
   pointers and tensor descriptors, also after `X += row * stride`) is a tensor of 2^20 elements: fp32,
-  or int64 when its name says it holds indices (`idx`, `index`, `offsets`, `ids`, `labels`, ...);
+  or int64 when its name says it holds indices (`idx`, `index`, `offsets`, `ids`, `labels`, ...) or
+  when the values loaded from it address memory (`t = tl.load(tgt_ptr + i)`, `tl.load(x_ptr + t)`);
 - a constexpr with a default keeps it; one used as a size (`tl.arange(0, B)`, a shape, `* B`, `// B`)
   is 64; one used as a condition (`if HAS_BIAS:`) is False; one used as a dtype (`.to(T)`) is fp32;
 - any other parameter is an integer, 1 for a name with `stride` and a last-axis suffix (`stride_xn`,
@@ -80,6 +81,51 @@ def pointer_params(kernel: ast.FunctionDef) -> set[str]:
     return found & params
 
 
+def index_pointers(kernel: ast.FunctionDef, pointers: set[str]) -> set[str]:
+    """Pointer parameters whose loaded values address memory: `t = tl.load(tgt_ptr + i)` then
+    `tl.load(inp_ptr + i * C + t)` or `w_ptr += t * N` makes `tgt_ptr` a tensor of indices, whatever its
+    name (a float there does not compile: `pointer<fp32> + fp32`)."""
+    locals_: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in _names(target):
+                    locals_.setdefault(name, []).append(node.value)
+    # which pointer parameters each local name carries values loaded from, to a fixpoint
+    loaded: dict[str, set[str]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for name, values in locals_.items():
+            found = set(loaded.get(name, set()))
+            for value in values:
+                for call in ast.walk(value):
+                    if isinstance(call, ast.Call) and _attr(call.func) == "load" and call.args:
+                        found |= _base(call.args[0], locals_) & pointers
+                for used in _names(value):
+                    if used != name:
+                        found |= loaded.get(used, set())
+            if found != loaded.get(name, set()):
+                loaded[name], changed = found, True
+
+    def addressing() -> list[ast.AST]:
+        out = []
+        for node in ast.walk(kernel):
+            if isinstance(node, ast.Call) and _attr(node.func) in POINTER_CALLS and node.args:
+                out.append(node.args[0])
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in pointers:
+                out.append(node.value)
+            if isinstance(node, ast.Assign) and _base(node.value, locals_) & pointers:
+                out.append(node.value)
+        return out
+
+    found: set[str] = set()
+    for expression in addressing():
+        for used in _names(expression):
+            found |= loaded.get(used, set())
+    return found
+
+
 def _constexpr_value(name: str, kernel: ast.FunctionDef):
     size = condition = dtype = False
     for node in ast.walk(kernel):
@@ -128,6 +174,7 @@ def guess_launch(kernel: ast.FunctionDef) -> CallSpec:
     args = kernel.args.args
     defaults = dict(zip([a.arg for a in args][len(args) - len(kernel.args.defaults):], kernel.args.defaults))
     pointers = pointer_params(kernel)
+    indices = index_pointers(kernel, pointers)
     values = []
     for arg in args:
         name = arg.arg
@@ -136,7 +183,7 @@ def guess_launch(kernel: ast.FunctionDef) -> CallSpec:
         elif _is_constexpr(arg):
             values.append((name, _constexpr_value(name, kernel)))
         elif name in pointers:
-            dtype = "i64" if INDEX_NAME.search(name) else "f32"
+            dtype = "i64" if INDEX_NAME.search(name) or name in indices else "f32"
             values.append((name, TensorSpec(dtype, (TENSOR_ELEMENTS,), low=0 if dtype == "i64" else None,
                                             high=64 if dtype == "i64" else None)))
         elif FLOAT_NAME.match(name):

@@ -78,3 +78,30 @@ def test_a_device_function_is_never_launched():
             tl.store(x_ptr, n)
     '''))
     assert [call.target for call in guessed_launches(tree)] == ["kernel"]
+
+
+def test_a_pointer_whose_values_address_memory_holds_indices():
+    """FlagGems' nll_loss and embedding: the target and the token ids have plain names; what marks them
+    is that their loaded values are added to another pointer."""
+    tree = ast.parse(textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def nll(inp_ptr, tgt_ptr, out_ptr, N, C, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tgt = tl.load(tgt_ptr + offs, mask=offs < N, other=0)
+            inp = tl.load(inp_ptr + offs * C + tgt, mask=offs < N)
+            tl.store(out_ptr + offs, -inp, mask=offs < N)
+
+        @triton.jit
+        def embed(out_ptr, in_ptr, weight_ptr, N: tl.constexpr, BLOCK: tl.constexpr):
+            in_ptr += tl.program_id(0)
+            row = tl.load(in_ptr)
+            weight_ptr += row * N
+            cols = tl.arange(0, BLOCK)
+            tl.store(out_ptr + cols, tl.load(weight_ptr + cols, mask=cols < N), mask=cols < N)
+    '''))
+    nll, embed = guessed_launches(tree)
+    assert nll.named()["tgt_ptr"].dtype == "i64" and nll.named()["inp_ptr"].dtype == "f32"
+    assert embed.named()["in_ptr"].dtype == "i64" and embed.named()["weight_ptr"].dtype == "f32"
