@@ -481,8 +481,12 @@ def optimize(
     typer.echo(outcome(result.report))
     typer.echo(f"run {result.run_id}: report {result.run_dir / 'report.json'} (also .md, .html)")
     if result.diff is not None and result.diff.name.endswith(".diagnose.patch"):
+        from diagnose.task.patch import apply_command
+
+        module = Path(result.report.get("module") or result.diff.with_name(result.diff.name.replace(
+            ".diagnose.patch", ".py")))
         applied = f"applied to {result.optimized} (backup beside it)" if result.optimized else \
-            f"apply it with `git apply {result.diff}` or rerun with --apply"
+            f"apply it with `{apply_command(result.diff, module)}` or rerun with --apply"
         typer.echo(f"patch: {result.diff}; {applied}")
     elif result.optimized:
         typer.echo(f"optimized task: {result.optimized}; diff: {result.diff}")

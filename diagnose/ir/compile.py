@@ -172,10 +172,17 @@ def _compile(triton: Any, source: Any, gpu_target: Any, options: Any, snapshots:
     except Exception as e:
         failed = trace.steps[-1] if trace.steps else None
         text = [line for line in str(e).strip().splitlines() if line.strip()] or [type(e).__name__]
-        log = (failed.diagnostics if failed else "") + out.getvalue() + "\n".join(text)
+        # An error inside a called `@triton.jit` function is the cause of one at the call ("at 14:8: ^"):
+        # the innermost cause says what failed.
+        inner = e
+        while inner.__cause__ is not None and inner.__cause__ is not inner:
+            inner = inner.__cause__
+        inner_text = [line for line in str(inner).strip().splitlines() if line.strip()] if inner is not e else []
+        log = (failed.diagnostics if failed else "") + out.getvalue() + "\n".join(text + inner_text)
         where = f" in {failed.stage}/{failed.name}" if failed else ""
         # Triton's errors put the place first and the cause last (CompilationError: "at 3:27:" ... NameError).
-        summary = text[0] if len(text) == 1 else f"{text[0]} {text[-1].strip()}"
+        last = (inner_text or text)[-1].strip()
+        summary = text[0] if len(text) == 1 and not inner_text else f"{text[0]} {last}"
         raise CompileFailed(f"{type(e).__name__}{where}: {summary}", failed.stage if failed else "", log) from e
     return kernel, trace, out.getvalue()
 

@@ -29,7 +29,7 @@ from diagnose.rewrite.pipeline import (
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.targets import DEFAULT_TARGET, lookup
 from diagnose.task.harness import header
-from diagnose.task.patch import apply_patch, write_patch
+from diagnose.task.patch import apply_command, apply_patch, write_patch
 
 
 def rewrite_command(path: str, apply: list[str] | None = None, write: bool = False, target: str = DEFAULT_TARGET,
@@ -99,7 +99,8 @@ def _hand_back(origin: Path, task_file: Path, new_source: str, apply: bool, aske
         return f"applied {patch.path} to {origin} (+{patch.added} -{patch.removed} lines; backup {backup})"
     if asked:
         return f"not applied to {origin.name}: it failed verification; patch {patch.path}"
-    return f"wrote {patch.path} (+{patch.added} -{patch.removed} lines; apply with --write or `git apply`)"
+    return (f"wrote {patch.path} (+{patch.added} -{patch.removed} lines; apply with --write or "
+            f"`{apply_command(patch.path, origin)}`)")
 
 
 def _wants_ir(apply: list[str] | None, list_only: bool) -> bool:

@@ -63,8 +63,11 @@ def _attr(node: ast.AST) -> str | None:
     return node.attr if isinstance(node, ast.Attribute) else (node.id if isinstance(node, ast.Name) else None)
 
 
-def pointer_params(kernel: ast.FunctionDef) -> set[str]:
-    """Parameters that are read or written through."""
+def pointer_params(kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef] | None = None,
+                   depth: int = 0) -> set[str]:
+    """Parameters that are read or written through, here or in a `@triton.jit` function of the module
+    the kernel hands them to (`functions`: the module's jit functions by name; FlagGems' kernels pass
+    their pointers to an `_impl` helper that loads)."""
     params = {a.arg for a in kernel.args.args}
     locals_: dict[str, list[ast.AST]] = {}
     for node in ast.walk(kernel):
@@ -78,6 +81,14 @@ def pointer_params(kernel: ast.FunctionDef) -> set[str]:
                 (k.value for k in node.keywords if k.arg in ("pointer", "base", "ptr")), None)
             if first is not None:
                 found |= _base(first, locals_)
+        callee = (functions or {}).get(_attr(node.func)) if isinstance(node, ast.Call) else None
+        if callee is not None and callee is not kernel and depth < 4:
+            inner = pointer_params(callee, functions, depth + 1)
+            names = [a.arg for a in callee.args.args]
+            passed = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]
+            for name, value in passed:
+                if name in inner:
+                    found |= _base(value, locals_)
     return found & params
 
 
@@ -152,7 +163,10 @@ def _constexpr_value(name: str, kernel: ast.FunctionDef):
         return 64
     if condition:
         return False
-    return 64 if re.search(r"BLOCK|TILE|SIZE|_B$|^B[A-Z]$|XBLOCK|RBLOCK|GROUP", name) else False
+    # By its name, any case (`tile_size` handed on to a helper that sizes its arange with it).
+    if re.search(r"BLOCK|TILE|SIZE|GROUP|WIDTH", name, re.I) or re.search(r"_B$|^B[A-Z]$", name):
+        return 64
+    return False
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -169,11 +183,12 @@ def _grid(kernel: ast.FunctionDef) -> tuple[int, ...]:
     return {1: (128,), 2: (16, 8), 3: (8, 4, 4)}[max(axes) + 1]
 
 
-def guess_launch(kernel: ast.FunctionDef) -> CallSpec:
-    """A launch spec for `kernel` (a `@triton.jit` function's AST), from its code alone."""
+def guess_launch(kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef] | None = None) -> CallSpec:
+    """A launch spec for `kernel` (a `@triton.jit` function's AST), from its code and that of the module's
+    other jit functions it calls (`functions`, by name)."""
     args = kernel.args.args
     defaults = dict(zip([a.arg for a in args][len(args) - len(kernel.args.defaults):], kernel.args.defaults))
-    pointers = pointer_params(kernel)
+    pointers = pointer_params(kernel, functions)
     indices = index_pointers(kernel, pointers)
     values = []
     for arg in args:
@@ -210,8 +225,13 @@ def returns_value(kernel: ast.FunctionDef) -> bool:
 
 def guessed_launches(tree: ast.Module) -> list[CallSpec]:
     """A guessed launch for every module-level kernel of a module."""
+    functions = jit_definitions(tree)
+    return [guess_launch(node, functions) for node in functions.values() if not returns_value(node)]
+
+
+def jit_definitions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    """The module-level `@triton.jit` functions of a module, by name."""
     from diagnose.task.module import is_jit_decorator
 
-    return [guess_launch(node) for node in tree.body
-            if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)
-            and not returns_value(node)]
+    return {node.name: node for node in tree.body
+            if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)}

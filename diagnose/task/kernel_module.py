@@ -169,7 +169,7 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
             if mine:
                 groups[PER_KERNEL + kernel] = parse_call(mine[0].replay).text()
             elif kernel in nodes and not returns_value(nodes[kernel]):  # a device function is never launched
-                groups[GUESSED + kernel] = guess_launch(nodes[kernel]).text()
+                groups[GUESSED + kernel] = guess_launch(nodes[kernel], nodes).text()
         if not groups:
             raise NoLaunches(f"{path}: no launch of {inputs.kernel or 'its kernels'} to compile")
         primary = next(iter(groups))

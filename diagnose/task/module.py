@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+# `.jit` decorators of other compilers, found beside Triton in the same projects (Liger's `ops/cutedsl/`).
+OTHER_JITS = {"cute", "cutlass", "numba", "nb", "jax", "torch", "warp", "wp", "taichi", "ti", "tilelang", "mlx"}
+
+
 @dataclass(frozen=True)
 class ModuleIdentity:
     """Where a kernel module lives: its file, its dotted name and the folder that goes on `sys.path`."""
@@ -43,6 +47,8 @@ def is_jit_decorator(decorator: ast.expr) -> bool:
     kernels are found through the `triton.jit` under them."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     text = ast.unparse(target)
+    if text.split(".")[0] in OTHER_JITS:
+        return False
     return text in ("triton.jit", "jit") or text.endswith(".jit")
 
 

@@ -2,9 +2,10 @@
 
 The best candidate of a kernel module's run is a task file (`diagnose/task/harness.py`); cut its
 generated section off and it is the new source of the user's module. `write_patch` writes the unified
-diff from the module as it is now to that source beside the module, `<stem>.diagnose.patch` (paths
-relative to the current folder, so `git apply` or `patch -p1` takes it from there), never touching the
-module; `apply_patch` writes the new source over the module after copying it to `<name>.diagnose.bak`,
+diff from the module as it is now to that source beside the module, `<stem>.diagnose.patch`, never
+touching the module. Its paths are relative to the module's repository (the nearest folder above it with
+a `.git`; the module's own folder outside any), so `git -C ROOT apply PATCH` (`apply_command`) takes it
+wherever it was written; `apply_patch` writes the new source over the module after copying it to `<name>.diagnose.bak`,
 and refuses when the module changed since the run read it (the patch is still there to apply by hand).
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,15 +36,21 @@ class Patch:
         return self.added + self.removed
 
 
-def _display(path: Path) -> str:
-    try:
-        return os.path.relpath(path, Path.cwd())
-    except ValueError:
-        return str(path)
+def patch_root(module: Path) -> Path:
+    """The folder a module's patch is relative to: its git checkout's top, else its own folder."""
+    module = module.resolve()
+    for folder in module.parents:
+        if (folder / ".git").exists():
+            return folder
+    return module.parent
+
+
+def apply_command(patch: Path, module: Path) -> str:
+    return f"git -C {patch_root(module)} apply {patch.resolve()}"
 
 
 def diff_text(module: Path, old: str, new: str) -> str:
-    name = _display(module)
+    name = module.resolve().relative_to(patch_root(module)).as_posix()
     return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{name}", f"b/{name}"))
 
 

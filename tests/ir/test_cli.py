@@ -108,3 +108,9 @@ def test_stored_result_is_dropped_when_an_imported_file_changes(ir_cache, tmp_pa
     with open(tmp_path / "_matmul.py", "a") as f:
         f.write("\n# edited\n")
     assert cli.cached_result(payload) is None
+
+
+def test_a_failure_inside_a_called_function_says_what_failed(in_process):
+    """Triton reports it at the call ("at 2:4: ^"); the cause, inside the helper, is what to read."""
+    code, out = cli.inspect_command(fixture("_broken_in_helper"))
+    assert code == 1 and "arange's end argument must be greater than the start argument" in out

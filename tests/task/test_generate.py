@@ -105,3 +105,24 @@ def test_a_pointer_whose_values_address_memory_holds_indices():
     nll, embed = guessed_launches(tree)
     assert nll.named()["tgt_ptr"].dtype == "i64" and nll.named()["inp_ptr"].dtype == "f32"
     assert embed.named()["in_ptr"].dtype == "i64" and embed.named()["weight_ptr"].dtype == "f32"
+
+
+def test_pointers_handed_to_a_helper_and_sizes_named_in_lower_case():
+    """FlagGems' `unique`: the kernel passes its pointers and `tile_size` on to an `_impl` function."""
+    tree = ast.parse(textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def counts_impl(pid, idx_ptr: tl.tensor, n: int, counts_ptr: tl.tensor, tile_size: tl.constexpr):
+            i = pid * tile_size + tl.arange(0, tile_size)
+            tl.store(counts_ptr + i, tl.load(idx_ptr + i, mask=i < n), mask=i < n)
+
+        @triton.jit
+        def counts_kernel(idx_ptr, n, counts_ptr, tile_size: tl.constexpr):
+            counts_impl(tl.program_id(0), idx_ptr, n, counts_ptr=counts_ptr, tile_size=tile_size)
+    '''))
+    call = next(c for c in guessed_launches(tree) if c.target == "counts_kernel")
+    named = call.named()
+    assert isinstance(named["idx_ptr"], TensorSpec) and isinstance(named["counts_ptr"], TensorSpec)
+    assert named["n"] == 1024 and named["tile_size"] == 64

@@ -27,3 +27,15 @@ def test_a_folder_without_init_inside_a_package_is_a_namespace_subpackage(tmp_pa
 def test_a_file_outside_any_package_is_its_own_root(tmp_path):
     found = identity(_touch(tmp_path / "scripts" / "01-vector-add.py"))
     assert (found.name, found.root) == ("01-vector-add", tmp_path / "scripts")
+
+
+def test_other_compilers_jit_decorators_are_not_triton_kernels():
+    import ast
+
+    from diagnose.task.module import jit_functions
+
+    tree = ast.parse("import cutlass.cute as cute\nimport triton\n\n"
+                     "@cute.jit\ndef host_side(x):\n    pass\n\n"
+                     "@triton.jit\ndef kernel(x_ptr):\n    pass\n\n"
+                     "@torch.jit.script\ndef scripted(x):\n    return x\n")
+    assert jit_functions(tree) == ("kernel",)

@@ -7,7 +7,7 @@ import pytest
 
 from diagnose.errors import UsageError
 from diagnose.task.harness import replace_user_part
-from diagnose.task.patch import apply_patch, write_patch
+from diagnose.task.patch import apply_command, apply_patch, write_patch
 
 MODULE = "import triton\n\n\ndef host(x):\n    BLOCK = 128\n    return x\n\n\ndef other():\n    return 1\n"
 SECTION = "\n\n# ---- diagnose task harness (generated from m.py) ----\nModel = None\n"
@@ -28,6 +28,25 @@ def test_the_patch_applies_with_git_and_the_module_is_untouched(tmp_path, monkey
     subprocess.run(["git", "init", "-q"], check=True)
     subprocess.run(["git", "apply", str(patch.path)], check=True)
     assert "BLOCK = 1024" in module.read_text() and "diagnose task harness" not in module.read_text()
+
+
+def test_the_patch_is_relative_to_the_repository_and_applies_from_anywhere(tmp_path, monkeypatch):
+    """Written from a run in another folder (the real-corpus run wrote `a/../src/liger/...`, which git
+    refuses), the patch names the module from its checkout's top, and the printed command works."""
+    repo = tmp_path / "proj"
+    (repo / "src" / "ops").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    module = repo / "src" / "ops" / "m.py"
+    module.write_text(MODULE)
+    elsewhere = tmp_path / "runs"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    patch = write_patch(module, _task(MODULE), _task(MODULE.replace("BLOCK = 128", "BLOCK = 64")))
+    assert "--- a/src/ops/m.py" in patch.path.read_text()
+    command = apply_command(patch.path, module)
+    assert command == f"git -C {repo} apply {patch.path}"
+    subprocess.run(command.split(), check=True)
+    assert "BLOCK = 64" in module.read_text()
 
 
 def test_apply_keeps_a_backup(tmp_path):
