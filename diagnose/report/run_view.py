@@ -47,6 +47,10 @@ class CandidateRow:
 def outcome(report: dict) -> str:
     best = next((c for c in report["candidates"] if c["candidate"]["id"] == report["best"]), None)
     if best is None:
+        if not report["candidates"]:
+            return "No rewrite was proposed; the task stays as given."
+        if any(c["verdict"].get("passed") for c in report["candidates"]):
+            return "No verified candidate beat the task as given; the task stays as given."
         return "No candidate passed verification; the task stays as given."
     value, how = score({**best, "path": ""})
     made = ", ".join(best["candidate"]["made_by"])
