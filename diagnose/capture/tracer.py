@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from diagnose.capture.describe import describe_call
+from diagnose.task.replay import decided_by
 from diagnose.task.specs import CallSpec, Opaque
 
 IGNORE, HOST, LAUNCH = 0, 1, 2
@@ -166,7 +167,7 @@ class Tracer:
         if fn is None or not hasattr(fn, "__code__"):
             return
         site, hosts, by = None, [], None
-        outer, decided = jit, set()  # the wrapper the module launches, and the values its wrappers set
+        outer = jit  # the wrapper the module launches
         f = frame.f_back
         while f is not None:
             code = f.f_code
@@ -177,7 +178,6 @@ class Tracer:
                 # An `Autotuner`, `Heuristics` or a project's own launcher (FlagGems' `LibEntry`, its
                 # `LibTuner`) forwarding the launch: the module launches the wrapper, not the kernel.
                 outer = f.f_locals["self"]
-                decided |= _decided_by(outer)
                 f = f.f_back
                 continue
             if site is None and (self.classify_frame(f) != IGNORE or self.top_level_site(code)):
@@ -194,6 +194,7 @@ class Tracer:
         grid_value = _grid(grid, named)
         # A launch replayed at the kernel goes through the module's own wrapper (autotune, heuristics),
         # which sets its values itself: the launch spec leaves them out, and names the wrapper's global.
+        decided = decided_by(outer) if outer is not jit else set()
         named = [(k, v) for k, v in named if k not in decided]
         target = _global_name(site.f_globals, outer) or _global_name(getattr(fn, "__globals__", {}), outer) \
             or fn.__name__
@@ -250,16 +251,6 @@ def _is_wrapper(obj: Any, jit: Any) -> bool:
         if obj is jit:
             return True
     return False
-
-
-def _decided_by(wrapper: Any) -> set[str]:
-    """The launch values an `Autotuner` (its configs' keys and options) or `Heuristics` sets."""
-    if wrapper is None:
-        return set()
-    if hasattr(wrapper, "configs"):
-        keys = {k for config in wrapper.configs for k in config.all_kwargs()}
-        return keys | {"num_warps", "num_stages", "num_ctas", "maxnreg"}
-    return set(getattr(wrapper, "values", {}) or {})
 
 
 def _global_name(namespace: dict, obj: Any) -> str | None:
