@@ -483,10 +483,8 @@ def optimize(
     if result.diff is not None and result.diff.name.endswith(".diagnose.patch"):
         from diagnose.task.patch import apply_command
 
-        module = Path(result.report.get("module") or result.diff.with_name(result.diff.name.replace(
-            ".diagnose.patch", ".py")))
         applied = f"applied to {result.optimized} (backup beside it)" if result.optimized else \
-            f"apply it with `{apply_command(result.diff, module)}` or rerun with --apply"
+            f"apply it with `{apply_command(result.diff, Path(result.report['module']))}` or rerun with --apply"
         typer.echo(f"patch: {result.diff}; {applied}")
     elif result.optimized:
         typer.echo(f"optimized task: {result.optimized}; diff: {result.diff}")

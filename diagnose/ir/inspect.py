@@ -62,20 +62,19 @@ def _inspect(payload: dict) -> dict:
     kernels = []
     for launch in launches:
         if launch.error:
-            kernels.append(_failed(launch.kernel, launch.label, launch.error, "launch"))
+            kernels.append(_failed(launch.kernel, launch.title, launch.error, "launch"))
             continue
         try:
             concretes = expand_configs(launch)
         except Exception as e:  # noqa: BLE001 - a project's own pruning or heuristics failing on this launch
             message = str(e) if isinstance(e, UsageError) else replay_error(e)
-            kernels.append(_failed(launch.kernel, launch.label, message, "launch"))
+            kernels.append(_failed(launch.kernel, launch.title, message, "launch"))
             continue
         for concrete in concretes:
             try:
                 kernels.append(_inspect_one(concrete, target, payload, snapshots))
             except ArgumentsDoNotFit as e:
-                kernels.append(_failed(concrete.kernel, "; ".join(p for p in (concrete.label, concrete.config) if p),
-                                       str(e), "launch"))
+                kernels.append(_failed(concrete.kernel, concrete.title, str(e), "launch"))
     return {
         "file": str(Path(path).resolve()),
         "target": target.name,
@@ -85,9 +84,8 @@ def _inspect(payload: dict) -> dict:
     }
 
 
-def _failed(kernel: str, label: str, message: str, stage: str) -> dict:
+def _failed(kernel: str, title: str, message: str, stage: str) -> dict:
     """The entry of a kernel that has no compile: why, and at which step (`launch`: no launch of it)."""
-    title = kernel + (f" [{label}]" if label else "")
     return {"kernel": kernel, "title": title, "config": "", "grid": None,
             "error": {"message": message, "stage": stage, "log": ""}}
 

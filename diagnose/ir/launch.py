@@ -67,6 +67,10 @@ class Launch:
     label: str = ""
     error: str = ""
 
+    @property
+    def title(self) -> str:
+        return self.kernel + (f" [{self.label}]" if self.label else "")
+
 
 def load_module(path: str) -> Any:
     """Import the user's file as a module named after its stem, its folder first on `sys.path` (a kernel

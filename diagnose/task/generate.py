@@ -63,16 +63,26 @@ def _attr(node: ast.AST) -> str | None:
     return node.attr if isinstance(node, ast.Attribute) else (node.id if isinstance(node, ast.Name) else None)
 
 
+def _assignments(kernel: ast.FunctionDef) -> dict[str, list[ast.AST]]:
+    """The values each local name of a kernel is assigned (`a = ...`, `a, b = ...`: both names)."""
+    out: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                names = [target] if isinstance(target, ast.Name) else \
+                    [e for e in getattr(target, "elts", []) if isinstance(e, ast.Name)]
+                for name in names:
+                    out.setdefault(name.id, []).append(node.value)
+    return out
+
+
 def pointer_params(kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef] | None = None,
                    depth: int = 0) -> set[str]:
     """Parameters that are read or written through, here or in a `@triton.jit` function of the module
     the kernel hands them to (`functions`: the module's jit functions by name; FlagGems' kernels pass
     their pointers to an `_impl` helper that loads)."""
     params = {a.arg for a in kernel.args.args}
-    locals_: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(kernel):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            locals_.setdefault(node.targets[0].id, []).append(node.value)
+    locals_ = _assignments(kernel)
     found: set[str] = set()
     for node in ast.walk(kernel):
         if isinstance(node, ast.Call) and _attr(node.func) in (*POINTER_CALLS, "make_block_ptr",
@@ -96,12 +106,7 @@ def index_pointers(kernel: ast.FunctionDef, pointers: set[str]) -> set[str]:
     """Pointer parameters whose loaded values address memory: `t = tl.load(tgt_ptr + i)` then
     `tl.load(inp_ptr + i * C + t)` or `w_ptr += t * N` makes `tgt_ptr` a tensor of indices, whatever its
     name (a float there does not compile: `pointer<fp32> + fp32`)."""
-    locals_: dict[str, list[ast.AST]] = {}
-    for node in ast.walk(kernel):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                for name in _names(target):
-                    locals_.setdefault(name, []).append(node.value)
+    locals_ = _assignments(kernel)
     # which pointer parameters each local name carries values loaded from, to a fixpoint
     loaded: dict[str, set[str]] = {}
     changed = True

@@ -151,7 +151,7 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
     else:
         records = launches.records_for(path, inputs.launches)
         listed = launches.listing(records)
-        elsewhere = launches.listing(launches.launches_of_kernels_in(path, inputs.launches))
+        elsewhere: list | None = None  # launches other modules made of this module's kernels, read once if needed
         if inputs.launch is not None:
             if not 0 <= inputs.launch < len(listed):
                 raise UsageError(f"--launch {inputs.launch}: {len(listed)} launches were captured from {path.name}")
@@ -165,6 +165,8 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
                 continue
             mine = [r for r in listed if r.kernel == kernel and parse_call(r.replay).replayable]
             if not mine and inputs.launch is None:
+                if elsewhere is None:
+                    elsewhere = launches.listing(launches.launches_of_kernels_in(path, inputs.launches))
                 mine = [r for r in elsewhere if r.kernel == kernel and parse_call(r.replay).replayable]
             if mine:
                 groups[PER_KERNEL + kernel] = parse_call(mine[0].replay).text()

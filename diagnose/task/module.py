@@ -68,16 +68,15 @@ def _root(node: ast.AST) -> str | None:
 
 def _free_reads(definition: ast.AST) -> set[str]:
     """Names a function or class reads that it does not bind itself: the module globals it uses."""
-    loads, stores = set(), set()
+    loads, stores, declared = set(), set(), set()
     for node in ast.walk(definition):
         if isinstance(node, ast.Name):
             (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
         elif isinstance(node, ast.arg):
             stores.add(node.arg)
         elif isinstance(node, ast.Global):
-            loads.update(node.names)
-    declared = {n for node in ast.walk(definition) if isinstance(node, ast.Global) for n in node.names}
-    return loads - (stores - declared)
+            declared.update(node.names)
+    return (loads | declared) - (stores - declared)
 
 
 def _bound(node: ast.AST) -> set[str]:
