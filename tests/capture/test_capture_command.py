@@ -140,3 +140,9 @@ def test_launch_files_stay_valid_in_another_checkout(captured, tmp_path):
     listed = run_cli("capture", "--list", str(moved / "kernels" / "heuristics_add.py"))
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith("2 launches captured")
+
+
+def test_an_unknown_device_is_a_usage_error(tmp_path):
+    done = run_cli("capture", "--device", "tpu", "--project", str(tmp_path), "--", sys.executable, "-c", "print(1)")
+    assert done.returncode == 2 and "--device 'tpu': choose auto, cuda, cpu or none" in done.stderr
+    assert "Traceback" not in done.stderr
