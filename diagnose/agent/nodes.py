@@ -73,7 +73,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
         return {"pending": [], "trace": [step(level, "propose rewrites", f"nothing proposed: {done}")]}
     tried = set(state.get("tried", []))
     candidates = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
-                                               state.get("evidence", []), state["target"], sorted(tried))
+                                               state.get("evidence", []), state["target"], sorted(tried),
+                                               state.get("device", "cpu"))
     chain = policy.base_lineage(state)
     fresh = [{**c, "lineage": chain + list(c["made_by"])} for c in candidates if c["id"] not in tried]
     again = [c["id"] for c in fresh if policy.repeats_lineage(c, chain)]

@@ -18,7 +18,10 @@ from __future__ import annotations
 import time
 
 from diagnose.agent.state import LEVELS, Budget, State
-from diagnose.report.scores import score
+from diagnose.report.scores import score, spread
+
+# The smallest measured gain worth a patch (as `diagnose.rewrite.search.MEASURED_TIE` is for a config).
+MIN_GAIN = 0.02
 
 LEVEL_NODES = {"profile": "profile", "ir": "inspect_ir", "passes": "analyze_passes"}
 
@@ -41,10 +44,16 @@ def best_result(results: list[dict]) -> dict | None:
     kernel is never the best (on the H200 creation_arange's add-autotune measured 0.93x and 0.97x of
     the kernel as given and was kept as the best when any passed result could be), nor one with no
     gain to show (on the CPU, Liger's and the tutorials' patches were written at "1.00x, estimated":
-    `num_warps=4` added where it was Triton's default)."""
+    `num_warps=4` added where it was Triton's default). A measured gain must also clear `margin`."""
     scored = [(score(r), r) for r in results if r["verdict"]["passed"]]
-    better = [(value, r) for (value, how), r in scored if value > 1.0]
+    better = [(value, r) for (value, how), r in scored if value > 1.0 + margin(r, how)]
     return max(better, key=lambda pair: pair[0])[1] if better else None
+
+
+def margin(result: dict, how: str) -> float:
+    """How much a measured speedup must exceed 1 to count: `MIN_GAIN`, or the timing run's own spread
+    where it is wider (`scores.spread`); a source edit for a gain inside the noise is not a result."""
+    return max(MIN_GAIN, spread(result["verdict"])) if how == "measured" else 0.0
 
 
 def base_lineage(state: State) -> list[str]:

@@ -104,12 +104,14 @@ class Tools:
         return findings, evidence, roofline, f"{note}; findings: {', '.join(codes) or 'none'}"
 
     def propose(self, task: str, base: str, findings: list[dict], evidence: list[dict], target: str,
-                tried: list[str]) -> list[dict]:
+                tried: list[str], device: str = "cpu") -> list[dict]:
+        """Candidates for the findings; a tunable rewrite's launch-config search times its configurations
+        on `device` where it can (sharing the device through this run's lock), else estimates them."""
         from diagnose import rewrite
 
         if not hasattr(rewrite, "propose"):
             return []
-        candidates = rewrite.propose(base, findings, evidence, target)
+        candidates = rewrite.propose(base, findings, evidence, target, device=device, device_lock=self.device_lock)
         out = []
         folder = Path(self.run_dir, "candidates")
         folder.mkdir(parents=True, exist_ok=True)

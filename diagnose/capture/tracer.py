@@ -14,6 +14,9 @@ callback per call; Triton itself is never patched:
   standard library) may be a host call: the specs of its arguments are taken as it starts, before its
   body reassigns them (`X = X.view(-1, n)`), and kept under the frame's id.
 
+Backward passes are made to run on the thread that calls them (`backward_on_this_thread`): autograd's
+own device threads are not Python's, so no trace hook would see the launches made there.
+
 For each launch the record names the kernel, the launch as a spec (`kernel[grid](...)`), the line that
 launched it, and the host call to replay: the outermost call in the launching file that can be called
 again on its own — a module-level function, `Cls.apply` for the `forward` of a
@@ -43,6 +46,20 @@ IGNORE, HOST, LAUNCH = 0, 1, 2
 LIBRARIES = ("triton", "torch", "numpy", "_pytest", "pytest", "pluggy", "diagnose", "typing_extensions",
              "importlib", "functools", "contextlib")
 CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
+
+
+def backward_on_this_thread() -> bool:
+    """Have autograd run backward passes on the thread that asks for them (torch's own switch,
+    thread-local; `torch.autograd.set_multithreading_enabled`), once torch is imported: on a GPU the
+    engine otherwise runs them on its device threads, which no trace hook reaches (`threading.settrace`
+    covers Python's threads only), and every launch of a backward kernel would be missed. The results
+    are the same; only which thread computes them changes. True once set."""
+    torch = sys.modules.get("torch")
+    switch = getattr(getattr(torch, "autograd", None), "set_multithreading_enabled", None)
+    if switch is None:  # torch not imported (or still importing) yet: a later host call sets it
+        return False
+    switch(False)
+    return True
 
 
 def _stdlib_roots() -> tuple[str, ...]:
@@ -143,6 +160,8 @@ class Tracer:
     # --- host calls ------------------------------------------------------------------------------
 
     def enter(self, frame, code) -> None:
+        if not getattr(self.busy, "backward_here", False):
+            self.busy.backward_here = backward_on_this_thread()
         names = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
         if code.co_flags & CO_VARARGS:
             names.append(code.co_varnames[len(names)])

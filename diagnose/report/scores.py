@@ -27,6 +27,16 @@ def measured_speedup(verdict: dict) -> float | None:
     return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
 
 
+def spread(verdict: dict) -> float:
+    """How far one timing run's medians can be off: over the groups, the widest half interquartile range
+    relative to its median, of the candidate or the initial kernel (0 when nothing was timed)."""
+    out = 0.0
+    for t in verdict.get("timings", []):
+        if t["variant"] in ("candidate", "initial") and t.get("median_ms") and t.get("iqr_ms") is not None:
+            out = max(out, 0.5 * t["iqr_ms"] / t["median_ms"])
+    return out
+
+
 def score(result: dict) -> tuple[float, str]:
     """(score, how it was obtained) for a verified result; failed candidates score 0."""
     if not result["verdict"]["passed"]:

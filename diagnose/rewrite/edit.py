@@ -71,9 +71,14 @@ def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
         return call.with_changes(args=[*args[:unpacked], new, *args[unpacked:]])
     if args:
         last = args[-1]
+        after = cst.SimpleWhitespace(" ")
         if isinstance(last.comma, cst.Comma):  # a trailing comma (`...,\n)`): the new last argument keeps it
             new = new.with_changes(comma=last.comma)
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            # one argument per line: the new one gets a line of its own, as the others have
+            breaks = [getattr(a.comma, "whitespace_after", None) for a in args]
+            if len(args) > 1 and all(isinstance(b, cst.ParenthesizedWhitespace) for b in breaks):
+                after = breaks[-2]
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=after))
     return call.with_changes(args=[*args, new])
 
 

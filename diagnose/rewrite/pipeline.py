@@ -107,6 +107,7 @@ def build(ctx: RewriteContext, ids: Iterable[str], options: SearchOptions | None
             skipped.append((rewrite_id, pre.reason))
             continue
         params: dict[str, Any] = {}
+        result = None
         if rewrite.tunable and options is not None:
             result = search(rewrite, step_ctx, pre.plan, options)
             searches.append(result)
@@ -114,7 +115,8 @@ def build(ctx: RewriteContext, ids: Iterable[str], options: SearchOptions | None
         try:
             source = rewrite.apply(step_ctx.with_params(params))
         except NotApplicable as exc:
-            skipped.append((rewrite_id, str(exc)))
+            # a search that kept the current values says why (timed fastest, or nothing to time on)
+            skipped.append((rewrite_id, f"{exc}: chose {result.ranked_by}" if result else str(exc)))
             continue
         steps.append(rewrite_id)
     return Built(source, tuple(steps), tuple(searches), tuple(skipped))
@@ -184,7 +186,7 @@ def context_for(task_path: str | Path, findings=None, evidence=None, target: str
 def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
             evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, *,
             search_configs: bool = True, estimate: bool = True, device: str = "cpu", workers: int | None = None,
-            llm: Any = None, ledger: Any = None) -> list[Candidate]:
+            llm: Any = None, ledger: Any = None, device_lock: str | None = None) -> list[Candidate]:
     """Candidates for the task at `task_path` that answer `findings` / `evidence` (see the module docstring).
 
     `findings=None` triages the source here; dicts (`Finding.to_dict()`) are accepted, as the agent
@@ -192,7 +194,7 @@ def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = N
     `ledger`, an `llm.TokenLedger`).
     """
     ctx = context_for(task_path, findings, evidence, target)
-    options = _search_options(task_path, device, workers) if search_configs else None
+    options = _search_options(task_path, device, workers, device_lock) if search_configs else None
     chosen = [a for a in survey(ctx) if a.precondition.holds and a.called_by]
     chains: list[list[str]] = []
     safe = [a.rewrite.id for a in chosen if a.rewrite.safety == "safe"]
@@ -218,11 +220,12 @@ def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = N
     return candidates
 
 
-def _search_options(task_path: str | Path, device: str, workers: int | None) -> SearchOptions:
+def _search_options(task_path: str | Path, device: str, workers: int | None,
+                    device_lock: str | None = None) -> SearchOptions:
     from diagnose.ir.cache import cache_root
 
     return SearchOptions(str(Path(task_path).resolve()), device=device, workers=workers,
-                         cache_root=str(cache_root().resolve()))
+                         cache_root=str(cache_root().resolve()), device_lock=device_lock)
 
 
 def estimate_gains(ctx: RewriteContext, sources: list[str],

@@ -113,6 +113,11 @@ class Rewrite:
     conflicts: ClassVar[tuple[str, ...]] = ()
     # Launch values the launch-config search may choose (see `search_space`).
     tunable: ClassVar[bool] = False
+    # Whether the static estimate may choose among them where nothing can be timed (else nothing changes).
+    estimated: ClassVar[bool] = True
+    # How many configurations a device times (None: the search's own `top_k`, best estimate first; a
+    # rewrite that is not `estimated` has them timed in the order of its search space).
+    timed_configs: ClassVar[int | None] = None
     # The precondition reads IR evidence (`ctx.evidence`); without it the rewrite says so.
     needs_ir: ClassVar[bool] = False
 

@@ -15,6 +15,12 @@ For a tunable rewrite (`retune-launch`, `wgmma-tiles`, `add-autotune`) and a sou
 4. **rank** the survivors: timed with the harness where a device is here (`verify` on the device,
    the candidate's median per group, the fastest `top_k` by estimate only); otherwise by the static
    estimate (`ranking.py`), and the result says so.
+
+A rewrite whose values no estimate can rank (`estimated = False`: `launch-options`' warps and stages)
+is searched only where a device times it: its first `timed_configs` survivors in the order of its
+search space, the current values among them (the unchanged source, timed like the others), and
+another configuration is chosen only when it beats the first by more than `MEASURED_TIE`. With no
+device, its current values are kept and the result says why.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ TIMEOUT_S = 900.0
 TIMED_TOP_K = 4
 # Estimated times this close count as equal (the model's resolution, not the device's).
 ESTIMATE_TIE = 0.02
+# A measured gain this small is not worth a source edit (and within a kernel's run-to-run spread).
+MEASURED_TIE = 0.02
 
 
 @dataclass(frozen=True)
@@ -68,13 +76,15 @@ class SearchResult:
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """Where the task is (its reference), the device to time on, parallel workers, the cache."""
+    """Where the task is (its reference), the device to time on (and its lock), parallel workers, the cache."""
 
     task_path: str
     device: str = "cpu"
     workers: int | None = None
     cache_root: str | None = None
     top_k: int = TIMED_TOP_K
+    # The lock file of a device shared with other runs: every timing holds it (`runtime.device_lock`).
+    device_lock: str | None = None
 
 
 def static_prune(values: dict[str, int], target: Target) -> str | None:
@@ -117,8 +127,15 @@ def compile_batch(task_path: str, paths: list[str], target: Target, workers: int
     return out
 
 
-def ir_prune(views: dict[int, ranking.StaticView], target: Target) -> dict[int, str | None]:
-    """Why each compiled configuration is dropped (None: kept), comparing them with each other."""
+def ir_prune(views: dict[int, ranking.StaticView], target: Target, measured: bool = False) -> dict[int, str | None]:
+    """Why each compiled configuration is dropped (None: kept), comparing them with each other. For a
+    rewrite chosen by timing only (`measured`), only what cannot run well is dropped (a compile error,
+    spills, shared memory over the limit), never the current values (index 0) that compile: the
+    timing decides the rest."""
+    if measured:
+        hard = {i: v for i, v in views.items() if not v.compiled or v.spills or v.shared_over}
+        reasons = ir_prune(hard, target) if hard else {}
+        return {i: None if i == 0 and views[i].compiled else reasons.get(i) for i in views}
     reasons: dict[int, str | None] = {}
     best = ranking.best_engine(target)
     reaches_best = any(best in v.engines for v in views.values() if v.compiled)
@@ -145,6 +162,13 @@ def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpti
     if not space:
         return SearchResult(rewrite.id, (), (), "nothing to search")
     default = tuple(space[0].items())
+    from diagnose.runtime.devices import available, timed
+
+    can_time = timed(options.device) and available(options.device)[0]
+    if not rewrite.estimated and not can_time:
+        return SearchResult(rewrite.id, default, (Trial(default),),
+                            f"the current values ({rewrite.id} is chosen by timing only; nothing is timed on "
+                            f"{options.device})")
     if not ctx.target.can_compile_here:
         return SearchResult(rewrite.id, default, (Trial(default),),
                             f"the default ({ctx.target.name} does not compile here, so nothing was pruned or ranked)")
@@ -156,7 +180,10 @@ def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpti
             try:
                 sources[i] = rewrite.apply(ctx.with_params(values))
             except NotApplicable as exc:
-                why = str(exc)
+                # the current values, timed as they are, are what another configuration must beat
+                sources[i], why = (ctx.source, None) if i == 0 and not rewrite.estimated else (None, str(exc))
+                if sources[i] is None:
+                    del sources[i]
         trials.append(Trial(tuple(values.items()), pruned=why))
     with tempfile.TemporaryDirectory(prefix="diagnose-search-") as folder:
         stem = Path(ctx.path).stem.replace(".", "_")
@@ -167,15 +194,15 @@ def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpti
             paths[i] = str(path)
         results = compile_batch(options.task_path, list(paths.values()), ctx.target, options.workers, options.cache_root)
         views = {i: ranking.view(results[p], ctx.target) for i, p in paths.items() if p in results}
-        reasons = ir_prune(views, ctx.target)
+        reasons = ir_prune(views, ctx.target, measured=not rewrite.estimated)
         for i, why in reasons.items():
             trials[i] = Trial(trials[i].values, pruned=why, seconds=views[i].time())
         survivors = [i for i, why in reasons.items() if why is None]
         ranked_by = next((v.label for v in views.values()), ranking.ESTIMATE)
-        from diagnose.runtime.devices import available, timed
-
-        if survivors and timed(options.device) and available(options.device)[0]:
-            survivors = sorted(survivors, key=lambda i: trials[i].seconds or math.inf)[:options.top_k]
+        if survivors and can_time:
+            top_k = rewrite.timed_configs or options.top_k
+            survivors = (sorted(survivors)[:top_k] if not rewrite.estimated
+                         else sorted(survivors, key=lambda i: trials[i].seconds or math.inf)[:top_k])
             from diagnose.task import load_task
             from diagnose.verify.harness import prepared
 
@@ -183,17 +210,20 @@ def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpti
             with prepared(load_task(options.task_path, paths[survivors[0]]), _check_options(options)) as reference:
                 for i in survivors:
                     trials[i] = Trial(trials[i].values, seconds=_timed(options, paths[i], reference), measured=True)
-            ranked_by = f"time on {options.device} (harness medians; top {options.top_k} by estimate)"
+            ranked_by = (f"time on {options.device} (harness medians; the first {top_k} of the search space)"
+                         if not rewrite.estimated else
+                         f"time on {options.device} (harness medians; top {top_k} by estimate)")
     if not survivors:
         return SearchResult(rewrite.id, default, tuple(trials), "the default (no configuration survived pruning)")
     return SearchResult(rewrite.id, trials[pick(trials, survivors)].values, tuple(trials), ranked_by)
 
 
 def pick(trials: list[Trial], survivors: list[int]) -> int:
-    """The fastest survivor; within `ESTIMATE_TIE` of it, an estimate cannot tell configurations apart,
-    so the earliest in the search space (the rewrite's preference order) wins."""
+    """The fastest survivor; within `ESTIMATE_TIE` of it an estimate cannot tell configurations apart,
+    within `MEASURED_TIE` a gain is not worth an edit, so the earliest in the search space (the
+    rewrite's preference order, its current values first where they are searched) wins."""
     fastest = min(trials[i].seconds if trials[i].seconds is not None else math.inf for i in survivors)
-    tie = 0.0 if any(trials[i].measured for i in survivors) else ESTIMATE_TIE
+    tie = MEASURED_TIE if any(trials[i].measured for i in survivors) else ESTIMATE_TIE
     return min(i for i in survivors if (trials[i].seconds if trials[i].seconds is not None else math.inf)
                <= fastest * (1 + tie))
 
@@ -201,7 +231,7 @@ def pick(trials: list[Trial], survivors: list[int]) -> int:
 def _check_options(options: SearchOptions):
     from diagnose.verify.harness import CheckOptions
 
-    return CheckOptions(device=options.device, seeds=(0,), baselines=())
+    return CheckOptions(device=options.device, seeds=(0,), baselines=(), device_lock=options.device_lock)
 
 
 def _timed(options: SearchOptions, path: str, reference=None) -> float | None:

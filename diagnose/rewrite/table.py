@@ -16,6 +16,7 @@ from diagnose.rewrite.fuse_elementwise import FuseElementwise
 from diagnose.rewrite.group_m_swizzle import GroupMSwizzle
 from diagnose.rewrite.hoist_loop_invariant import HoistLoopInvariant
 from diagnose.rewrite.int32_index import Int32Index
+from diagnose.rewrite.launch_options import LaunchOptions
 from diagnose.rewrite.load_other import LoadOther
 from diagnose.rewrite.online_softmax import OnlineSoftmax
 from diagnose.rewrite.persistent_grid import PersistentGrid
@@ -52,6 +53,7 @@ REWRITES: dict[str, Rewrite] = {
         AttentionTiles(),
         RetuneLaunch(),
         AddAutotune(),
+        LaunchOptions(),
     )
 }
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from diagnose import syntax
+from diagnose.task.callspec import parse_call
 from diagnose.task.module import ModuleIdentity, without_import_time_work
 
 MARK = "# ---- diagnose task harness"
@@ -107,6 +108,31 @@ def header(task_text: str) -> Header | None:
     if not {"origin", "module", "root"} <= set(found):
         return None
     return Header(Path(found["origin"]), found["module"], Path(found["root"]))
+
+
+def replay_targets(task_text: str) -> tuple[str, ...] | None:
+    """What the section replays, as call specs name it (`rms_norm_backward`, `LigerFn.apply`, a kernel
+    for a bare launch), the primary call first; None for a file that is not a kernel module's task file
+    (a rewrite then considers every kernel the file launches)."""
+    import ast
+
+    at = task_text.find("\n" + MARK)
+    if at < 0:
+        return None
+    try:
+        tree = ast.parse(task_text[at + 1:])
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and len(node.args) == 2 and isinstance(node.args[1], ast.Dict):
+            try:
+                spec = ast.literal_eval(node.args[1])
+            except ValueError:
+                return None
+            groups = spec.get("groups", {})
+            calls = [groups.get(spec.get("primary")), *groups.values()]
+            return tuple(dict.fromkeys(parse_call(c).target for c in calls if isinstance(c, str)))
+    return None
 
 
 def write_task(cache: Path, identity: ModuleIdentity, module_source: str, groups: dict[str, str], primary: str,

@@ -19,6 +19,7 @@ from a backward pass or a method); `launch` the kernel launch itself. No tensor 
 
 from __future__ import annotations
 
+import fcntl
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -81,6 +82,13 @@ def merge(project: Path, records: list[LaunchRecord]) -> list[Path]:
         by_module.setdefault(record.module_file, []).append(record)
     folder = store_for(project)
     folder.mkdir(parents=True, exist_ok=True)
+    # Captures run side by side (one per script) merge into the same files: one at a time.
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _merge_locked(project, folder, by_module)
+
+
+def _merge_locked(project: Path, folder: Path, by_module: dict[str, list[LaunchRecord]]) -> list[Path]:
     written = []
     for module_file, new in sorted(by_module.items()):
         module = identity(Path(module_file))

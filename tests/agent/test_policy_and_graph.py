@@ -137,6 +137,20 @@ def test_a_candidate_timed_no_faster_than_the_task_as_given_is_never_best():
         "propose", "no candidate passed verification and beat the task as given yet")
 
 
+def test_a_measured_gain_inside_the_noise_is_not_a_result():
+    """1% faster is under the smallest gain worth a patch; 5% faster counts when the runs are tight,
+    not when half their interquartile range is 10% of the median."""
+    assert policy.best_result([result("tiny", timed_verdict(1.98))]) is None
+    tight = timed_verdict(1.9)
+    for t in tight["timings"]:
+        t["iqr_ms"] = 0.01
+    assert policy.best_result([result("tight", tight)])["candidate"]["id"] == "tight"
+    noisy = timed_verdict(1.9)
+    for t in noisy["timings"]:
+        t["iqr_ms"] = 0.4
+    assert policy.best_result([result("noisy", noisy)]) is None
+
+
 def test_a_round_past_the_wall_budget_leaves_its_candidates_unverified(tmp_path):
     from langgraph.runtime import Runtime
 

@@ -146,3 +146,40 @@ def test_an_unknown_device_is_a_usage_error(tmp_path):
     done = run_cli("capture", "--device", "tpu", "--project", str(tmp_path), "--", sys.executable, "-c", "print(1)")
     assert done.returncode == 2 and "--device 'tpu': choose auto, cuda, cpu or none" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_backward_passes_run_where_the_trace_hook_sees_them(tmp_path):
+    """On a GPU autograd runs backward passes on its own device threads, which no trace hook reaches;
+    the capture switches that off (torch's thread-local switch) once torch is imported, so a backward
+    kernel's launch and its host call are recorded like a forward's."""
+    (tmp_path / "ops.py").write_text(
+        "import torch\n"
+        "import triton\n"
+        "import triton.language as tl\n\n\n"
+        "@triton.jit\n"
+        "def twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)\n\n\n"
+        "def twice(x):\n"
+        "    out = torch.empty_like(x)\n"
+        "    twice_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)\n"
+        "    return out\n\n\n"
+        "class Twice(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        return twice(x)\n\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, dy):\n"
+        "        return twice(dy)\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "import ops\n\n"
+        "x = torch.randn(3000, device='cuda', requires_grad=True)\n"
+        "ops.Twice.apply(x).sum().backward()\n"
+        "print('multithreaded backward:', torch._C._is_multithreading_enabled())\n")
+    done = run_cli("capture", "--device", "cpu", "--project", str(tmp_path), "--", sys.executable, "train.py")
+    assert done.returncode == 0, done.stderr
+    assert "multithreaded backward: False" in done.stdout
+    records = json.loads((tmp_path / ".diagnose" / "launches" / "ops.json").read_text())["launches"]
+    # the backward's gradient of a sum is one value broadcast: a stride-0 view, replayed as one
+    assert {r["call"] for r in records} == {"Twice.apply(x=f32[3000])", "twice(x=f32[3000](stride=(0,)))"}

@@ -54,8 +54,10 @@ def test_pick_breaks_estimate_ties_by_preference():
     trials = [Trial((("B", 1024),), seconds=1.015), Trial((("B", 4096),), seconds=1.0), Trial((("B", 8192),), seconds=0.9)]
     assert pick(trials, [0, 1]) == 0, "within 2% of the fastest the earlier (preferred) one wins"
     assert pick(trials, [0, 1, 2]) == 2
-    measured = [Trial((("B", 1024),), seconds=1.015, measured=True), Trial((("B", 4096),), seconds=1.0, measured=True)]
-    assert pick(measured, [0, 1]) == 1, "measured times are taken as they are"
+    measured = [Trial((("B", 1024),), seconds=1.015, measured=True), Trial((("B", 4096),), seconds=1.0, measured=True),
+                Trial((("B", 8192),), seconds=0.95, measured=True)]
+    assert pick(measured, [0, 1]) == 0, "a measured gain under 2% is not worth changing the source"
+    assert pick(measured, [0, 1, 2]) == 2
 
 
 def test_gain_is_a_geometric_mean_over_common_groups():
