@@ -18,7 +18,8 @@ For a tunable rewrite (`retune-launch`, `wgmma-tiles`, `add-autotune`) and a sou
 
 A rewrite whose values no estimate can rank (`estimated = False`: `launch-options`' warps and stages)
 is searched only where a device times it: its first `timed_configs` survivors in the order of its
-search space, the current values among them (the unchanged source, timed like the others), and
+search space, the current values among them (the unchanged source), timed side by side in one worker
+(they compute the same values, so only the one chosen is verified, afterwards, like any candidate), and
 another configuration is chosen only when it beats the first by more than `MEASURED_TIE`. With no
 device, its current values are kept and the result says why.
 """
@@ -208,8 +209,13 @@ def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpti
 
             # One reference job for every configuration timed.
             with prepared(load_task(options.task_path, paths[survivors[0]]), _check_options(options)) as reference:
+                if not rewrite.estimated:
+                    seconds, failed = _side_by_side(options, {i: paths[i] for i in survivors}, reference)
+                    if failed:
+                        return SearchResult(rewrite.id, default, tuple(trials), f"the current values (timing failed: {failed})")
                 for i in survivors:
-                    trials[i] = Trial(trials[i].values, seconds=_timed(options, paths[i], reference), measured=True)
+                    timed_s = seconds[i] if not rewrite.estimated else _timed(options, paths[i], reference)
+                    trials[i] = Trial(trials[i].values, seconds=timed_s, measured=True)
             ranked_by = (f"time on {options.device} (harness medians; the first {top_k} of the search space)"
                          if not rewrite.estimated else
                          f"time on {options.device} (harness medians; top {top_k} by estimate)")
@@ -232,6 +238,20 @@ def _check_options(options: SearchOptions):
     from diagnose.verify.harness import CheckOptions
 
     return CheckOptions(device=options.device, seeds=(0,), baselines=(), device_lock=options.device_lock)
+
+
+def _side_by_side(options: SearchOptions, paths: dict[int, str], reference) -> tuple[dict[int, float], str | None]:
+    """Geometric mean over the groups of each configuration's median, all timed in one worker
+    (`diagnose.verify.side_by_side`: the configurations of a rewrite that is not `estimated` compute
+    the same values, so only the one chosen needs verifying)."""
+    from diagnose.verify.side_by_side import time_side_by_side
+
+    timings, failed = time_side_by_side(reference, {str(i): Path(p) for i, p in paths.items()}, _check_options(options))
+    out = {}
+    for i in paths:
+        medians = [t.median_ms for t in timings if t.variant == str(i) and t.median_ms]
+        out[i] = math.exp(sum(map(math.log, medians)) / len(medians)) * 1e-3 if medians else math.inf
+    return out, failed
 
 
 def _timed(options: SearchOptions, path: str, reference=None) -> float | None:

@@ -11,6 +11,10 @@
   in the parent (the re-check after timing; a fresh case where the reference mutates its inputs or
   has no floating-point input to change).
 
+- `side_by_side_job` times several variants of one kernel module (the launch-config search's
+  configurations) interleaved in one process on the same saved inputs: a ranking, not a verification
+  (the one chosen is verified in full afterwards).
+
 Every entry runs in the interpreter of the device's placement (`diagnose.runtime.devices.placement`):
 for `npu` that is an interpreter where torch_npu imports (usually the Ascend toolchain's), so this
 module and what it imports need only the standard library, torch and triton. Tensors go to the
@@ -237,3 +241,28 @@ def timing_job(payload: dict) -> dict:
         outputs = run_forward(models["candidate"], inputs, device)
     return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams, "escaped_calls": escapes,
             "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt")}
+
+
+def side_by_side_job(payload: dict) -> dict:
+    """Time the `ModelNew` of every variant file on each group's saved inputs, interleaved (one
+    `timing.measure` per group over all of them), under the device lock alone."""
+    import torch
+
+    from diagnose.verify import timing
+
+    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    state = tensors.load(job / "state.pt")
+    init_inputs = tensors.load(job / "init_inputs.pt")
+    models = {name: build_model(import_task_file(path).ModelNew, init_inputs, device, state)
+              for name, path in payload["variants"].items()}
+    timer = timing.EventTimer(device)
+    timings = []
+    for group in payload["groups"]:
+        with device_lock.shared(lock):
+            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
+        variants = {name: (lambda m=m: m(*inputs)) for name, m in models.items()}
+        with torch.no_grad(), device_lock.exclusive(lock):
+            timings += [t.to_dict() for t in timing.measure(timer, variants, group)]
+        del inputs, variants
+        empty_cache(device)
+    return {"timings": timings}
