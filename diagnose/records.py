@@ -113,6 +113,9 @@ class Candidate(Record):
     safety: Safety = "safe"
     answers: tuple[str, ...] = ()
     predicted_gain: float | None = None
+    # The launch-config searches behind it: per search its summary, then one line per configuration
+    # (values, what became of it, seconds measured or estimated).
+    searched: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

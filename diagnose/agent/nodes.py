@@ -17,7 +17,8 @@ from diagnose.errors import DiagnoseError
 
 
 def step(level: str, action: str, reason: str) -> dict:
-    return {"level": level, "action": action, "reason": reason}
+    """One line of the run's trace; `at` (epoch seconds, when the step ended) shows where the time went."""
+    return {"level": level, "action": action, "reason": reason, "at": round(time.time(), 1)}
 
 
 def measure_baseline(state: State, runtime: Runtime[Context]) -> dict:

@@ -159,6 +159,7 @@ def make_candidate(ctx: RewriteContext, built: Built, gain: float | None = None)
         safety="unsafe" if any(r.safety == "unsafe" for r in rewrites) else "safe",
         answers=answers,
         predicted_gain=gain,
+        searched=tuple(line for result in built.searches for line in result.table()),
     )
 
 

@@ -69,6 +69,15 @@ class SearchResult:
     trials: tuple[Trial, ...]
     ranked_by: str
 
+    def table(self) -> tuple[str, ...]:
+        """The summary, then one line per configuration: the measured config table of a report."""
+        rows = []
+        for t in self.trials:
+            how = "measured" if t.measured else "estimated"
+            time = f"{t.seconds * 1e3:.4g} ms {how}" if t.seconds not in (None, math.inf) else "not timed"
+            rows.append(f"  {t.label()}: {('dropped: ' + t.pruned) if t.pruned else time}")
+        return (self.summary(), *rows)
+
     def summary(self) -> str:
         kept = sum(1 for t in self.trials if t.pruned is None)
         return (f"{self.rewrite}: {len(self.trials)} configs, {kept} after IR pruning, ranked by {self.ranked_by}; "
