@@ -26,6 +26,9 @@ device, its current values are kept and the result says why.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 import os
 import tempfile
@@ -167,8 +170,44 @@ def ir_prune(views: dict[int, ranking.StaticView], target: Target, measured: boo
 
 
 def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOptions) -> SearchResult:
-    """Choose the launch values of `rewrite` on `ctx` (see the module docstring)."""
+    """Choose the launch values of `rewrite` on `ctx` (see the module docstring), or the result of the
+    same search done before: cached under `<cache>/search/` by the rewrite, the source, the task file
+    (its inputs' shapes), the device and the target. A run that escalates proposes again at each
+    level, and a configuration timed once on this device need not be timed again."""
     space = rewrite.search_space(ctx, plan)
+    folder = Path(options.cache_root, "search") if options.cache_root else None
+    from diagnose import __version__
+
+    key = hashlib.sha256(json.dumps([__version__, rewrite.id, ctx.source, _text(options.task_path), options.device,
+                                     ctx.target.name, space], default=str).encode()).hexdigest()[:24]
+    if folder is not None and (folder / f"{key}.json").is_file():
+        try:
+            return _loaded(json.loads((folder / f"{key}.json").read_text()))
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged entry is searched again
+    result = _search(rewrite, ctx, plan, options, space)
+    if folder is not None and any(t.seconds is not None for t in result.trials) and "failed" not in result.ranked_by:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{key}.json").write_text(json.dumps(dataclasses.asdict(result)))
+    return result
+
+
+def _text(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _loaded(data: dict) -> SearchResult:
+    trials = tuple(Trial(tuple(tuple(v) for v in t["values"]), t["pruned"], t["seconds"], t["measured"])
+                   for t in data["trials"])
+    return SearchResult(data["rewrite"], tuple(tuple(v) for v in data["chosen"]), trials,
+                        f"{data['ranked_by']}; from the search cache")
+
+
+def _search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOptions,
+            space: list[dict[str, Any]]) -> SearchResult:
     if not space:
         return SearchResult(rewrite.id, (), (), "nothing to search")
     default = tuple(space[0].items())

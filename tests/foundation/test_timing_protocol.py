@@ -35,8 +35,16 @@ def test_variants_are_interleaved_and_stop_when_stable():
     by_name = {t.variant: t for t in out}
     assert by_name["a"].median_ms == 1.0 and by_name["b"].median_ms == 2.01
     assert all(t.stable for t in out)
-    # interleaved: a batch of a, then of b, then a again...
-    assert timer.calls[:4] == ["a", "b", "a", "b"]
+    # interleaved, the first of each round rotating: a b, then b a, ...
+    assert timer.calls[:4] == ["a", "b", "b", "a"]
+
+
+def test_every_variant_is_timed_in_every_round_until_all_are_stable():
+    """A variant stable at once keeps its place in the rounds while another settles (six rounds
+    here), so every variant goes first as often as the others."""
+    timer = ListTimer({"a": [1.0], "b": [2.0] * 10 + [3.0] * 20})
+    timing.measure(timer, {"a": lambda: "a", "b": lambda: "b"}, "g")
+    assert timer.calls[:12] == ["a", "b", "b", "a"] * 3
 
 
 def test_wide_spread_is_flagged_unstable():

@@ -80,3 +80,34 @@ def test_an_autotuned_launch_counts_its_best_config_once():
 
     assert launch_seconds([("k", 1.0), ("k", 2.0)]) == 3.0, "two launches of a plain kernel add up"
     assert launch_seconds([("k [BLOCK: 1024]", 3.0), ("k [BLOCK: 4096]", 1.0)]) == 1.0
+
+
+def test_a_search_done_before_is_read_from_the_cache(tmp_path, monkeypatch):
+    """The same rewrite on the same source, task, device and target is searched once: a run that
+    proposes again at a deeper level reads the measured table instead of timing it again; another
+    task file (other shapes) or device searches again."""
+    from diagnose.rewrite import search as module
+    from diagnose.rewrite.search import SearchOptions, SearchResult, Trial
+    from diagnose.rewrite.table import REWRITES
+    from tests.rewrite.goldens import FIXTURES, context
+
+    runs = []
+
+    def measured(rewrite, ctx, plan, options, space):
+        runs.append(options.device)
+        trials = (Trial((("num_warps", 4), ("num_stages", 3)), seconds=2e-3, measured=True),
+                  Trial((("num_warps", 8), ("num_stages", 3)), seconds=1e-3, measured=True))
+        return SearchResult(rewrite.id, trials[1].values, trials, "time on cuda")
+
+    monkeypatch.setattr(module, "_search", measured)
+    rewrite, ctx = REWRITES["launch-options"], context(FIXTURES / "launch-options")
+    task = tmp_path / "task.py"
+    task.write_text("# shapes A\n")
+    options = SearchOptions(str(task), device="cuda", cache_root=str(tmp_path / "cache"))
+    first = module.search(rewrite, ctx, rewrite.check(ctx).plan, options)
+    again = module.search(rewrite, ctx, rewrite.check(ctx).plan, options)
+    assert runs == ["cuda"] and again.trials == first.trials and again.chosen == first.chosen
+    assert again.ranked_by.endswith("from the search cache")
+    task.write_text("# shapes B\n")
+    module.search(rewrite, ctx, rewrite.check(ctx).plan, options)
+    assert len(runs) == 2
