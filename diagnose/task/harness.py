@@ -120,7 +120,7 @@ def replay_targets(task_text: str) -> tuple[str, ...] | None:
     if at < 0:
         return None
     try:
-        tree = ast.parse(task_text[at + 1:])
+        tree = syntax.parse(task_text[at + 1:])
     except SyntaxError:
         return None
     for node in ast.walk(tree):
