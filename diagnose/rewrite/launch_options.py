@@ -41,7 +41,8 @@ class OptionSlot:
     def shown(self) -> str:
         if self.kind != "computed":
             return f"{self.param}={self.current}{' (default)' if self.kind == 'absent' else ''}"
-        return f"{self.param}={scaled(self.expression, self.factor, 32)}"
+        scale = "" if self.factor == 1 else f" x{self.factor}" if self.factor > 0 else f" /{-self.factor}"
+        return f"{self.param}={self.expression}{scale}"
 
 
 @dataclass(frozen=True)
@@ -115,12 +116,12 @@ class LaunchOptions(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         module, targets = ctx.module, replay_targets(ctx.source)
-        known = kernels(module)
+        known, sites = kernels(module), launch_sites(module)
         reasons = []
         for name in (t for t in targets or () if t in known):
             reasons.append(f"{name}: replayed as a bare launch (its launch options are the capture's)")
         for site in reached_sites(module, targets):
-            plan = _plan(ctx, known[site.kernel], site)
+            plan = _plan(ctx, known[site.kernel], site, sites)
             if isinstance(plan, OptionsPlan):
                 return Precondition.yes(f"{site.kernel} in {site.host_name}: launched with {plan.shown()}",
                                         (site.kernel,), plan)
@@ -187,23 +188,25 @@ def _set(site: LaunchSite, slot: OptionSlot, value: int, mapping: dict, added: d
         mapping[option_value(site, slot.param)] = cst.Integer(str(value))
 
 
-def _plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite) -> OptionsPlan | str:
+def _plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite, sites: list[LaunchSite]) -> OptionsPlan | str:
+    """The plan for `site` (`sites`: every launch site of the module), or why not."""
     if kernel.autotuned:
         return "autotuned: its configs set num_warps and num_stages (add-autotune)"
-    sites = sites_of(ctx.module, kernel.name)
-    index = next(i for i, s in enumerate(sites) if s.statement is site.statement)
-    warps = _slot(ctx, site, "num_warps")
+    index = next(i for i, s in enumerate(s for s in sites if s.kernel == kernel.name) if s.statement is site.statement)
+    # the launches a name of the launching function reaches besides this one
+    others = [s for s in sites if within(site, s) and s.statement is not site.statement]
+    warps = _slot(ctx, site, others, "num_warps")
     if isinstance(warps, str):
         return warps
     stages = None
     if any(isinstance(n, (cst.For, cst.While)) for n in walk(kernel.node.body)):
-        found = _slot(ctx, site, "num_stages")
+        found = _slot(ctx, site, others, "num_stages")
         # a `**kwargs` that may hold num_stages leaves it alone; num_warps is still worth timing
         stages = found if isinstance(found, OptionSlot) else None
     return OptionsPlan(kernel.name, index, warps, stages)
 
 
-def _slot(ctx: RewriteContext, site: LaunchSite, param: str) -> OptionSlot | str:
+def _slot(ctx: RewriteContext, site: LaunchSite, others: list[LaunchSite], param: str) -> OptionSlot | str:
     value = option_value(site, param)
     if value is None:
         # Only an option the launch does not name can come from its `**kwargs` (both would be a
@@ -216,7 +219,6 @@ def _slot(ctx: RewriteContext, site: LaunchSite, param: str) -> OptionSlot | str
         return OptionSlot(param, "kwarg", literal)
     if isinstance(value, cst.Name):
         binding = literal_binding(site.host, value.value)
-        others = [s for s in sites_of_host(ctx.module, site) if s.statement is not site.statement]
         if binding is not None and not any(value.value in names(s.call) for s in others):
             return OptionSlot(param, "host", binding.value)
     base, factor = unscaled(value)
@@ -275,7 +277,3 @@ def option_value(site: LaunchSite, param: str) -> cst.BaseExpression | None:
                     return element.value
     return None
 
-
-def sites_of_host(module: cst.Module, site: LaunchSite) -> list[LaunchSite]:
-    """The launches in `site`'s host function and the functions nested in it: where its names reach."""
-    return [s for s in launch_sites(module) if within(site, s)]

@@ -4,7 +4,7 @@ A kernel module's task replays host calls (`rms_norm_backward(...)`, `LigerFn.ap
 launch `kernel[grid](...)`; `diagnose/task/harness.py` writes them into the task file). A module
 usually holds more kernels than one call launches (a forward and a backward, a fast path and a
 fallback), and a rewrite of a kernel the replay never launches is verified and timed for nothing.
-`reached_kernels` follows the calls of the replayed functions through the module's own functions
+`reached_sites` follows the calls of the replayed functions through the module's own functions
 and classes (`helper(x)`, `Cls.apply(...)` is `Cls.forward`, `Cls.method(...)`, `self.method(...)`,
 functions nested in a reached one) to the launch sites they contain, in the order they are reached.
 A call through anything else (another module, a variable holding a function) is not followed.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from diagnose.rewrite.source import LaunchSite, dotted, kernels, launch_sites, walk
+from diagnose.rewrite.source import LaunchSite, dotted, launch_sites, walk
 
 
 def functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
@@ -74,9 +74,3 @@ def reached_sites(module: cst.Module, targets: tuple[str, ...] | None) -> list[L
         pending += [c for c in _callees(name, known[name], known) if c not in seen]
     return out
 
-
-def reached_kernels(module: cst.Module, targets: tuple[str, ...] | None) -> list[str]:
-    """The kernels the replay of `targets` launches: a target that is itself a kernel (a bare launch),
-    then those of the sites reached."""
-    direct = [t for t in targets or () if t in kernels(module)]
-    return list(dict.fromkeys([*direct, *(s.kernel for s in reached_sites(module, targets))]))

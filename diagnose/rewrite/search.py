@@ -145,10 +145,6 @@ def ir_prune(views: dict[int, ranking.StaticView], target: Target, measured: boo
     rewrite chosen by timing only (`measured`), only what cannot run well is dropped (a compile error,
     spills, shared memory over the limit), never the current values (index 0) that compile: the
     timing decides the rest."""
-    if measured:
-        hard = {i: v for i, v in views.items() if not v.compiled or v.spills or v.shared_over}
-        reasons = ir_prune(hard, target) if hard else {}
-        return {i: None if i == 0 and views[i].compiled else reasons.get(i) for i in views}
     reasons: dict[int, str | None] = {}
     best = ranking.best_engine(target)
     reaches_best = any(best in v.engines for v in views.values() if v.compiled)
@@ -156,10 +152,14 @@ def ir_prune(views: dict[int, ranking.StaticView], target: Target, measured: boo
     for i, v in views.items():
         if not v.compiled:
             reasons[i] = "does not compile: " + (v.errors[0] if v.errors else "no launch captured")
+        elif measured and i == 0:
+            reasons[i] = None  # the current values: what the timing compares against
         elif v.spills:
             reasons[i] = f"spills ({v.spills} B of spill stores)"
         elif v.shared_over:
             reasons[i] = "shared memory over the target's limit"
+        elif measured:
+            reasons[i] = None
         elif reaches_best and v.engines and best not in v.engines:
             reasons[i] = f"tl.dot lowered to {'/'.join(v.engines)}, not {best}"
         elif v.narrow > fewest_narrow:
@@ -229,10 +229,10 @@ def _search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpt
             try:
                 sources[i] = rewrite.apply(ctx.with_params(values))
             except NotApplicable as exc:
-                # the current values, timed as they are, are what another configuration must beat
-                sources[i], why = (ctx.source, None) if i == 0 and not rewrite.estimated else (None, str(exc))
-                if sources[i] is None:
-                    del sources[i]
+                if i == 0 and not rewrite.estimated:
+                    sources[i] = ctx.source  # the current values, what another configuration must beat
+                else:
+                    why = str(exc)
         trials.append(Trial(tuple(values.items()), pruned=why))
     with tempfile.TemporaryDirectory(prefix="diagnose-search-") as folder:
         stem = Path(ctx.path).stem.replace(".", "_")

@@ -27,6 +27,7 @@ under the module's dotted name with its package root on `sys.path` (`diagnose/ta
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import pprint
 import re
@@ -114,8 +115,6 @@ def replay_targets(task_text: str) -> tuple[str, ...] | None:
     """What the section replays, as call specs name it (`rms_norm_backward`, `LigerFn.apply`, a kernel
     for a bare launch), the primary call first; None for a file that is not a kernel module's task file
     (a rewrite then considers every kernel the file launches)."""
-    import ast
-
     at = task_text.find("\n" + MARK)
     if at < 0:
         return None

@@ -161,8 +161,7 @@ def time_candidate(task: Task, reference: Reference, common: dict, options: Chec
                                     "candidate": str(task.candidate_path),
                                     "initial": str(options.initial) if options.initial else None,
                                     "groups": selected, "seed": options.seeds[0],
-                                    "inputs": {c["group"]: c["inputs"] for c in reference.cases
-                                               if c["seed"] == options.seeds[0]},
+                                    "inputs": reference.inputs_of(options.seeds[0]),
                                     "baselines": list(options.baselines), "recheck": spare}, options, where)
     if not result.ok:
         failure: Failure = result.failure

@@ -58,6 +58,10 @@ class Reference:
     def cases(self) -> list[dict]:
         return [c for c in self.value["cases"] if c["role"] == "check"]
 
+    def inputs_of(self, seed: int) -> dict[str, str]:
+        """The saved inputs of each group's case for `seed`, by group: what a timing job times on."""
+        return {c["group"]: c["inputs"] for c in self.cases if c["seed"] == seed}
+
     @property
     def spare(self) -> dict:
         return next(c for c in self.value["cases"] if c["role"] == "recheck")

@@ -23,7 +23,7 @@ def time_side_by_side(reference: Reference, variants: dict[str, Path],
     selected = reference.value["selected"]
     payload = {"device": options.device, "job_dir": reference.job_dir, "device_lock": options.device_lock,
                "variants": {name: str(path) for name, path in variants.items()}, "groups": selected,
-               "inputs": {c["group"]: c["inputs"] for c in reference.cases if c["seed"] == options.seeds[0]}}
+               "inputs": reference.inputs_of(options.seeds[0])}
     result = run_job("side_by_side_job", payload, options, placement_for(options))
     if not result.ok:
         lines = result.failure.message.strip().splitlines()

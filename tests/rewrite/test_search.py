@@ -43,6 +43,11 @@ def test_ir_prune_on_facts():
     assert "mma_v2, not wgmma" in reasons[3]
     assert "narrow" in reasons[4]
     assert "does not compile" in reasons[5]
+    # chosen by timing only: the current values (0) are kept whatever they do, and only what cannot
+    # run well is dropped; a narrow access or another dot engine is for the timing to judge
+    measured = ir_prune({**views, 0: view("current", spills=64)}, SM90, measured=True)
+    assert measured[0] is None and measured[3] is None and measured[4] is None
+    assert "spills" in measured[1] and "shared memory" in measured[2] and "does not compile" in measured[5]
 
 
 def test_mma_path_only_matters_when_some_config_reaches_it():
