@@ -36,9 +36,11 @@ from typing import Any, Iterable
 from diagnose.errors import UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict, evidence_from_dict, finding_from_dict
 from diagnose.rewrite import ranking
+from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.search import SearchOptions, SearchResult, compile_batch, search
 from diagnose.targets import DEFAULT_TARGET, lookup
+from diagnose.task.harness import replay_targets
 
 
 @dataclass(frozen=True)
@@ -74,14 +76,19 @@ def called_by(rewrite: Rewrite, findings: Iterable[Finding], evidence: Iterable[
 
 
 def survey(ctx: RewriteContext) -> list[Applicability]:
-    """Every rewrite of the table, in order, with its precondition on `ctx`."""
+    """Every rewrite of the table, in order, with its precondition on `ctx`; on a kernel module's task,
+    a rewrite of kernels the replayed call does not launch does not hold."""
     from diagnose.rewrite.table import REWRITES
 
+    reached = reached_kernels(ctx.module, replay_targets(ctx.source))
     out = []
     for rewrite in REWRITES.values():
         pre = rewrite.check(ctx)
         if rewrite.needs_ir and not ctx.evidence and not pre.holds:
             pre = Precondition.no("needs IR evidence (compile offline first: the IR level)")
+        if pre.holds and reached is not None and pre.kernels and not set(pre.kernels) & reached:
+            # verified and timed for nothing: the replayed call never launches what it changes
+            pre = Precondition.no(f"changes {', '.join(pre.kernels)}, which the replayed call does not launch")
         out.append(Applicability(rewrite, pre, called_by(rewrite, ctx.findings, ctx.evidence)))
     return out
 

@@ -74,3 +74,11 @@ def reached_sites(module: cst.Module, targets: tuple[str, ...] | None) -> list[L
         pending += [c for c in _callees(name, known[name], known) if c not in seen]
     return out
 
+
+
+def reached_kernels(module: cst.Module, targets: tuple[str, ...] | None) -> set[str] | None:
+    """The kernels the replay of `targets` launches (a bare launch's kernel included); None with no
+    targets (a task file of the KernelBench format: every kernel counts)."""
+    if targets is None:
+        return None
+    return {s.kernel for s in reached_sites(module, targets)} | set(targets)
