@@ -113,14 +113,22 @@ def end_with_parent(parent: int) -> None:
 STANDIN_ENTRIES = ("diagnose.verify.", "diagnose.ir.", "diagnose.profiling.", "diagnose.rewrite.", "diagnose.capture.")
 
 
+# Entries that only compile offline: they run the user's host code on CPU or `meta` tensors to record its
+# launches, so a device query on such a tensor (`torch.cuda.get_device_properties(x.device)`) fails even
+# where a GPU is visible; the stand-in answers it as the target would.
+OFFLINE_ENTRIES = ("diagnose.rewrite.jobs:static_batch", "diagnose.profiling.jobs:static_job",
+                   "diagnose.ir.inspect:inspect_file")
+
+
 def install_standin(entry: str) -> None:
-    """The CPU stand-in for a GPU (`diagnose/runtime/cpu_standin.py`): always in an interpreted worker,
-    and in a compiling one (IR facts need only to import the user's file) where no GPU is visible."""
+    """The CPU stand-in for a GPU (`diagnose/runtime/cpu_standin.py`): always in an interpreted worker
+    and in an offline-compiling one (`OFFLINE_ENTRIES`), and in any other compiling one where no GPU
+    is visible."""
     choice = os.environ.get("DIAGNOSE_STANDIN", "auto")
     if choice == "0" or not entry.startswith(STANDIN_ENTRIES):
         return
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-    if not interpreted and choice == "auto":
+    if not interpreted and choice == "auto" and entry not in OFFLINE_ENTRIES:
         import torch
 
         if torch.cuda.is_available():
