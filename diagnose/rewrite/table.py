@@ -20,6 +20,8 @@ from diagnose.rewrite.launch_options import LaunchOptions
 from diagnose.rewrite.load_other import LoadOther
 from diagnose.rewrite.online_softmax import OnlineSoftmax
 from diagnose.rewrite.persistent_grid import PersistentGrid
+from diagnose.rewrite.prefetch_next_row import PrefetchNextRow
+from diagnose.rewrite.programs_per_sm import ProgramsPerSm
 from diagnose.rewrite.retune_launch import RetuneLaunch
 from diagnose.rewrite.row_program_order import RowProgramOrder
 from diagnose.rewrite.rows_per_program import RowsPerProgram
@@ -40,11 +42,13 @@ REWRITES: dict[str, Rewrite] = {
         Structured2dIndex(),
         LoadOther(),
         HoistLoopInvariant(),
+        PrefetchNextRow(),
         Int32Index(),
         GroupMSwizzle(),
         RowProgramOrder(),
         RowsPerProgram(),
         PersistentGrid(),
+        ProgramsPerSm(),
         SplitK(),
         TwoLevelTiling(),
         DotInputPrecision(),
