@@ -40,6 +40,7 @@ class PrefetchPlan:
     step: cst.BaseExpression | None
     bumps: tuple[tuple[str, cst.BaseExpression], ...]  # pointers advanced each iteration, by how much
     loads: tuple[RowLoad, ...]
+    helpers: tuple[tuple[str, cst.SimpleStatementLine], ...] = ()  # address helpers the loads inlined
 
 
 class PrefetchNextRow(Rewrite):
@@ -120,6 +121,7 @@ class PrefetchNextRow(Rewrite):
                  for l in plan.loads]
         moved = {id(l.statement) for l in plan.loads}
         body = head + [s for s in plan.loop.body.body if id(s) not in moved]
+        body = _without_unused_helpers(body, plan, kernels(ctx.module)[plan.kernel])
         loop = plan.loop.with_changes(body=plan.loop.body.with_changes(body=body))
         kernel = kernels(ctx.module)[plan.kernel].node
         statements = []
@@ -183,6 +185,7 @@ def _loop_plan(kernel: Kernel, loop: cst.For, blocks: set[str]) -> PrefetchPlan 
         if sum(name in a for a in assigned_at) != 1:  # bumped and assigned some other way too
             del bumps[name]
     helpers: dict[str, cst.BaseExpression] = {}  # `row_ptr = X + row * stride`: inlined into the loads
+    helper_lines: dict[str, cst.SimpleStatementLine] = {}
     loads = []
     for i, s in enumerate(body):
         target, value = simple_assignment(s)
@@ -192,6 +195,7 @@ def _loop_plan(kernel: Kernel, loop: cst.For, blocks: set[str]) -> PrefetchPlan 
                 inlined = _inline(value, helpers)
                 if not (read_names(inlined) - {var} - set(bumps)) & assigned:
                     helpers[target] = inlined
+                    helper_lines[target] = s
             continue
         load = _inline(found.load, helpers)
         reads = read_names(load)
@@ -210,7 +214,23 @@ def _loop_plan(kernel: Kernel, loop: cst.For, blocks: set[str]) -> PrefetchPlan 
         return "the loop's movable loads are scalars (nothing to hide behind)"
     if not any(read_names(l.moved) & ({var} | set(bumps)) for l in loads):
         return "the loop's loads do not move with the row"
-    return PrefetchPlan(kernel.name, loop, var, start, end, step, tuple(bumps.items()), tuple(loads))
+    return PrefetchPlan(kernel.name, loop, var, start, end, step, tuple(bumps.items()), tuple(loads),
+                        tuple(helper_lines.items()))
+
+
+def _without_unused_helpers(body: list[cst.BaseStatement], plan: PrefetchPlan, kernel: Kernel) -> list[cst.BaseStatement]:
+    """The loop body less the address helpers only the moved loads read (`row_x = X + row * stride`
+    once `x` is loaded ahead from the inlined address), their comments kept on the next statement."""
+    after = kernel.statements[kernel.statements.index(plan.loop) + 1:]
+    out = list(body)
+    for name, line in reversed(plan.helpers):
+        others = [s for s in out if s is not line] + list(after)
+        if line in out and not any(name in read_names(s) for s in others):
+            at = out.index(line)
+            out.pop(at)
+            if at < len(out) and line.leading_lines:
+                out[at] = out[at].with_changes(leading_lines=(*line.leading_lines, *out[at].leading_lines))
+    return out
 
 
 def _inline(node: cst.BaseExpression, helpers: dict[str, cst.BaseExpression]) -> cst.BaseExpression:
