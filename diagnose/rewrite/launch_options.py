@@ -117,19 +117,11 @@ class LaunchOptions(Rewrite):
     def precondition(self, ctx: RewriteContext) -> Precondition:
         module, targets = ctx.module, replay_targets(ctx.source)
         known, sites = kernels(module), launch_sites(module)
-        reasons = []
-        for name in (t for t in targets or () if t in known):
-            reasons.append(f"{name}: replayed as a bare launch (its launch options are the capture's)")
-        for site in reached_sites(module, targets):
-            plan = _plan(ctx, known[site.kernel], site, sites)
-            if isinstance(plan, OptionsPlan):
-                return Precondition.yes(f"{site.kernel} in {site.host_name}: launched with {plan.shown()}",
-                                        (site.kernel,), plan)
-            reasons.append(f"{site.kernel} in {site.host_name}: {plan}")
-        if not reasons:
-            return Precondition.no("no launch of a kernel in the module" if targets is None
-                                   else f"the replayed call ({', '.join(targets)}) reaches no launch in the module")
-        return Precondition.no("; ".join(dict.fromkeys(reasons)))
+        bare = [f"{name}: replayed as a bare launch (its launch options are the capture's)"
+                for name in (t for t in targets or () if t in known)]
+        return Precondition.first_site(reached_sites(module, targets),
+                                       lambda site: _plan(ctx, known[site.kernel], site, sites), OptionsPlan,
+                                       lambda plan: f"launched with {plan.shown()}", targets, bare)
 
     def search_space(self, ctx: RewriteContext, plan: OptionsPlan) -> list[dict[str, Any]]:
         """The current values first, then the nearest alternatives: one option moved at a time."""

@@ -91,18 +91,9 @@ class ProgramsPerSm(Rewrite):
         module, targets = ctx.module, replay_targets(ctx.source)
         known = kernels(module)
         helpers = _count_helpers(module)
-        reasons = []
-        for site in reached_sites(module, targets):
-            plan = _plan(module, known[site.kernel], site, helpers)
-            if isinstance(plan, CountPlan):
-                scale = f" x{plan.factor}" if plan.factor != 1 else ""
-                return Precondition.yes(f"{site.kernel} in {site.host_name}: grid sized by {plan.shown}{scale}",
-                                        (site.kernel,), plan)
-            reasons.append(f"{site.kernel} in {site.host_name}: {plan}")
-        if not reasons:
-            return Precondition.no("no launch of a kernel in the module" if targets is None
-                                   else f"the replayed call ({', '.join(targets)}) reaches no launch in the module")
-        return Precondition.no("; ".join(dict.fromkeys(reasons)))
+        return Precondition.first_site(reached_sites(module, targets),
+                                       lambda site: _plan(module, known[site.kernel], site, helpers), CountPlan,
+                                       _describe, targets)
 
     def search_space(self, ctx: RewriteContext, plan: CountPlan) -> list[dict[str, Any]]:
         """The current count first, then 2, 4 and 8 times it, then half of a scaling written before."""
@@ -116,6 +107,10 @@ class ProgramsPerSm(Rewrite):
             return ctx.source
         mapping = {read: expression(scaled(_base(read, set(plan.helpers))[0], factor)) for read in plan.reads}
         return replace(ctx.module, mapping).code
+
+
+def _describe(plan: CountPlan) -> str:
+    return f"grid sized by {plan.shown}" + (f" x{plan.factor}" if plan.factor != 1 else "")
 
 
 def scaled(base: cst.BaseExpression, factor: int) -> str:

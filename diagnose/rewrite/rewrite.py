@@ -66,6 +66,24 @@ class Precondition:
                 reasons.append(f"{kernel.name}: {plan}")
         return cls.no("; ".join(reasons) or nothing)
 
+    @classmethod
+    def first_site(cls, sites: Iterable[Any], plan_of: Callable[[Any], Any], holds: type,
+                   describe: Callable[[Any], str], targets: tuple[str, ...] | None,
+                   reasons: Iterable[str] = ()) -> Precondition:
+        """The first launch site (`source.LaunchSite`, in the order the replay reaches them) whose
+        `plan_of(site)` is a `holds` plan, described; else `reasons` and every site's reason why not."""
+        found = list(reasons)
+        for site in sites:
+            plan = plan_of(site)
+            where = f"{site.kernel} in {site.host_name}"
+            if isinstance(plan, holds):
+                return cls.yes(f"{where}: {describe(plan)}", (site.kernel,), plan)
+            found.append(f"{where}: {plan}")
+        if not found:
+            return cls.no("no launch of a kernel in the module" if targets is None
+                          else f"the replayed call ({', '.join(targets)}) reaches no launch in the module")
+        return cls.no("; ".join(dict.fromkeys(found)))
+
 
 @dataclass(frozen=True)
 class RewriteContext:

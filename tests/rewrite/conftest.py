@@ -39,3 +39,35 @@ def verify_pairs(pairs: list[tuple[Path, Path]]) -> list:
 
     with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
         return list(pool.map(one, pairs))
+
+
+def fixture_module_task(folder: Path, tmp_path: Path, style: str, call: str):
+    """The task file `optimize` makes of a fixture's `before_<style>.py` for `call` (the module copied,
+    as a user's)."""
+    import shutil
+
+    from diagnose.task import load_task
+    from diagnose.task.specs import Inputs
+
+    module = tmp_path / f"{style}_ops.py"
+    shutil.copy(folder / f"before_{style}.py", module)
+    return load_task(module, inputs=Inputs(calls=(call,)), cache=tmp_path / "cache")
+
+
+def verify_module_styles(folder: Path, calls: dict[str, str], tmp_path: Path) -> dict:
+    """Verdicts of each `after_<style>.py` of a rewrite's fixture folder against its `before_<style>.py`
+    (copied, as a user's module), replaying `calls[style]`, on the interpreter, two at a time."""
+    import shutil
+
+    from diagnose.task import load_task
+    from diagnose.task.specs import Inputs
+    from diagnose.verify.harness import verify
+
+    def one(style: str):
+        module = tmp_path / f"{style}_ops.py"
+        shutil.copy(folder / f"before_{style}.py", module)
+        task = load_task(module, folder / f"after_{style}.py", Inputs(calls=(calls[style],)), tmp_path / "cache")
+        return style, verify(task, check_options(task.reference_path))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(one, calls))

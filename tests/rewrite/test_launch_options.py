@@ -11,7 +11,7 @@ import pytest
 
 from diagnose.rewrite.rewrite import NotApplicable, RewriteContext
 from diagnose.rewrite.table import REWRITES
-from tests.rewrite.conftest import SEEDS, SOAK
+from tests.rewrite.conftest import fixture_module_task, SEEDS, SOAK
 from tests.rewrite.goldens import FIXTURES, context
 
 FOLDER = FIXTURES / "launch-options"
@@ -25,13 +25,7 @@ CALLS = {
 
 
 def module_task(tmp_path, style: str, call: str):
-    """The task file `optimize` makes of a fixture module for `call` (the module copied, as a user's)."""
-    from diagnose.task import load_task
-    from diagnose.task.specs import Inputs
-
-    module = tmp_path / f"{style}_ops.py"
-    shutil.copy(FOLDER / f"before_{style}.py", module)
-    return load_task(module, inputs=Inputs(calls=(call,)), cache=tmp_path / "cache")
+    return fixture_module_task(FOLDER, tmp_path, style, call)
 
 
 def test_the_launch_the_replayed_call_reaches_is_the_one_changed(tmp_path):

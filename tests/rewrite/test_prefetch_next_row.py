@@ -4,13 +4,10 @@ grid stride, loads cast on the way in; the edited modules stay correct on the in
 
 from __future__ import annotations
 
-import shutil
-from concurrent.futures import ThreadPoolExecutor
-
 from diagnose.records import Evidence
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.rewrite.table import REWRITES
-from tests.rewrite.conftest import SEEDS, SOAK
+from tests.rewrite.conftest import verify_module_styles
 from tests.rewrite.goldens import FIXTURES, context
 
 FOLDER = FIXTURES / "prefetch-next-row"
@@ -54,18 +51,7 @@ def test_it_answers_a_loop_the_compiler_did_not_pipeline():
 def test_every_module_style_stays_correct_on_the_interpreter(tmp_path):
     """Rows past the last are masked off (grid strides, a block of rows per program, rows that do not
     divide among the programs); verified against the original module on fresh inputs."""
-    from diagnose.task import load_task
-    from diagnose.task.specs import Inputs
-    from diagnose.verify.harness import CheckOptions, verify
-
-    def one(style: str):
-        module = tmp_path / f"{style}_ops.py"
-        shutil.copy(FOLDER / f"before_{style}.py", module)
-        task = load_task(module, FOLDER / f"after_{style}.py", Inputs(calls=(CALLS[style],)), tmp_path / "cache")
-        return style, verify(task, CheckOptions(device="cpu", seeds=SEEDS, soak=SOAK, initial=task.reference_path))
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        verdicts = dict(pool.map(one, CALLS))
+    verdicts = verify_module_styles(FOLDER, CALLS, tmp_path)
     for style, verdict in verdicts.items():
         assert verdict.failure is None, (style, verdict.failure)
         assert verdict.passed, (style, [c for c in (*verdict.cases, *verdict.checks) if not c.passed])

@@ -6,14 +6,11 @@ without a device."""
 
 from __future__ import annotations
 
-import shutil
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 from diagnose.rewrite.rewrite import NotApplicable, RewriteContext
 from diagnose.rewrite.table import REWRITES
-from tests.rewrite.conftest import SEEDS, SOAK
+from tests.rewrite.conftest import fixture_module_task, verify_module_styles
 from tests.rewrite.goldens import FIXTURES, context
 
 FOLDER = FIXTURES / "programs-per-sm"
@@ -26,12 +23,7 @@ CALLS = {
 
 
 def module_task(tmp_path, style: str, call: str):
-    from diagnose.task import load_task
-    from diagnose.task.specs import Inputs
-
-    module = tmp_path / f"{style}_ops.py"
-    shutil.copy(FOLDER / f"before_{style}.py", module)
-    return load_task(module, inputs=Inputs(calls=(call,)), cache=tmp_path / "cache")
+    return fixture_module_task(FOLDER, tmp_path, style, call)
 
 
 def test_the_reads_it_scales_are_the_ones_the_grid_depends_on():
@@ -104,18 +96,7 @@ def test_without_a_device_the_current_count_is_kept_and_the_reason_says_so(tmp_p
 def test_every_module_style_stays_correct_on_the_interpreter(tmp_path):
     """The golden rewrites of the three module styles verified against the original module on fresh
     inputs (the task file's pair is verified with every rewrite's in test_interpreter.py)."""
-    from diagnose.task import load_task
-    from diagnose.task.specs import Inputs
-    from diagnose.verify.harness import CheckOptions, verify
-
-    def one(style: str):
-        module = tmp_path / f"{style}_ops.py"
-        shutil.copy(FOLDER / f"before_{style}.py", module)
-        task = load_task(module, FOLDER / f"after_{style}.py", Inputs(calls=(CALLS[style],)), tmp_path / "cache")
-        return style, verify(task, CheckOptions(device="cpu", seeds=SEEDS, soak=SOAK, initial=task.reference_path))
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        verdicts = dict(pool.map(one, CALLS))
+    verdicts = verify_module_styles(FOLDER, CALLS, tmp_path)
     for style, verdict in verdicts.items():
         assert verdict.failure is None, (style, verdict.failure)
         assert verdict.passed, (style, [c for c in (*verdict.cases, *verdict.checks) if not c.passed])
