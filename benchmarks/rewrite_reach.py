@@ -1,10 +1,15 @@
-"""Where `launch-options` can act on a real project's kernel modules, without a device: for each module,
-the task `optimize` would make of it (its largest captured call), and whether the rewrite holds there,
-on which launch, and what it would search, or why it declines. A measurement, not a test.
+"""Where rewrites can act on a real project's kernel modules, and whether what they write stays correct,
+without a device: for each module, the task `optimize` would make of it (its largest captured call),
+whether each rewrite holds there (on which kernel, with what search space) or why it declines, and with
+`--verify` whether the rewritten module passes the harness on the CPU interpreter against the original
+(the task's small test groups, the project's own captured test sizes). A measurement, not a test.
 
-    PYTHONPATH=PROJECT/src python benchmarks/launch_options_reach.py --root PROJECT/src/pkg/ops rms_norm layer_norm ...
+    PYTHONPATH=PROJECT/src python benchmarks/rewrite_reach.py --root PROJECT/src/pkg/ops \\
+        --rewrite prefetch-next-row --rewrite programs-per-sm --verify rms_norm layer_norm ...
 
-The launches are the project's `.diagnose/launches` (found from each module upwards).
+A rewrite chosen by timing only (`launch-options`, `programs-per-sm`) is verified with the first
+configuration of its search space that changes the source. The launches are the project's
+`.diagnose/launches` (found from each module upwards).
 """
 
 from __future__ import annotations
@@ -17,32 +22,79 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def rewritten(rewrite, ctx, pre) -> str | None:
+    """The source the rewrite writes: as planned, or for a tunable one its first configuration that
+    changes something (its current values write nothing)."""
+    from diagnose.rewrite.rewrite import NotApplicable
+
+    for values in (rewrite.search_space(ctx, pre.plan) if rewrite.tunable else [{}]):
+        try:
+            return rewrite.apply(ctx.with_params(values))
+        except NotApplicable:
+            continue
+    return None
+
+
+def verified(path: Path, source: str, cache: Path) -> str:
+    """`passed`, or the first failure, of the rewritten module against the original on the interpreter."""
+    from diagnose.task.kernel_module import module_task
+    from diagnose.verify.harness import CheckOptions, verify
+
+    candidate = cache / "candidates" / path.name
+    candidate.parent.mkdir(parents=True, exist_ok=True)
+    candidate.write_text(source)
+    task = module_task(path, cache, candidate=candidate)
+    verdict = verify(task, CheckOptions(device="cpu", seeds=(0, 1), soak=2, initial=task.reference_path))
+    if verdict.passed:
+        return "passed"
+    if verdict.failure is not None:
+        return f"failed: {verdict.failure.kind}: {verdict.failure.message.splitlines()[-1][:100]}"
+    bad = [c for c in (*verdict.cases, *verdict.checks) if not c.passed]
+    return f"failed: {bad[0]}"[:140] if bad else "failed"
+
+
 def main() -> None:
     from diagnose.rewrite.rewrite import RewriteContext
     from diagnose.rewrite.table import REWRITES
+    from diagnose.task import harness
     from diagnose.task.kernel_module import module_task
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, required=True, help="the folder holding the modules")
+    parser.add_argument("--rewrite", action="append", help="rewrite ids (default: launch-options)")
+    parser.add_argument("--verify", action="store_true", help="verify each rewritten module on the interpreter")
     parser.add_argument("modules", nargs="+", help="module names (rms_norm) or file names")
     args = parser.parse_args()
-    rewrite = REWRITES["launch-options"]
-    held = 0
-    print("| module | holds | launch, or why not | search space |\n|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="diagnose-reach-") as cache:
+    ids = args.rewrite or ["launch-options"]
+    held = {i: 0 for i in ids}
+    passed = {i: 0 for i in ids}
+    print("| module | rewrite | holds | kernel, or why not | search space | interpreter |\n|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="diagnose-reach-") as folder:
+        cache = Path(folder)
         for name in args.modules:
             path = args.root / (name if name.endswith(".py") else f"{name}.py")
             try:
-                task = module_task(path, Path(cache))
+                task = module_task(path, cache)
             except Exception as exc:  # noqa: BLE001 - a module that cannot become a task is a row too
-                print(f"| {path.stem} | error | {type(exc).__name__}: {str(exc).splitlines()[0][:120]} | |")
+                print(f"| {path.stem} | | error | {type(exc).__name__}: {str(exc).splitlines()[0][:120]} | | |")
                 continue
             ctx = RewriteContext(task.reference_path.read_text(), str(task.reference_path))
-            pre = rewrite.check(ctx)
-            space = len(rewrite.search_space(ctx, pre.plan)) if pre.holds else 0
-            held += pre.holds
-            print(f"| {path.stem} | {'yes' if pre.holds else 'no'} | {pre.reason[:160]} | {space or ''} |")
-    print(f"\nlaunch-options holds on {held} of {len(args.modules)} modules")
+            for rewrite_id in ids:
+                rewrite = REWRITES[rewrite_id]
+                pre = rewrite.check(ctx)
+                space = len(rewrite.search_space(ctx, pre.plan)) if pre.holds and rewrite.tunable else 0
+                held[rewrite_id] += pre.holds
+                outcome = ""
+                if pre.holds and args.verify:
+                    source = rewritten(rewrite, ctx, pre)
+                    outcome = ("writes nothing" if source is None else
+                               verified(path, harness.user_part(source), cache))
+                    passed[rewrite_id] += outcome == "passed"
+                print(f"| {path.stem} | {rewrite_id} | {'yes' if pre.holds else 'no'} | {pre.reason[:160]} | "
+                      f"{space or ''} | {outcome} |", flush=True)
+    for rewrite_id in ids:
+        tail = f", verified on the interpreter on {passed[rewrite_id]}" if args.verify else ""
+        print(f"\n{rewrite_id} holds on {held[rewrite_id]} of {len(args.modules)} modules{tail}")
 
 
 if __name__ == "__main__":
