@@ -2,7 +2,9 @@
 without a device: for each module, the task `optimize` would make of it (its largest captured call),
 whether each rewrite holds there (on which kernel, with what search space) or why it declines, and with
 `--verify` whether the rewritten module passes the harness on the CPU interpreter against the original
-(the task's small test groups, the project's own captured test sizes). A measurement, not a test.
+(the task's small test groups, the project's own captured test sizes), with `--compile TARGET` whether
+its launches compile offline for TARGET (what the interpreter does not check: loop-carried types,
+layouts). A measurement, not a test.
 
     PYTHONPATH=PROJECT/src python benchmarks/rewrite_reach.py --root PROJECT/src/pkg/ops \\
         --rewrite prefetch-next-row --rewrite programs-per-sm --verify rms_norm layer_norm ...
@@ -35,15 +37,30 @@ def rewritten(rewrite, ctx, pre) -> str | None:
     return None
 
 
-def verified(path: Path, source: str, cache: Path) -> str:
-    """`passed`, or the first failure, of the rewritten module against the original on the interpreter."""
+def candidate_task(path: Path, source: str, cache: Path):
     from diagnose.task.kernel_module import module_task
-    from diagnose.verify.harness import CheckOptions, verify
 
     candidate = cache / "candidates" / path.name
     candidate.parent.mkdir(parents=True, exist_ok=True)
     candidate.write_text(source)
-    task = module_task(path, cache, candidate=candidate)
+    return module_task(path, cache, candidate=candidate)
+
+
+def compiled(task, target: str) -> str:
+    """`compiles`, or the first error, of the rewritten module's launches compiled offline for `target`."""
+    from diagnose.rewrite.search import compile_batch
+    from diagnose.targets import lookup
+
+    path = str(task.candidate_path)
+    result = compile_batch(str(task.reference_path), [path], lookup(target), 1, None).get(path, {})
+    errors = result.get("errors") or ([] if result.get("kernels") else ["no launch compiled"])
+    return "compiles" if not errors else f"does not compile: {errors[0].splitlines()[0][:120]}"
+
+
+def verified(task) -> str:
+    """`passed`, or the first failure, of the rewritten module against the original on the interpreter."""
+    from diagnose.verify.harness import CheckOptions, verify
+
     verdict = verify(task, CheckOptions(device="cpu", seeds=(0, 1), soak=2, initial=task.reference_path))
     if verdict.passed:
         return "passed"
@@ -63,6 +80,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, required=True, help="the folder holding the modules")
     parser.add_argument("--rewrite", action="append", help="rewrite ids (default: launch-options)")
     parser.add_argument("--verify", action="store_true", help="verify each rewritten module on the interpreter")
+    parser.add_argument("--compile", metavar="TARGET", help="compile each rewritten module offline (cuda:sm90)")
     parser.add_argument("modules", nargs="+", help="module names (rms_norm) or file names")
     args = parser.parse_args()
     ids = args.rewrite or ["launch-options"]
@@ -85,15 +103,21 @@ def main() -> None:
                 space = len(rewrite.search_space(ctx, pre.plan)) if pre.holds and rewrite.tunable else 0
                 held[rewrite_id] += pre.holds
                 outcome = ""
-                if pre.holds and args.verify:
+                if pre.holds and (args.verify or args.compile):
                     source = rewritten(rewrite, ctx, pre)
-                    outcome = ("writes nothing" if source is None else
-                               verified(path, harness.user_part(source), cache))
-                    passed[rewrite_id] += outcome == "passed"
+                    if source is None:
+                        outcome = "writes nothing"
+                    else:
+                        edited = candidate_task(path, harness.user_part(source), cache)
+                        steps = ([compiled(edited, args.compile)] if args.compile else []) + (
+                            [verified(edited)] if args.verify else [])
+                        outcome = "; ".join(steps)
+                    passed[rewrite_id] += all(o in ("passed", "compiles") for o in outcome.split("; "))
                 print(f"| {path.stem} | {rewrite_id} | {'yes' if pre.holds else 'no'} | {pre.reason[:160]} | "
                       f"{space or ''} | {outcome} |", flush=True)
     for rewrite_id in ids:
-        tail = f", verified on the interpreter on {passed[rewrite_id]}" if args.verify else ""
+        what = " and ".join(w for w, on in (("compiled", args.compile), ("verified", args.verify)) if on)
+        tail = f", {what} on {passed[rewrite_id]}" if what else ""
         print(f"\n{rewrite_id} holds on {held[rewrite_id]} of {len(args.modules)} modules{tail}")
 
 

@@ -15,6 +15,10 @@ from diagnose.agent import policy
 from diagnose.agent.state import LEVELS, Context, State
 from diagnose.errors import DiagnoseError
 
+# A propose step that found nothing says why the rewrites answering its findings declined: the first few.
+DECLINES = 4
+DECLINE_CHARS = 160
+
 
 def step(level: str, action: str, reason: str) -> dict:
     """One line of the run's trace; `at` (epoch seconds, when the step ended) shows where the time went."""
@@ -85,6 +89,11 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     held = fresh[room:]  # best first: what the budget leaves out stays untried, for a later round
     fresh = fresh[:room]
     reason = (f"{len(fresh)} untried: " + ", ".join(c["id"] for c in fresh)) if fresh else "nothing untried"
+    if not candidates:
+        why = runtime.context.tools.declined(state["base"], state.get("findings", []), state.get("evidence", []),
+                                             state["target"])
+        if why:
+            reason += "; declined: " + "; ".join(f"{rid} ({text[:DECLINE_CHARS]})" for rid, text in why[:DECLINES])
     if held:
         reason += f" ({len(held)} more left for the budget of {runtime.context.budget.max_candidates})"
     if again:

@@ -121,6 +121,12 @@ class Tools:
             out.append({**candidate.to_dict(), "path": str(path)})
         return out
 
+    def declined(self, base: str, findings: list[dict], evidence: list[dict], target: str) -> list[tuple[str, str]]:
+        """The rewrites that answer the findings but do not apply to `base`, each with why not."""
+        from diagnose import rewrite
+
+        return rewrite.declined(base, findings, evidence, target) if hasattr(rewrite, "declined") else []
+
     def evaluate(self, task: str, candidates: list[dict], device: str, target: str,
                  deadline: float | None = None) -> list[dict]:
         """Verify and time the candidates in order; past `deadline` (a `time.time()`), the rest are left

@@ -2,7 +2,7 @@
 
 Library entry points (importing this package imports neither torch nor triton):
 
-- `propose(task_path, findings, evidence, target) -> [Candidate]` and
+- `propose(task_path, findings, evidence, target) -> [Candidate]`, `declined(...) -> [(id, why not)]` and
   `evaluate(task_path, candidates, device, target) -> [(Candidate, Verdict)]` (`pipeline.py`);
   `pareto_front(results)`, `survey(ctx)`, `build(ctx, ids, options)`
 - `rewrite_command(path, apply, write, target, device, list_only) -> (exit code, text)` (`command.py`)
@@ -24,6 +24,7 @@ import importlib
 _EXPORTS = {
     "propose": "diagnose.rewrite.pipeline",
     "evaluate": "diagnose.rewrite.pipeline",
+    "declined": "diagnose.rewrite.pipeline",
     "pareto_front": "diagnose.rewrite.pipeline",
     "survey": "diagnose.rewrite.pipeline",
     "build": "diagnose.rewrite.pipeline",

@@ -191,6 +191,14 @@ def context_for(task_path: str | Path, findings=None, evidence=None, target: str
                           as_evidence(evidence))
 
 
+def declined(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
+             evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET) -> list[tuple[str, str]]:
+    """(rewrite id, why not) of each rewrite that answers one of the findings or evidence but whose
+    precondition does not hold on the task: what a run that proposes nothing should say."""
+    return [(a.rewrite.id, a.precondition.reason) for a in survey(context_for(task_path, findings, evidence, target))
+            if a.called_by and not a.precondition.holds]
+
+
 def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
             evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, *,
             search_configs: bool = True, estimate: bool = True, device: str = "cpu", workers: int | None = None,

@@ -176,3 +176,22 @@ def test_a_task_whose_own_code_does_not_run_finishes_after_the_baseline():
     wrong = {"passed": False, "failure": None, "timings": []}  # ran, and failed checks: rewrites may still help
     assert policy.broken_task(wrong) is None and route_after_baseline({"baseline": wrong}) == "triage"
     assert route_after_baseline({"baseline": {"passed": True}}) == "triage"
+
+
+def test_a_propose_step_with_nothing_says_why_the_answering_rewrites_declined():
+    from types import SimpleNamespace
+
+    from diagnose.agent import nodes
+
+    class Tools:
+        def propose(self, *args):
+            return []
+
+        def declined(self, base, findings, evidence, target):
+            return [("launch-options", "_k in op: autotuned: its configs set num_warps and num_stages")]
+
+    state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0,
+             "findings": [{"code": "PRF004"}]}
+    update = nodes.propose(state, SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools())))
+    assert update["trace"][0]["reason"] == (
+        "nothing untried; declined: launch-options (_k in op: autotuned: its configs set num_warps and num_stages)")

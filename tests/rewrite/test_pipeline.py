@@ -139,3 +139,15 @@ def test_a_rewrite_of_a_kernel_the_replay_never_launches_does_not_hold(tmp_path)
     assert not backward.holds and "_rms_fwd, which the replayed call does not launch" in backward.reason
     forward = rows_per_program("RMSNormFunction.apply(f32[12,40], f32[40], 1e-6)")
     assert forward.holds and forward.kernels == ("_rms_fwd",)
+
+
+def test_declined_names_the_rewrites_that_answer_a_finding_but_do_not_apply():
+    from diagnose.records import Evidence, Finding, Location
+    from diagnose.rewrite.pipeline import declined
+
+    path = FIXTURES / "launch-options" / "rejected_autotuned.py"
+    shape = Evidence("profile", "estimate", "LaunchShape", "metric", None, (("programs", 8),))
+    finding = Finding("PRF004", "8 programs for 132 SMs", "warning", "medium", Location(str(path), 1, 0), (shape,))
+    why = dict(declined(path, [finding], (), "cuda:sm90"))
+    assert "autotuned" in why["launch-options"]
+    assert all(rid in ("launch-options", "programs-per-sm", "prefetch-next-row", "split-k") for rid in why), why
