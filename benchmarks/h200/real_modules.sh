@@ -8,6 +8,9 @@
 # PYTEST_K (a -k expression for the tests), JOBS (3), BUDGET (candidates per module, 3), WALL (seconds per
 # module, 150). Launches captured before (carried in PROJECT/.diagnose/launches) are kept and added to.
 # OUT gets: capture.txt, launches.tgz, optimize.txt, optimize.json, patches.tgz, runs.tgz (each run's report).
+# JOBS > 1 shares the host: timing holds the GPU alone, not the CPU, and a host function of several short
+# launches (under ~0.3 ms, as Liger's backward passes) then measures the other jobs' compiles
+# (benchmarks/results/2026-12-04-h200-liger-row-loops): use JOBS=1 for such modules.
 set -uo pipefail
 project=$(cd "$1" && pwd); out=$2; tests=$3; shift 3
 mkdir -p "$out"

@@ -16,7 +16,7 @@ from diagnose.rewrite.source import (
 )
 from diagnose.task.harness import replay_targets
 
-RANGES = ("range", "tl.range", "triton.language.range", "tl.static_range")
+RANGES = ("range", "tl.range", "triton.language.range")
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,9 @@ def _plan(kernel: Kernel) -> PrefetchPlan | str:
 def _loop_plan(kernel: Kernel, loop: cst.For, blocks: set[str]) -> PrefetchPlan | str:
     if not isinstance(loop.target, cst.Name) or not isinstance(loop.iter, cst.Call) or loop.orelse is not None:
         return "the loop is not `for row in range(...)`"
-    if dotted(loop.iter.func) not in RANGES or dotted(loop.iter.func) == "tl.static_range":
+    if dotted(loop.iter.func) == "tl.static_range":
+        return "the loop is a tl.static_range (unrolled: its iterations' loads can already be issued together)"
+    if dotted(loop.iter.func) not in RANGES:
         return "the loop is not over range(...)"
     if not isinstance(loop.body, cst.IndentedBlock):
         return "the loop body is on one line"
