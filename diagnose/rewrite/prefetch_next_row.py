@@ -338,5 +338,16 @@ class _Substitute(cst.CSTTransformer):
     def leave_Attribute(self, original, updated):
         return updated.with_changes(attr=original.attr)
 
+    def leave_BinaryOperation(self, original, updated):
+        # `row_ptr + cols` with `row_ptr = X + row * stride`: `X + row * stride + cols`, no parentheses
+        # (a sum or product on the left of a sum reads the same without them).
+        left = updated.left
+        if (isinstance(original.left, cst.Name) and original.left.value in self.subs
+                and isinstance(original.operator, (cst.Add, cst.Subtract))
+                and isinstance(left, cst.BinaryOperation)
+                and isinstance(left.operator, (cst.Add, cst.Subtract, cst.Multiply))):
+            return updated.with_changes(left=left.with_changes(lpar=[], rpar=[]))
+        return updated
+
     def leave_Arg(self, original, updated):
         return updated.with_changes(keyword=original.keyword)

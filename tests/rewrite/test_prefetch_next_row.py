@@ -22,14 +22,13 @@ def test_the_loads_that_move_and_how_their_next_address_is_written():
     module = REWRITE.check(context(FOLDER, "before_module.py"))
     assert module.holds and [l.target for l in module.plan.loads] == ["x", "dy", "mean", "rstd"]
     inlined = (FOLDER / "after_module.py").read_text()
-    assert "x_next = tl.load((X + row_next * stride) + cols, mask=mask & (row_next < row_end)" in inlined
+    assert "x_next = tl.load(X + row_next * stride + cols, mask=mask & (row_next < row_end)" in inlined
     assert "        row_x = X + row * stride\n" not in inlined  # the row pointer only the moved load read is gone
     bumped = REWRITE.check(context(FOLDER, "before_autograd.py"))
     assert bumped.holds and bumped.kernels == ("_rms_bwd",)  # the forward has no loop
     assert dict(bumped.plan.bumps).keys() == {"dY", "dX", "X"}
     after = (FOLDER / "after_autograd.py").read_text()
-    assert "x_next = tl.load(X + stride + cols, mask=mask & (row_next < row_end), other=0.0)" in after.replace(
-        "(X + stride)", "X + stride")
+    assert "x_next = tl.load(X + stride + cols, mask=mask & (row_next < row_end), other=0.0)" in after
 
 
 def test_a_load_after_its_pointer_moved_or_of_a_computed_address_stays():
