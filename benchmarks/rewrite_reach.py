@@ -86,7 +86,7 @@ def main() -> None:
     ids = args.rewrite or ["launch-options"]
     held = {i: 0 for i in ids}
     passed = {i: 0 for i in ids}
-    print("| module | rewrite | holds | kernel, or why not | search space | interpreter |\n|---|---|---|---|---|---|")
+    print("| module | rewrite | holds | kernel, or why not | search space | compiled / verified |\n|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="diagnose-reach-") as folder:
         cache = Path(folder)
         for name in args.modules:
