@@ -17,6 +17,7 @@ from diagnose.rewrite.source import (
 from diagnose.task.harness import replay_targets
 
 RANGES = ("range", "tl.range", "triton.language.range")
+DOTS = ("dot", "dot_scaled")
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,13 @@ class PrefetchNextRow(Rewrite):
     Each load's address, mask and `other` read only the loop variable, pointers the loop bumps by a
     loop-invariant stride after the load, and names the loop body does not assign; the loaded name is
     assigned once in the body and not read before its load; the loop has a positive step (a literal
-    or an expression such as `tl.num_programs(0)`). At least one of the loads is a block (its address
-    or mask involves a `tl.arange`): prefetching scalars alone hides nothing. The next row is loaded
-    before this row's stores, so a store of this iteration must not write what the next iteration
-    reads: rows at distinct addresses (a row stride at least the row's extent), as row-wise kernels
-    are; in-place kernels that write row r where they read row r are fine. The harness verifies the
-    rewritten kernel against the original on fresh inputs.
+    or an expression such as `tl.num_programs(0)`); the loop has no `tl.dot` (the pipeliner gives
+    those loads shared-memory stages itself, which register prefetching would undo). At least one of
+    the loads is a block (its address or mask involves a `tl.arange`): prefetching scalars alone hides
+    nothing. The next row is loaded before this row's stores, so a store of this iteration must not
+    write what the next iteration reads: rows at distinct addresses (a row stride at least the row's
+    extent), as row-wise kernels are; in-place kernels that write row r where they read row r are
+    fine. The harness verifies the rewritten kernel against the original on fresh inputs.
 
     ## Why it is faster
     Triton's software pipeliner gives `cp.async` stages to loads that feed `tl.dot`; a row loop's
@@ -174,6 +176,8 @@ def _loop_plan(kernel: Kernel, loop: cst.For, blocks: set[str]) -> PrefetchPlan 
     body = list(loop.body.body)
     if any(isinstance(n, (cst.Break, cst.Continue, cst.Return)) for n in walk(loop)):
         return "the loop body breaks, continues or returns"
+    if any(tl_name(c.func) in DOTS for c in walk(loop) if isinstance(c, cst.Call)):
+        return "the loop feeds tl.dot: Triton's pipeliner stages those loads itself (cp.async, TMA)"
     assigned_at = [assigned_names(s) for s in body]
     assigned = set().union(*assigned_at) if assigned_at else set()
     if var in assigned:
