@@ -13,7 +13,7 @@ Library entry points (importing this package imports neither torch nor triton):
 
 Layout: `rewrite.py` (the base class and context); shared helpers `source.py` (reading: kernels,
 launch sites in any host function, host bindings), `edit.py` (editing nodes by identity),
-`passes.py`, `launch_values.py`, `matmul.py`; one module per rewrite; `table.py`, `search.py` +
+`passes.py`, `launch_values.py`, `matmul.py`; one module per rewrite under `codemods/`; `table.py`, `search.py` +
 `jobs.py` (worker side) + `ranking.py`, `pipeline.py`, `command.py`, `llm.py`.
 """
 

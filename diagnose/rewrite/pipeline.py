@@ -132,7 +132,7 @@ def build(ctx: RewriteContext, ids: Iterable[str], options: SearchOptions | None
 def chosen_params(rewrite: Rewrite, result: SearchResult) -> dict[str, Any]:
     """What a search result hands the rewrite: the best values, or (autotune) the ranked survivors."""
     if rewrite.id == "add-autotune":
-        from diagnose.rewrite.add_autotune import MAX_CONFIGS
+        from diagnose.rewrite.codemods.add_autotune import MAX_CONFIGS
 
         kept = sorted((t for t in result.trials if t.pruned is None),
                       key=lambda t: t.seconds if t.seconds is not None else math.inf)

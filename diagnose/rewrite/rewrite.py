@@ -1,7 +1,7 @@
 """The shape of a rewrite: what every codemod declares, the context it reads, the answer it gives.
 
-A rewrite is a class (one per module under `diagnose/rewrite/`) whose docstring is its documentation,
-in fixed sections (tests hold every rewrite to them):
+A rewrite is a class (one per module under `diagnose/rewrite/codemods/`) whose docstring is its
+documentation, in fixed sections (tests hold every rewrite to them):
 
     What it changes / When it is valid / Why it is faster / Safety / Answers / References
 

@@ -9,29 +9,29 @@ codes to the rewrites that answer them: the triage code table's `rewrites` ids s
 from __future__ import annotations
 
 from diagnose.errors import UsageError
-from diagnose.rewrite.add_autotune import AddAutotune
-from diagnose.rewrite.attention_tiles import AttentionTiles
-from diagnose.rewrite.dot_input_precision import DotInputPrecision
-from diagnose.rewrite.fuse_elementwise import FuseElementwise
-from diagnose.rewrite.group_m_swizzle import GroupMSwizzle
-from diagnose.rewrite.hoist_loop_invariant import HoistLoopInvariant
-from diagnose.rewrite.int32_index import Int32Index
-from diagnose.rewrite.launch_options import LaunchOptions
-from diagnose.rewrite.load_other import LoadOther
-from diagnose.rewrite.online_softmax import OnlineSoftmax
-from diagnose.rewrite.persistent_grid import PersistentGrid
-from diagnose.rewrite.prefetch_next_row import PrefetchNextRow
-from diagnose.rewrite.programs_per_sm import ProgramsPerSm
-from diagnose.rewrite.retune_launch import RetuneLaunch
-from diagnose.rewrite.row_program_order import RowProgramOrder
-from diagnose.rewrite.rows_per_program import RowsPerProgram
+from diagnose.rewrite.codemods.add_autotune import AddAutotune
+from diagnose.rewrite.codemods.attention_tiles import AttentionTiles
+from diagnose.rewrite.codemods.dot_input_precision import DotInputPrecision
+from diagnose.rewrite.codemods.fuse_elementwise import FuseElementwise
+from diagnose.rewrite.codemods.group_m_swizzle import GroupMSwizzle
+from diagnose.rewrite.codemods.hoist_loop_invariant import HoistLoopInvariant
+from diagnose.rewrite.codemods.int32_index import Int32Index
+from diagnose.rewrite.codemods.launch_options import LaunchOptions
+from diagnose.rewrite.codemods.load_other import LoadOther
+from diagnose.rewrite.codemods.online_softmax import OnlineSoftmax
+from diagnose.rewrite.codemods.persistent_grid import PersistentGrid
+from diagnose.rewrite.codemods.prefetch_next_row import PrefetchNextRow
+from diagnose.rewrite.codemods.programs_per_sm import ProgramsPerSm
+from diagnose.rewrite.codemods.retune_launch import RetuneLaunch
+from diagnose.rewrite.codemods.row_program_order import RowProgramOrder
+from diagnose.rewrite.codemods.rows_per_program import RowsPerProgram
 from diagnose.rewrite.rewrite import Rewrite
-from diagnose.rewrite.single_pass_row import SinglePassRow
-from diagnose.rewrite.split_k import SplitK
-from diagnose.rewrite.structured_2d_index import Structured2dIndex
-from diagnose.rewrite.two_level_tiling import TwoLevelTiling
-from diagnose.rewrite.vectorization_hints import VectorizationHints
-from diagnose.rewrite.wgmma_tiles import WgmmaTiles
+from diagnose.rewrite.codemods.single_pass_row import SinglePassRow
+from diagnose.rewrite.codemods.split_k import SplitK
+from diagnose.rewrite.codemods.structured_2d_index import Structured2dIndex
+from diagnose.rewrite.codemods.two_level_tiling import TwoLevelTiling
+from diagnose.rewrite.codemods.vectorization_hints import VectorizationHints
+from diagnose.rewrite.codemods.wgmma_tiles import WgmmaTiles
 
 REWRITES: dict[str, Rewrite] = {
     rewrite.id: rewrite

@@ -10,6 +10,7 @@ import re
 import pytest
 
 import diagnose.rewrite as package
+import diagnose.rewrite.codemods as codemods
 from diagnose.rewrite.rewrite import SECTIONS, NotApplicable, Rewrite
 from diagnose.rewrite.table import CODE_REWRITES, REWRITES, rewrites_for
 from tests.conftest import ROOT
@@ -22,8 +23,9 @@ IDS = sorted(REWRITES)
 
 def rewrite_classes() -> dict[str, type[Rewrite]]:
     found = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"diagnose.rewrite.{info.name}")
+    modules = [f"{pkg.__name__}.{info.name}" for pkg in (package, codemods)
+               for info in pkgutil.iter_modules(pkg.__path__) if not info.ispkg]
+    for module in map(importlib.import_module, modules):
         for _, value in inspect.getmembers(module, inspect.isclass):
             if issubclass(value, Rewrite) and value is not Rewrite and value.__module__ == module.__name__:
                 found[value.id] = value
@@ -36,7 +38,8 @@ def test_every_rewrite_module_is_in_the_table_once():
     assert len(IDS) >= 12
     for rewrite_id, cls in classes.items():
         assert type(REWRITES[rewrite_id]) is cls
-        assert cls.__module__ == f"diagnose.rewrite.{rewrite_id.replace('-', '_')}", "one rewrite per file, named for it"
+        assert cls.__module__ == f"diagnose.rewrite.codemods.{rewrite_id.replace('-', '_')}", \
+            "one rewrite per file under codemods/, named for it"
 
 
 @pytest.mark.parametrize("rewrite_id", IDS)

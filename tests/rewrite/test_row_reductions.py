@@ -14,7 +14,7 @@ from diagnose.records import Evidence, Finding, Location
 from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.launch_values import tile_accesses_masked
 from diagnose.rewrite.pipeline import called_by
-from diagnose.rewrite.retune_launch import steps_a_loop
+from diagnose.rewrite.codemods.retune_launch import steps_a_loop
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.rewrite.source import kernels
 from diagnose.rewrite.table import REWRITES

@@ -8,7 +8,7 @@ from typing import Any
 import libcst as cst
 
 from diagnose import syntax
-from diagnose.rewrite import attention_tiles, retune_launch, wgmma_tiles
+from diagnose.rewrite.codemods import attention_tiles, retune_launch, wgmma_tiles
 from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statements, unique_name
 from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
