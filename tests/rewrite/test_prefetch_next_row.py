@@ -37,6 +37,9 @@ def test_a_load_after_its_pointer_moved_or_of_a_computed_address_stays():
         "        X += stride\n", "        X += stride\n        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)\n")
     pre = REWRITE.check(RewriteContext(early, "ops.py"))
     assert pre.holds and "x" not in [l.target for l in pre.plan.loads]
+    moving_end = (FOLDER / "before_module.py").read_text().replace(
+        "        db += dy\n", "        db += dy\n        row_end = row_end - 0\n")
+    assert "end or step reads a name the body assigns" in REWRITE.check(RewriteContext(moving_end, "ops.py")).reason
     gather = REWRITE.check(context(FOLDER, "rejected_gather.py"))
     assert not gather.holds and "scalars" in gather.reason
 

@@ -182,6 +182,8 @@ def _loop_plan(kernel: Kernel, loop: cst.For, blocks: set[str]) -> PrefetchPlan 
     assigned = set().union(*assigned_at) if assigned_at else set()
     if var in assigned:
         return "the loop variable is reassigned in the body"
+    if (read_names(end) | (read_names(step) if step is not None else set())) & assigned:
+        return "the loop's end or step reads a name the body assigns (range read them once)"
     bumps, bumped_at = {}, {}
     for i, s in enumerate(body):
         bump = _bump(s)
