@@ -303,9 +303,9 @@ async def refresh_ir(ls: DiagnoseServer, uri: str) -> None:
     state.ir = snapshot_from_result(result, path, saved_text)
     state.ir_problem = None  # the IR000 warning goes with this delivery
     state.published += 1
+    deliver(ls, uri)  # first: a client told "IR facts for" has the diagnostics that go with them
     ls.log(f"{Path(path).name}: IR facts for {state.ir.target} "
            f"({'stored result' if state.ir.from_cache else f'{state.ir.seconds:.1f} s'})")
-    deliver(ls, uri)
 
 
 def _ir_unavailable(ls: DiagnoseServer, uri: str, state: DocumentState, problem: str,
