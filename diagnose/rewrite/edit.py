@@ -31,9 +31,26 @@ class _Replace(cst.CSTTransformer):
         return self.mapping.get(original_node, updated_node)
 
 
-def replace(module: cst.Module, mapping: dict) -> cst.Module:
-    """Replace nodes by identity (values may be nodes, `cst.RemoveFromParent()` or a FlattenSentinel)."""
-    return module.visit(_Replace(mapping)) if mapping else module
+def replace(tree: cst.CSTNode, mapping: dict) -> cst.CSTNode:
+    """Replace nodes of `tree` (a module, or any node) by identity (values may be nodes,
+    `cst.RemoveFromParent()` or a FlattenSentinel)."""
+    return tree.visit(_Replace(mapping)) if mapping else tree
+
+
+# Expressions that bind as one operand of any operator without parentheses.
+ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)
+
+
+def is_operand(node: cst.BaseExpression) -> bool:
+    """Whether `node` binds as one operand as it is written (an atom, or already parenthesised)."""
+    return isinstance(node, ATOMS) or bool(getattr(node, "lpar", None))
+
+
+def operand(node: cst.BaseExpression | str) -> str:
+    """The expression's text, parenthesised unless it binds as one operand: `x`, `f(x)`, `(a + b)`."""
+    node = expression(node) if isinstance(node, str) else node
+    text = code(node)
+    return text if is_operand(node) else f"({text})"
 
 
 def expression(text: str) -> cst.BaseExpression:

@@ -86,7 +86,7 @@ def survey(ctx: RewriteContext) -> list[Applicability]:
         pre = rewrite.check(ctx)
         if rewrite.needs_ir and not ctx.evidence and not pre.holds:
             pre = Precondition.no("needs IR evidence (compile offline first: the IR level)")
-        if pre.holds and reached is not None and pre.kernels and not set(pre.kernels) & reached:
+        if pre.holds and reached is not None and pre.kernels and set(pre.kernels).isdisjoint(reached):
             # verified and timed for nothing: the replayed call never launches what it changes
             pre = Precondition.no(f"changes {', '.join(pre.kernels)}, which the replayed call does not launch")
         out.append(Applicability(rewrite, pre, called_by(rewrite, ctx.findings, ctx.evidence)))

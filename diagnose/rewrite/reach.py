@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from diagnose.rewrite.source import LaunchSite, dotted, launch_sites, walk
+from diagnose.rewrite.source import LaunchSite, dotted, kernels, launch_sites, walk
 
 
 def functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
@@ -76,9 +76,10 @@ def reached_sites(module: cst.Module, targets: tuple[str, ...] | None) -> list[L
 
 
 
-def reached_kernels(module: cst.Module, targets: tuple[str, ...] | None) -> set[str] | None:
-    """The kernels the replay of `targets` launches (a bare launch's kernel included); None with no
-    targets (a task file of the KernelBench format: every kernel counts)."""
+def reached_kernels(module: cst.Module, targets: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The kernels the replay of `targets` launches, in the order reached (a bare launch's kernel
+    first); None with no targets (a task file of the KernelBench format: every kernel counts)."""
     if targets is None:
         return None
-    return {s.kernel for s in reached_sites(module, targets)} | set(targets)
+    direct = [t for t in targets if t in kernels(module)]
+    return tuple(dict.fromkeys([*direct, *(s.kernel for s in reached_sites(module, targets))]))

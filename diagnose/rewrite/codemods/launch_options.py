@@ -7,7 +7,7 @@ from typing import Any
 
 import libcst as cst
 
-from diagnose.rewrite.edit import expression, fit_launch, replace, set_keyword
+from diagnose.rewrite.edit import expression, fit_launch, operand, replace, set_keyword
 from diagnose.rewrite.reach import reached_sites
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -221,8 +221,7 @@ def scaled(base: str, factor: int, top: int) -> str:
     """`base` scaled by `factor` as the launch spells it: `min(E * 2, 32)`, `max(E // 2, 1)`, or `E`."""
     if factor == 1:
         return base
-    atom = isinstance(expression(base), (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
-    inner = base if atom else f"({base})"
+    inner = operand(base)
     return f"min({inner} * {factor}, {top})" if factor > 1 else f"max({inner} // {-factor}, 1)"
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.records import Evidence
-from diagnose.rewrite.edit import expression, replace, statement, unique_name
-from diagnose.rewrite.reach import reached_sites
+from diagnose.rewrite.edit import expression, is_operand, operand, replace, set_keyword, statement, unique_name
+from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel, assigned_names, code, dotted, int_value, keyword, kernels, names, positional, read_names, simple_assignment,
@@ -98,10 +98,8 @@ class PrefetchNextRow(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         known = kernels(ctx.module)
-        targets = replay_targets(ctx.source)
-        order = known if targets is None else dict.fromkeys(
-            [s.kernel for s in reached_sites(ctx.module, targets)] + [t for t in targets if t in known])
-        return Precondition.first_kernel([known[k] for k in order], _plan, PrefetchPlan, _describe,
+        order = reached_kernels(ctx.module, replay_targets(ctx.source))
+        return Precondition.first_kernel([known[k] for k in (known if order is None else order)], _plan, PrefetchPlan, _describe,
                                          "no kernel loops over rows")
 
     def transform(self, ctx: RewriteContext, plan: PrefetchPlan) -> str:
@@ -111,29 +109,20 @@ class PrefetchNextRow(Rewrite):
             next_of[load.target] = unique_name(taken | set(next_of.values()), f"{load.target}_next")
         var_next = unique_name(taken | set(next_of.values()), f"{plan.var}_next")
         bumps = dict(plan.bumps)
-        first = _and(None, f"{_atom(plan.start)} < {_atom(plan.end)}")
+        first = f"{operand(plan.start)} < {operand(plan.end)}"
         prologue = [statement(f"{next_of[l.target]} = {_load(l.moved, {plan.var: code(plan.start)}, {}, first)}")
                     for l in plan.loads]
-        step = code(plan.step) if plan.step is not None else "1"
-        head = [statement(f"{l.target} = {code(_swap(l.value, l.load, cst.Name(next_of[l.target])))}")
+        head = [statement(f"{l.target} = {code(replace(l.value, {l.load: cst.Name(next_of[l.target])}))}")
                 for l in plan.loads]
-        head.append(statement(f"{var_next} = {plan.var} + {_atom(plan.step) if plan.step is not None else step}"))
-        inside = _and(None, f"{var_next} < {_atom(plan.end)}")
+        head.append(statement(f"{var_next} = {plan.var} + {operand(plan.step) if plan.step is not None else '1'}"))
+        inside = f"{var_next} < {operand(plan.end)}"
         head += [statement(f"{next_of[l.target]} = {_load(l.moved, {plan.var: var_next}, bumps, inside)}")
                  for l in plan.loads]
         moved = {id(l.statement) for l in plan.loads}
-        body = head + [s for s in plan.loop.body.body if id(s) not in moved]
-        body = _without_unused_helpers(body, plan, kernels(ctx.module)[plan.kernel])
+        kernel = kernels(ctx.module)[plan.kernel]
+        body = _without_unused_helpers(head + [s for s in plan.loop.body.body if id(s) not in moved], plan, kernel)
         loop = plan.loop.with_changes(body=plan.loop.body.with_changes(body=body))
-        kernel = kernels(ctx.module)[plan.kernel].node
-        statements = []
-        for s in kernel.body.body:
-            if s is plan.loop:
-                statements += prologue + [loop]
-            else:
-                statements.append(s)
-        new_kernel = kernel.with_changes(body=kernel.body.with_changes(body=statements))
-        return replace(ctx.module, {kernel: new_kernel}).code
+        return replace(ctx.module, {plan.loop: cst.FlattenSentinel([*prologue, loop])}).code
 
 
 def _describe(plan: PrefetchPlan) -> str:
@@ -286,44 +275,18 @@ def _row_load(s: cst.BaseStatement) -> RowLoad | None:
     return RowLoad(s, target, inner, value)
 
 
-def _atom(node: cst.BaseExpression) -> str:
-    text = code(node)
-    return text if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)) else f"({text})"
-
-
-def _and(mask: str | None, valid: str) -> str:
-    return valid if mask is None else f"{mask} & ({valid})"
-
-
 def _load(load: cst.Call, renamed: dict[str, str], bumps: dict[str, cst.BaseExpression], valid: str) -> str:
     """The load's text for another row: the loop variable renamed, bumped pointers advanced by one
     step, and the row's validity `and`-ed into its mask."""
     subs = dict(renamed)
-    subs.update({p: f"{p} + {_atom(e)}" for p, e in bumps.items()})
+    subs.update({p: f"{p} + {operand(e)}" for p, e in bumps.items()})
     moved = load.visit(_Substitute({n: expression(t) for n, t in subs.items()}))
+    address = moved.args[0].value  # an inlined helper that is the whole address needs no parentheses
+    moved = moved.with_deep_changes(moved.args[0], value=address.with_changes(lpar=[], rpar=[]))
     mask = keyword(moved, "mask")
-    text = _and(_atom(mask.value) if mask is not None else None, valid)
-    args = [a for a in moved.args if a.keyword is None or a.keyword.value != "mask"]
-    address = args[0].value  # an inlined helper that is the whole address needs no parentheses
-    args[0] = args[0].with_changes(value=address.with_changes(lpar=[], rpar=[]) if address.lpar else address)
-    first_kw = next((i for i, a in enumerate(args) if a.keyword is not None), len(args))
-    args.insert(first_kw, cst.Arg(expression(text), keyword=cst.Name("mask"),
-                                  equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-    args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
-    return code(moved.with_changes(args=args))
-
-
-def _swap(value: cst.BaseExpression, load: cst.Call, name: cst.Name) -> cst.BaseExpression:
-    """`value` with its load replaced by `name` (`tl.load(...).to(f32)` -> `x_next.to(f32)`)."""
-    return name if value is load else replace_node(value, load, name)
-
-
-def replace_node(tree: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode) -> cst.CSTNode:
-    class _One(cst.CSTTransformer):
-        def on_leave(self, original, updated):
-            return new if original is old else updated
-
-    return tree.visit(_One())
+    if mask is None:
+        return code(set_keyword(moved, "mask", expression(valid)))
+    return code(moved.with_deep_changes(mask, value=expression(f"{operand(mask.value)} & ({valid})")))
 
 
 class _Substitute(cst.CSTTransformer):
@@ -337,7 +300,7 @@ class _Substitute(cst.CSTTransformer):
         new = self.subs.get(original.value)
         if new is None:
             return updated
-        if isinstance(new, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)) or new.lpar:
+        if is_operand(new):
             return new
         return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 

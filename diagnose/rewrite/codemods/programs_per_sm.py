@@ -7,7 +7,7 @@ from typing import Any
 
 import libcst as cst
 
-from diagnose.rewrite.edit import expression, replace
+from diagnose.rewrite.edit import expression, operand, replace
 from diagnose.rewrite.reach import functions, reached_sites
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -27,8 +27,6 @@ DEPTH = 4  # host assignments followed from the grid to the read
 
 @dataclass(frozen=True)
 class CountPlan:
-    kernel: str
-    host: str
     reads: tuple[cst.BaseExpression, ...]  # the expressions that give the SM count, scaled in place
     shown: str                             # the first of them, as written
     factor: int                            # the scaling already there (`E * 4`: 4), else 1
@@ -114,12 +112,8 @@ def _describe(plan: CountPlan) -> str:
 
 
 def scaled(base: cst.BaseExpression, factor: int) -> str:
-    """`base * factor` as the host writes it (parenthesised unless `base` is an atom), or `base` for 1."""
-    text = code(base)
-    if factor == 1:
-        return text
-    atom = isinstance(base, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not getattr(base, "lpar", None)
-    return f"{text if atom else f'({text})'} * {factor}"
+    """`base * factor` (`base` parenthesised unless it binds as one operand), or `base` for 1."""
+    return code(base) if factor == 1 else f"{operand(base)} * {factor}"
 
 
 def _base(read: cst.BaseExpression, helpers: set[str]) -> tuple[cst.BaseExpression, int]:
@@ -191,7 +185,7 @@ def _plan(module: cst.Module, kernel: Kernel, site: LaunchSite, helpers: set[str
         return "its grid is not sized by the SM count"
     base, factor = _base(reads[0], helpers)
     every = reads + [u for u in _units(site.host.body, helpers) if not any(u is r for r in reads)]
-    return CountPlan(kernel.name, site.host_name, tuple(every), code(base), factor, frozenset(helpers))
+    return CountPlan(tuple(every), code(base), factor, frozenset(helpers))
 
 
 def _module_values(module: cst.Module, name: str) -> list[cst.BaseExpression | None]:

@@ -8,8 +8,8 @@ import libcst as cst
 
 from diagnose.rewrite.cores import core_count_helper
 from diagnose.rewrite.edit import (
-    expression, fit_call, fit_launch, insert_before_host, relaunch, replace, set_keyword, statement, statements,
-    unique_name,
+    expression, fit_call, fit_launch, insert_before_host, operand, relaunch, replace, set_keyword, statement,
+    statements, unique_name,
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
@@ -349,13 +349,7 @@ def _cast_line(value: cst.BaseExpression, after: list[cst.BaseStatement], accumu
 
 
 def _product(axes: list[cst.BaseExpression]) -> str:
-    return code(axes[0]) if len(axes) == 1 else " * ".join(_atom(code(e)) for e in axes)
-
-
-def _atom(text: str) -> str:
-    """`text`, parenthesized where it would not bind as one operand of `*` or `//`."""
-    node = cst.parse_expression(text)
-    return text if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Integer, cst.Subscript)) or node.lpar else f"({text})"
+    return code(axes[0]) if len(axes) == 1 else " * ".join(operand(e) for e in axes)
 
 
 def _output(kernel: Kernel, site: LaunchSite, store: cst.Call) -> str | None:
@@ -395,13 +389,13 @@ def _host_steps(kernel: Kernel, site: LaunchSite, loop: cst.For) -> str | None:
     extent = site.value(kernel, params[0])
     if extent is None:
         return None
-    host = {params[0]: _atom(code(extent))}
+    host = {params[0]: operand(extent)}
     for name in names(stop) | (names(step) if step is not None else set()):
         if name in kernel.constexprs:
             passed = site.value(kernel, name)
             if passed is None:
                 return None
-            host[name] = _atom(code(passed))
+            host[name] = operand(passed)
         elif name not in host and name not in ("tl", "triton"):
             return None
     stop_host = _substitute(stop, host)
