@@ -44,6 +44,14 @@ def test_a_load_after_its_pointer_moved_or_of_a_computed_address_stays():
     assert not gather.holds and "scalars" in gather.reason
 
 
+def test_a_mask_passed_by_position_gets_the_row_bound_where_it_is():
+    """FlagGems writes `tl.load(ptr, mask, other)`: a second `mask=` would not compile."""
+    source = (FOLDER / "before_module.py").read_text().replace(
+        "tl.load(row_x + cols, mask=mask, other=0.0)", "tl.load(row_x + cols, mask, 0.0)")
+    new = REWRITE.apply(RewriteContext(source, "ops.py"))
+    assert "x_next = tl.load(X + row_next * stride + cols, mask & (row_next < row_end), 0.0)" in new
+
+
 def test_it_answers_a_loop_the_compiler_did_not_pipeline():
     missed = Evidence("ir", "ttgir", "SoftwarePipelining", "analysis", None, (("pipelined", False),))
     done = Evidence("ir", "ttgir", "SoftwarePipelining", "passed", None, (("pipelined", True),))

@@ -283,7 +283,8 @@ def _load(load: cst.Call, renamed: dict[str, str], bumps: dict[str, cst.BaseExpr
     moved = load.visit(_Substitute({n: expression(t) for n, t in subs.items()}))
     address = moved.args[0].value  # an inlined helper that is the whole address needs no parentheses
     moved = moved.with_deep_changes(moved.args[0], value=address.with_changes(lpar=[], rpar=[]))
-    mask = keyword(moved, "mask")
+    given = positional(moved)
+    mask = keyword(moved, "mask") or (given[1] if len(given) > 1 else None)  # `tl.load(p, mask, other)`
     if mask is None:
         return code(set_keyword(moved, "mask", expression(valid)))
     return code(moved.with_deep_changes(mask, value=expression(f"{operand(mask.value)} & ({valid})")))
