@@ -11,6 +11,11 @@ means the datasheet gives no number, or the concept does not apply (registers on
 
     >>> lookup("cuda:sm90").sm_count
     132
+    >>> lookup("ascend").name          # a bare family names its default part
+    'ascend:910b'
+
+This is the one definition of every target's numbers: triage's rules, IR facts, the profiler's
+roofline, the rewrites' grid sizes and the CPU stand-in for `torch.cuda` all read these records.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ KIB = 1024
 MIB = 1024 * 1024
 
 DEFAULT_TARGET = "cuda:sm90"
+# The part a bare family (`--target ascend`) means.
+DEFAULT_ARCH = {"cuda": "sm90", "hip": "gfx942", "ascend": "910b"}
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,10 @@ class Target:
     Ascend SoC name for NPUs). `sm_count` counts SMs, CUs or AI cores. Per-SM registers count 32-bit
     registers (AMD: VGPR file of one CU); `regs_per_thread` is the most one thread may address.
     `vector_cores` counts an Ascend part's vector (AIV) cores, the grid a vector-only kernel should
-    have (a `tl.dot` kernel's is `sm_count`, the AI cores); None for GPUs.
+    have (a `tl.dot` kernel's is `sm_count`, the AI cores); None for GPUs. `shared_per_block` is
+    shared memory per block on NVIDIA, LDS on AMD and the Unified Buffer of one vector core on Ascend;
+    `l0ab_bytes` / `l0c_bytes` are an Ascend cube's operand and accumulator buffers.
+    `default_num_stages` is what Triton's backend uses when a launch does not say.
     """
 
     name: str
@@ -65,12 +75,28 @@ class Target:
     can_compile_here: bool = True
     notes: str = ""
     vector_cores: int | None = None
+    l0ab_bytes: int | None = None
+    l0c_bytes: int | None = None
+    default_num_stages: int = 3
 
     def gpu_target(self) -> Any:
         """Triton's `GPUTarget` for this device (imports triton, so only call it in a worker)."""
         from triton.backends.compiler import GPUTarget
 
         return GPUTarget(self.backend, self.arch, self.warp_size or 0)
+
+    @property
+    def family(self) -> str:
+        """`cuda`, `hip` or `ascend`: the part of the name before the colon."""
+        return self.name.partition(":")[0]
+
+    @property
+    def short_arch(self) -> str:
+        """The part of the name after the colon (`sm90`, `gfx942`, `910b`), what rules select on."""
+        return self.name.partition(":")[2]
+
+    def __str__(self) -> str:
+        return self.name
 
     @property
     def is_nvidia(self) -> bool:
@@ -141,6 +167,7 @@ TARGETS: dict[str, Target] = {
             regs_per_sm=131072,
             l2_bytes=32 * MIB,
             peaks=Peaks(5.3e12, 1307.4, 1307.4, 653.7, 163.4, "AMD Instinct MI300X data sheet"),
+            default_num_stages=2,
             notes="L2 is 4 MB per XCD (8 XCDs), plus 256 MB Infinity Cache; 512 registers = 256 VGPR + 256 AGPR.",
         ),
         Target(
@@ -156,6 +183,7 @@ TARGETS: dict[str, Target] = {
             regs_per_sm=131072,
             l2_bytes=32 * MIB,
             peaks=Peaks(8.0e12, 2516.6, 2516.6, None, 157.3, "AMD Instinct MI355X data sheet"),
+            default_num_stages=2,
             notes="No TF32 matrix path on CDNA4; L2 4 MB per XCD plus 256 MB Infinity Cache.",
         ),
         # Ascend numbers: mindspore-ai/akg akg_agents/python/akg_agents/op/resources/docs/hardware/<SoC>.md
@@ -170,6 +198,8 @@ TARGETS: dict[str, Target] = {
             warp_size=None,
             sm_count=24,
             vector_cores=48,
+            l0ab_bytes=64 * KIB,
+            l0c_bytes=128 * KIB,
             shared_per_block=192 * KIB,
             shared_per_sm=192 * KIB,
             regs_per_thread=None,
@@ -196,6 +226,8 @@ TARGETS: dict[str, Target] = {
             warp_size=None,
             sm_count=32,
             vector_cores=64,
+            l0ab_bytes=64 * KIB,
+            l0c_bytes=256 * KIB,
             shared_per_block=248 * KIB,
             shared_per_sm=248 * KIB,
             regs_per_thread=None,
@@ -220,8 +252,11 @@ TARGETS: dict[str, Target] = {
 
 
 def lookup(name: str) -> Target:
-    """The target called `name` (e.g. `cuda:sm90`); a `UsageError` listing the known names otherwise."""
-    target = TARGETS.get(name.strip().lower())
+    """The target called `name` (`cuda:sm90`, or a bare family for its default part); a `UsageError`
+    listing the known names otherwise."""
+    key = name.strip().lower()
+    key = f"{key}:{DEFAULT_ARCH[key]}" if key in DEFAULT_ARCH else key
+    target = TARGETS.get(key)
     if target is None:
         raise UsageError(f"unknown target {name!r}; known targets: {', '.join(TARGETS)}")
     return target

@@ -74,7 +74,7 @@ def rewrite_fixes(finding: Finding, source: str, path: str, target: str) -> list
 
     try:
         ctx = RewriteContext(source=source, path=path, target=lookup(target), findings=(finding,))
-    except DiagnoseError:  # a triage target the rewrites do not know
+    except DiagnoseError:  # a target the registry does not know (settings check theirs)
         return []
     fixes = [rewrite_fix(rewrite, ctx) for rewrite in rewrites]
     return [f for f in fixes if f is not None]
@@ -87,7 +87,7 @@ def offered_rewrites(code: str, target: str) -> list[Rewrite]:
 
     try:
         backend = lookup(target).backend
-    except DiagnoseError:  # a triage target the rewrites do not know
+    except DiagnoseError:  # a target the registry does not know (settings check theirs)
         return []
     return [rewrite for rewrite in rewrites_for(code) if backend in rewrite.backends]
 

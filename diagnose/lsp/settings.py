@@ -20,7 +20,7 @@ from typing import Any
 from diagnose.errors import DiagnoseError
 from diagnose.triage.codes import select_codes
 from diagnose.triage.config import find_settings
-from diagnose.triage.target import parse_target
+from diagnose.targets import lookup
 
 DEFAULT_TARGET = "cuda:sm90"
 DEFAULT_DEBOUNCE_MS = 30
@@ -74,7 +74,7 @@ def parse_options(data: Any) -> tuple[ClientOptions, list[str]]:
     target = data.get("target")
     if target is not None:
         try:
-            parse_target(str(target))
+            lookup(str(target))
             values["target"] = str(target)
         except DiagnoseError as err:
             problems.append(f"target: {err}")
@@ -141,7 +141,7 @@ def resolve(options: ClientOptions, path: str | None, root: str | None = None) -
     target = options.target or (project.target if project else None) or DEFAULT_TARGET
     if options.target is None and project is not None and project.target:
         try:
-            parse_target(project.target)
+            lookup(project.target)
         except DiagnoseError as err:
             problems.append(f"{project.source}: {err}")
             target = DEFAULT_TARGET

@@ -143,10 +143,11 @@ def _capability(target) -> tuple[int, int]:
 def _properties(target) -> SimpleNamespace:
     major, minor = _capability(target)
     return SimpleNamespace(
-        name=STANDIN_NAME, major=major, minor=minor, multi_processor_count=getattr(target, "sm_count", 132),
-        total_memory=80 * 2**30, warp_size=32, max_threads_per_multi_processor=2048, regs_per_multiprocessor=65536,
-        max_shared_memory_per_block_optin=232448, L2_cache_size=50 * 2**20, is_integrated=False,
-        is_multi_gpu_board=False, uuid="diagnose-cpu-standin", gcnArchName="")
+        name=STANDIN_NAME, major=major, minor=minor, multi_processor_count=target.sm_count,
+        total_memory=80 * 2**30, warp_size=target.warp_size or 32, max_threads_per_multi_processor=2048,
+        regs_per_multiprocessor=target.regs_per_sm or 65536, max_shared_memory_per_block_optin=target.shared_per_block,
+        L2_cache_size=target.l2_bytes, is_integrated=False, is_multi_gpu_board=False, uuid="diagnose-cpu-standin",
+        gcnArchName=target.arch if target.is_amd else "")
 
 
 def patch_torch_cuda(target) -> None:
@@ -198,8 +199,9 @@ def standin_driver(target):
 
     class Utils:
         def get_device_properties(self, device=None) -> dict:
-            return {"multiprocessor_count": target.sm_count, "max_shared_mem": 232448, "max_num_regs": 65536,
-                    "warpSize": 32, "sm_clock_rate": 1980000, "mem_clock_rate": 2619000, "mem_bus_width": 5120}
+            return {"multiprocessor_count": target.sm_count, "max_shared_mem": target.shared_per_block,
+                    "max_num_regs": target.regs_per_sm or 65536, "warpSize": target.warp_size or 32,
+                    "sm_clock_rate": 1980000, "mem_clock_rate": 2619000, "mem_bus_width": 5120}
 
     class StandInDriver(DriverBase):
         def __init__(self):

@@ -14,7 +14,7 @@ from diagnose.triage.codes import select_codes
 from diagnose.triage.config import find_settings
 from diagnose.triage.engine import SEVERITY_RANK, at_or_above, triage_source
 from diagnose.triage.sarif import render_sarif
-from diagnose.triage.target import parse_target
+from diagnose.targets import lookup
 from diagnose.triage.text import render_text
 
 FORMATS = ("text", "json", "sarif")
@@ -40,7 +40,7 @@ def triage_command(paths: list[str], target: str | None = None, fmt: str = "text
     for codes in (select, ignore):
         select_codes(codes, None) if codes else None  # unknown codes fail before any file is read
     if target is not None:
-        parse_target(target)
+        lookup(target)
     files = collect_files(paths)
     findings: list[Finding] = []
     sources: dict[str, str] = {}

@@ -19,7 +19,7 @@ from diagnose.records import Location
 from diagnose.triage.hosteval import UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec
 from diagnose.triage.imports import import_map, qualname
 from diagnose.triage.kernel import Config, Kernel
-from diagnose.triage.target import Target
+from diagnose.targets import Target
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 MAX_CONFIGS = 256

@@ -13,7 +13,7 @@ from diagnose.triage.rewrite_ids import REWRITE_IDS
 from diagnose.triage.codes import RULES, select_codes
 from diagnose.triage.context import Context, build_context
 from diagnose.triage.rule import Hit, Rule, Span
-from diagnose.triage.target import Target, parse_target
+from diagnose.targets import Target, lookup
 
 SUPPRESSION = re.compile(r"#\s*diagnose:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -23,7 +23,7 @@ def triage_source(source: str, path: str, target: str | Target = "cuda:sm90",
                   select: Iterable[str] | None = None, ignore: Iterable[str] | None = None) -> list[Finding]:
     """Findings for one file's text, sorted by position. Never raises on any input text; raises
     `UsageError` only for a bad target or an unknown code in `select`/`ignore`."""
-    tgt = parse_target(target) if isinstance(target, str) else target
+    tgt = lookup(target) if isinstance(target, str) else target
     rules = [RULES[code]() for code in select_codes(select, ignore) if RULES[code].applies_to(tgt)]
     try:
         ctx = build_context(source, path, tgt)

@@ -17,7 +17,7 @@ from diagnose.records import Confidence, EvidenceKind, Severity
 
 if TYPE_CHECKING:
     from diagnose.triage.context import Context
-    from diagnose.triage.target import Target
+    from diagnose.targets import Target
 
 SECTIONS = ("What it finds", "Why it is slow", "Example", "Use instead", "Targets", "References")
 
@@ -67,7 +67,7 @@ class Rule:
     def applies_to(cls, target: Target) -> bool:
         if target.family not in cls.targets:
             return False
-        return not cls.archs or any(target.arch.startswith(a) for a in cls.archs)
+        return not cls.archs or any(target.short_arch.startswith(a) for a in cls.archs)
 
     @classmethod
     def doc(cls) -> str:

@@ -4,7 +4,7 @@ the host evaluator derives from input shapes."""
 from __future__ import annotations
 
 from diagnose.triage.context import build_context
-from diagnose.triage.target import parse_target
+from diagnose.targets import lookup
 
 SOURCE = '''
 import torch
@@ -50,7 +50,7 @@ def get_input_groups():
 
 
 def ctx():
-    return build_context(SOURCE, "k.py", parse_target("cuda:sm90"))
+    return build_context(SOURCE, "k.py", lookup("cuda:sm90"))
 
 
 def test_kernels_are_found_under_every_decorator_form():

@@ -16,7 +16,7 @@ from diagnose.triage.rewrite_ids import REWRITE_IDS
 from diagnose.triage import triage_source
 from diagnose.triage.codes import RULES
 from diagnose.triage.rule import SECTIONS
-from diagnose.triage.target import DEFAULT_ARCH
+from diagnose.targets import DEFAULT_ARCH
 
 
 def fixture_target(rule, source: str) -> str:

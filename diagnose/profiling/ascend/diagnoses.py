@@ -25,7 +25,6 @@ SCALAR_HIGH = 0.3
 VECTOR_LOW = 0.2
 MTE2_SLOW = 2.0
 BANK_CONFLICT_HIGH = 0.1
-VECTOR_CORES_PER_AI_CORE = 2
 
 
 def _finding(code: str, message: str, location: Location, evidence: list[Evidence], confidence: str = "high") -> Finding:
@@ -42,8 +41,8 @@ def _first(evidence: list[Evidence], key: str, names: tuple[str, ...]) -> tuple[
 
 def cores_for(core: str | None, target: Target) -> int:
     """Cores that run one block of a kernel on this core type."""
-    if core and "VECTOR" in core.upper():
-        return VECTOR_CORES_PER_AI_CORE * target.sm_count
+    if core and "VECTOR" in core.upper() and target.vector_cores:
+        return target.vector_cores
     return target.sm_count
 
 

@@ -43,7 +43,7 @@ class DotTilesOverflowSharedMemory(Rule):
     targets = ("cuda", "hip")
 
     def check(self, ctx):
-        limit = ctx.target.shared_memory_bytes
+        limit = ctx.target.shared_per_block
         for kernel in ctx.kernels.values():
             dims = dot_dims(kernel)
             if not kernel.has_dot or len(dims) < 3:
@@ -55,7 +55,7 @@ class DotTilesOverflowSharedMemory(Rule):
                     return None
                 stages = v.num_stages(ctx.target)
                 per_buffer = (m * k + k * n) * OPERAND_BYTES
-                if ctx.target.family == "cuda" and not ctx.target.arch.startswith("sm8"):
+                if ctx.target.family == "cuda" and not ctx.target.short_arch.startswith("sm8"):
                     return per_buffer * max(1, stages)
                 return per_buffer * max(1, stages - 1)
 

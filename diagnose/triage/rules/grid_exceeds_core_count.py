@@ -47,7 +47,7 @@ class GridExceedsCoreCount(Rule):
             if kernel.calls("num_programs"):
                 continue
             kind = "AI" if kernel.has_dot else "vector"
-            cores = ctx.target.ai_cores if kernel.has_dot else ctx.target.vector_cores
+            cores = ctx.target.sm_count if kernel.has_dot else ctx.target.vector_cores
             for v in sorted(ctx.variants(kernel), key=lambda v: -math.prod(v.grid or (0,))):
                 if v.grid is None or v.launch is None:
                     continue

@@ -44,8 +44,8 @@ class UbOverflow(Rule):
     targets = ("ascend",)
 
     def check(self, ctx):
-        ub = ctx.target.ub_bytes
-        multibuffer = 1 if ctx.target.arch.startswith("950") else 2
+        ub = ctx.target.shared_per_block
+        multibuffer = 1 if ctx.target.short_arch.startswith("950") else 2
         for kernel in ctx.kernels.values():
             if kernel.has_dot or not kernel.calls("load"):
                 continue
