@@ -1,4 +1,4 @@
-"""The Ascend target: triton-ascend compiles, Ascend IR facts mapped to source lines, the NPU path.
+"""The Ascend target: triton-ascend compiles and Ascend IR facts mapped to source lines.
 
 triton-ascend installs as `triton` itself, so it runs in the toolchain's own environment
 (`diagnose.toolchain`, `diagnose toolchain setup ascend`); this package has two sides.
@@ -15,8 +15,10 @@ Toolchain-worker side (imported by the Ascend environment's Python only; imports
 Main-environment side (no torch, no triton):
 - `inspect.py`: `inspect_ascend(path, target, fmt, passes, stage, kernel)`, the command;
 - `facts/`: one extractor per fact over the worker's artefacts (`facts_for(AscendFactContext)`);
-- `summary.py`, `render.py`: phrases, the per-line table, the pass timeline, annotated stages;
-- `npu.py`: `npu_status()` and `npu_call()`, the runtime path to an NPU through the toolchain.
+- `summary.py`, `render.py`: phrases, the per-line table, the pass timeline, annotated stages.
+
+Running on an NPU is the runtime's (`diagnose.runtime.npu`: the `npu` device's placement in the
+toolchain's Python); nothing here runs user code on a device.
 
 Shared: `options.py` (per-target compile options: the 950's `compile_on_910_95=True`, its SIMT
 `compile_mode`s), `environment.py` (what this machine lacks: CANN, torch_npu, a device).

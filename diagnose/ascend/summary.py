@@ -1,12 +1,12 @@
 """Per-source-line summary of Ascend IR facts: one short phrase per fact, grouped by line.
 
-The Ascend counterpart of `diagnose.ir.summary` (same `LineFacts` record, same grouping; the
-phrases are the Ascend facts' own). `phrase(evidence)` is the one-line wording.
+The Ascend counterpart of `diagnose.ir.summary`: the same grouping (`LineFacts`), with the
+Ascend facts' own phrases. `phrase(evidence)` is the one-line wording.
 """
 
 from __future__ import annotations
 
-from diagnose.ir.summary import LineFacts
+from diagnose.ir import summary as ir_summary
 from diagnose.records import Evidence
 
 
@@ -62,26 +62,6 @@ def phrase(e: Evidence) -> str:
     return ", ".join(f"{k}={v}" for k, v in e.args)
 
 
-def summarize(evidence: list[Evidence]) -> list[LineFacts]:
-    """Facts grouped by (file, line), in line order; missed, passed and other phrases apart."""
-    groups: dict[tuple[str, int], dict[str, list[str]]] = {}
-    for e in evidence:
-        if e.location is None:
-            continue
-        g = groups.setdefault((e.location.path, e.location.line), {"missed": [], "passed": [], "other": []})
-        bucket = e.kind if e.kind in ("missed", "passed") else "other"
-        text = phrase(e)
-        if text not in g[bucket]:
-            g[bucket].append(text)
-    return [
-        LineFacts(path, line, tuple(g["missed"]), tuple(g["passed"]), tuple(g["other"]))
-        for (path, line), g in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0]))
-    ]
-
-
 def line_summary(evidence: list[Evidence]) -> list[dict]:
-    """`summarize` as JSON-able dicts."""
-    return [
-        {"path": f.path, "line": f.line, "missed": list(f.missed), "passed": list(f.passed), "other": list(f.other)}
-        for f in summarize(evidence)
-    ]
+    """The Ascend facts grouped by source line, as `diagnose.ir.summary.line_summary` gives them."""
+    return ir_summary.line_summary(evidence, phrase)

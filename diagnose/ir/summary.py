@@ -6,6 +6,7 @@ What the text table, the LSP's hovers and the agent read: `summarize(evidence)` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from diagnose.records import Evidence
@@ -70,15 +71,15 @@ def phrase(e: Evidence) -> str:
     return ", ".join(f"{k}={v}" for k, v in e.args)
 
 
-def summarize(evidence: list[Evidence]) -> list[LineFacts]:
-    """Facts grouped by (file, line), in line order."""
+def summarize(evidence: list[Evidence], wording: Callable[[Evidence], str] = phrase) -> list[LineFacts]:
+    """Facts grouped by (file, line), in line order; `wording` phrases each (Ascend passes its own)."""
     groups: dict[tuple[str, int], dict[str, list[str]]] = {}
     for e in evidence:
         if e.location is None:
             continue
         g = groups.setdefault((e.location.path, e.location.line), {"missed": [], "passed": [], "other": []})
         bucket = e.kind if e.kind in ("missed", "passed") else "other"
-        text = phrase(e)
+        text = wording(e)
         if text not in g[bucket]:
             g[bucket].append(text)
     return [
@@ -87,9 +88,9 @@ def summarize(evidence: list[Evidence]) -> list[LineFacts]:
     ]
 
 
-def line_summary(evidence: list[Evidence]) -> list[dict]:
+def line_summary(evidence: list[Evidence], wording: Callable[[Evidence], str] = phrase) -> list[dict]:
     """`summarize` as JSON-able dicts."""
     return [
         {"path": f.path, "line": f.line, "missed": list(f.missed), "passed": list(f.passed), "other": list(f.other)}
-        for f in summarize(evidence)
+        for f in summarize(evidence, wording)
     ]

@@ -11,8 +11,6 @@ import json
 
 import pytest
 
-from diagnose.ascend.npu import npu_call, npu_status
-from diagnose.errors import ToolchainError
 from diagnose.runtime import call, devices
 from diagnose.runtime.devices import Placement
 from diagnose.toolchain.specs import spec_for
@@ -29,18 +27,11 @@ def npu(ascend_toolchain) -> Placement:
     return where
 
 
-def test_status_is_one_line(ascend_toolchain):
-    available, why = npu_status()
-    assert "\n" not in why and why
-    assert available == (ascend_toolchain.capabilities.get("npu") is None)
-
-
-def test_npu_call_refuses_with_the_reason_where_there_is_no_npu(ascend_toolchain):
-    available, _why = npu_status()
-    if available:
+def test_no_npu_is_said_in_one_line(ascend_toolchain):
+    where, why = devices.placement("npu")
+    if where is not None:
         pytest.skip("an NPU is present here")
-    with pytest.raises(ToolchainError, match="device npu"):
-        npu_call("tests.ascend.entries:npu_vector_add", {})
+    assert why.startswith("device npu is not available here: ") and "\n" not in why
 
 
 def test_jobs_run_in_the_interpreter_the_placement_names(ascend_toolchain, tmp_path):
@@ -56,7 +47,7 @@ def test_jobs_run_in_the_interpreter_the_placement_names(ascend_toolchain, tmp_p
 
 @pytest.mark.npu
 def test_vector_add_on_the_npu(npu):
-    result = npu_call("tests.ascend.entries:npu_vector_add", {}, timeout_s=600)
+    result = call("tests.ascend.entries:npu_vector_add", {}, timeout_s=600, **npu.runner_options())
     assert result.ok, result.failure
     assert result.value["device"].startswith("npu") and result.value["max_error"] == 0.0
 

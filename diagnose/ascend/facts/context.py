@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from diagnose.ir.facts.context import fact_evidence, in_user_file
 from diagnose.ir.sourcemap import (
     FILE_LINE_COL,
     LOC_DEF,
@@ -230,23 +231,12 @@ class AscendFactContext:
 
     def place(self, location: Location | None) -> Location | None:
         """A location in the user's file as given (the IR names the file the worker imported)."""
-        if location is None or not self.user_path or location.path != self.source_path:
-            return location
-        return Location(self.user_path, location.line, location.col)
+        return in_user_file(location, self.source_path, self.user_path)
 
     def evidence(
         self, name: str, kind: str, source: str, location: Location | None, args: dict[str, Any], raw: str | None
     ) -> Evidence:
-        stage = "pass" if source.startswith("pass:") else "ir"
-        return Evidence(
-            stage=stage,
-            source=source,
-            name=name,
-            kind=kind,
-            location=self.place(location) or self.kernel_location,
-            args=tuple((k, v) for k, v in args.items() if v is not None),
-            raw=raw.strip() if raw else raw,
-        )
+        return fact_evidence(name, kind, source, self.place(location) or self.kernel_location, args, raw)
 
     @property
     def is_mixed(self) -> bool:

@@ -110,23 +110,12 @@ class FactContext:
 
     def place(self, location: Location | None) -> Location | None:
         """A location in the user's file as it is now (the cache may hold IR compiled from a copy)."""
-        if location is None or not self.user_path or location.path != self.record.source_path:
-            return location
-        return Location(self.user_path, location.line, location.col)
+        return in_user_file(location, self.record.source_path, self.user_path)
 
     def evidence(
         self, name: str, kind: str, source: str, location: Location | None, args: dict[str, Any], raw: str | None
     ) -> Evidence:
-        stage = "pass" if source.startswith("pass:") else "ir"
-        return Evidence(
-            stage=stage,
-            source=source,
-            name=name,
-            kind=kind,
-            location=self.place(location) or self.kernel_location,
-            args=tuple((k, v) for k, v in args.items() if v is not None),
-            raw=raw.strip() if raw else raw,
-        )
+        return fact_evidence(name, kind, source, self.place(location) or self.kernel_location, args, raw)
 
     def provenance(self, value: str, limit: int = 400) -> list[IROp | FuncArg]:
         """Ops and function arguments `value` is computed from (breadth-first through operands)."""
@@ -178,3 +167,25 @@ def tensor_type(raw: str) -> TensorType | None:
         return None
     shape = tuple(int(d) for d in m["shape"].rstrip("x").split("x"))
     return TensorType(shape, m["ptr"] or m["elem"], m["layout"])
+
+
+def in_user_file(location: Location | None, compiled_path: str | None, user_path: str | None) -> Location | None:
+    """`location` moved to the user's file when it points into the copy that was compiled."""
+    if location is None or not user_path or location.path != compiled_path:
+        return location
+    return Location(user_path, location.line, location.col)
+
+
+def fact_evidence(
+    name: str, kind: str, source: str, location: Location | None, args: dict[str, Any], raw: str | None
+) -> Evidence:
+    """An IR fact as evidence: stage `pass` for a per-pass snapshot, `ir` otherwise; None args dropped."""
+    return Evidence(
+        stage="pass" if source.startswith("pass:") else "ir",
+        source=source,
+        name=name,
+        kind=kind,
+        location=location,
+        args=tuple((k, v) for k, v in args.items() if v is not None),
+        raw=raw.strip() if raw else raw,
+    )
