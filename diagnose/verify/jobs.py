@@ -213,7 +213,7 @@ def timing_job(payload: dict) -> dict:
             inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
         if recheck.get("in_place") and group == recheck["group"] and payload["seed"] == recheck["base_seed"]:
             timed_inputs = inputs  # the re-check changes these very buffers
-        variants = {name: (lambda m=m: m(*inputs)) for name, m in models.items()}
+        variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
         if "eager" in baselines:
             variants["eager"] = lambda: eager(*inputs)
         if "compile" in baselines:
@@ -260,7 +260,7 @@ def side_by_side_job(payload: dict) -> dict:
     for group in payload["groups"]:
         with device_lock.shared(lock):
             inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
-        variants = {name: (lambda m=m: m(*inputs)) for name, m in models.items()}
+        variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
         with torch.no_grad(), device_lock.exclusive(lock):
             timings += [t.to_dict() for t in timing.measure(timer, variants, group)]
         del inputs, variants

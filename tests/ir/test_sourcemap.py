@@ -32,7 +32,7 @@ def test_resolver_matches_bindings(fixture, target):
     assert Counter(o.name for o in ours) == Counter(b.name for b in bound)
 
     def located(loc: str):
-        frames = [(f, int(l), int(c)) for f, l, c in FILE_LINE_COL.findall(loc)]
+        frames = [(f, int(line), int(c)) for f, line, c in FILE_LINE_COL.findall(loc)]
         found = user_location(frames)
         return (found.path, found.line, found.col) if found else None
 
@@ -45,7 +45,7 @@ def test_resolver_matches_bindings(fixture, target):
 def test_resolver_expands_nested_aliases():
     aliases = {"#loc1": '"k.py":3:4', "#loc2": 'callsite("/x/triton/language/standard.py":40:1 at #loc1)'}
     text = resolve_loc("#loc2", aliases)
-    frames = [(f, int(l), int(c)) for f, l, c in FILE_LINE_COL.findall(text)]
+    frames = [(f, int(line), int(c)) for f, line, c in FILE_LINE_COL.findall(text)]
     assert user_location(frames).line == 3
 
 
@@ -53,7 +53,7 @@ def test_resolver_expands_nested_aliases():
 def test_inlined_library_and_user_helpers(target):
     _, record = compiled("inlined_helpers", target)[0]
     src = (FIXTURES / "inlined_helpers.py").read_text().splitlines()
-    line_of = lambda needle: next(i for i, l in enumerate(src, 1) if needle in l)
+    line_of = lambda needle: next(i for i, text in enumerate(src, 1) if needle in text)
     ops = parse_mlir_ops(record.asm["ttgir"])
     reduce_lines = {o.location.line for o in ops if o.name == "tt.reduce"}
     # tl.max / tl.sum are @jit helpers in triton/language: their ops map to the calling lines.

@@ -127,7 +127,7 @@ def test_a_module_that_fails_to_import_names_the_users_own_line(tmp_path):
     for command in (["inspect"], ["check", "--call", "run(x=f32[100])", "-q"]):
         done = run_cli(*command[:1], str(tmp_path / "ops.py"), *command[1:], env=env)
         assert done.returncode == 2, done.stderr
-        (line,) = [l for l in done.stderr.splitlines() if l.startswith("diagnose: error:")]
+        (line,) = [text for text in done.stderr.splitlines() if text.startswith("diagnose: error:")]
         assert f"{tmp_path / 'ops.py'}:" in line and "RuntimeError: no cluster config" in line
         assert "cluster_setup.py:2 in setup" in line and "cache" not in line.split("(at")[0]
 

@@ -20,7 +20,7 @@ CALLS = {
 
 def test_the_loads_that_move_and_how_their_next_address_is_written():
     module = REWRITE.check(context(FOLDER, "before_module.py"))
-    assert module.holds and [l.target for l in module.plan.loads] == ["x", "dy", "mean", "rstd"]
+    assert module.holds and [load.target for load in module.plan.loads] == ["x", "dy", "mean", "rstd"]
     inlined = (FOLDER / "after_module.py").read_text()
     assert "x_next = tl.load(X + row_next * stride + cols, mask=mask & (row_next < row_end)" in inlined
     assert "        row_x = X + row * stride\n" not in inlined  # the row pointer only the moved load read is gone
@@ -36,7 +36,7 @@ def test_a_load_after_its_pointer_moved_or_of_a_computed_address_stays():
     early = source.replace("        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)\n", "").replace(
         "        X += stride\n", "        X += stride\n        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)\n")
     pre = REWRITE.check(RewriteContext(early, "ops.py"))
-    assert pre.holds and "x" not in [l.target for l in pre.plan.loads]
+    assert pre.holds and "x" not in [load.target for load in pre.plan.loads]
     moving_end = (FOLDER / "before_module.py").read_text().replace(
         "        db += dy\n", "        db += dy\n        row_end = row_end - 0\n")
     assert "end or step reads a name the body assigns" in REWRITE.check(RewriteContext(moving_end, "ops.py")).reason

@@ -2,7 +2,6 @@
 when it has nothing to replay."""
 
 import shutil
-from pathlib import Path
 
 import pytest
 

@@ -110,15 +110,15 @@ class PrefetchNextRow(Rewrite):
         var_next = unique_name(taken | set(next_of.values()), f"{plan.var}_next")
         bumps = dict(plan.bumps)
         first = f"{operand(plan.start)} < {operand(plan.end)}"
-        prologue = [statement(f"{next_of[l.target]} = {_load(l.moved, {plan.var: code(plan.start)}, {}, first)}")
-                    for l in plan.loads]
-        head = [statement(f"{l.target} = {code(replace(l.value, {l.load: cst.Name(next_of[l.target])}))}")
-                for l in plan.loads]
+        prologue = [statement(f"{next_of[load.target]} = {_load(load.moved, {plan.var: code(plan.start)}, {}, first)}")
+                    for load in plan.loads]
+        head = [statement(f"{load.target} = {code(replace(load.value, {load.load: cst.Name(next_of[load.target])}))}")
+                for load in plan.loads]
         head.append(statement(f"{var_next} = {plan.var} + {operand(plan.step) if plan.step is not None else '1'}"))
         inside = f"{var_next} < {operand(plan.end)}"
-        head += [statement(f"{next_of[l.target]} = {_load(l.moved, {plan.var: var_next}, bumps, inside)}")
-                 for l in plan.loads]
-        moved = {id(l.statement) for l in plan.loads}
+        head += [statement(f"{next_of[load.target]} = {_load(load.moved, {plan.var: var_next}, bumps, inside)}")
+                 for load in plan.loads]
+        moved = {id(load.statement) for load in plan.loads}
         kernel = kernels(ctx.module)[plan.kernel]
         body = _without_unused_helpers(head + [s for s in plan.loop.body.body if id(s) not in moved], plan, kernel)
         loop = plan.loop.with_changes(body=plan.loop.body.with_changes(body=body))
@@ -126,7 +126,7 @@ class PrefetchNextRow(Rewrite):
 
 
 def _describe(plan: PrefetchPlan) -> str:
-    moved = ", ".join(l.target for l in plan.loads)
+    moved = ", ".join(load.target for load in plan.loads)
     return f"loads {moved} one row ahead in `for {plan.var} in range(...)`"
 
 
@@ -207,9 +207,9 @@ def _loop_plan(kernel: Kernel, loop: cst.For, blocks: set[str]) -> PrefetchPlan 
         loads.append(RowLoad(found.statement, found.target, found.load, found.value, load))
     if not loads:
         return "the loop's loads depend on values computed in the loop"
-    if not any(read_names(l.moved) & blocks or "arange" in code(l.moved) for l in loads):
+    if not any(read_names(load.moved) & blocks or "arange" in code(load.moved) for load in loads):
         return "the loop's movable loads are scalars (nothing to hide behind)"
-    if not any(read_names(l.moved) & ({var} | set(bumps)) for l in loads):
+    if not any(read_names(load.moved) & ({var} | set(bumps)) for load in loads):
         return "the loop's loads do not move with the row"
     return PrefetchPlan(kernel.name, loop, var, start, end, step, tuple(bumps.items()), tuple(loads),
                         tuple(helper_lines.items()))
