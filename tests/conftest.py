@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLES = ROOT / "examples"
+# The Ascend toolchain the tests/ascend tests need (triton-ascend and a CPU torch, ~1.2 GB): made on
+# first use, outside the checkout, and kept for later runs on this machine.
+TOOLCHAIN_ROOT = Path(os.environ.get("DIAGNOSE_TEST_TOOLCHAINS") or Path(tempfile.gettempdir()) / "diagnose-test-toolchains")
+
+
+def pytest_report_header(config) -> str:
+    return f"Ascend toolchain for tests/ascend (made there on first use, ~1.2 GB): {TOOLCHAIN_ROOT}"
 
 
 def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -1,8 +1,10 @@
 """The Ascend toolchain, built once per test session, and the corpus compiled once per target.
 
-`ascend_toolchain` (package-scoped, so made once per session) finds the toolchain recorded in the project's cache (`DIAGNOSE_CACHE_DIR` as the
-session starts, else `.diagnose_cache/` at the repository root) and reuses it when its probe still
-passes; otherwise it builds it there (pip, from the registry, with pip's own wheel cache). A
+`ascend_toolchain` (package-scoped, so made once per session) finds the toolchain recorded in
+`TOOLCHAIN_ROOT` (outside the checkout: `DIAGNOSE_TEST_TOOLCHAINS`, else a folder in the system's
+temporary directory; the run's header says which) and reuses it when its probe still passes;
+otherwise it builds it there (pip, from the registry, with pip's own wheel cache), holding a lock so
+that parallel test workers build it once. A
 failed build fails every test that needs it, loudly: CI must not pass on a toolchain it could not
 make. Everything else the tests write goes to a fresh cache of the session, which gets a copy of
 the toolchain's record so that `inspect_ascend` finds the same environment.
@@ -10,13 +12,15 @@ the toolchain's record so that `inspect_ascend` finds the same environment.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import TOOLCHAIN_ROOT
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "ascend"
@@ -24,22 +28,24 @@ TARGETS = ("ascend:910b", "ascend:950")
 PREFIX = {"ascend:910b": "A910B", "ascend:950": "A950"}
 # `# targets: ascend:950` in a fixture limits it to those targets.
 TARGETS_LINE = re.compile(r"^# targets: (.+)$", re.MULTILINE)
-PROJECT_CACHE = Path(os.environ.get("DIAGNOSE_CACHE_DIR") or ROOT / ".diagnose_cache")
 
 
 @pytest.fixture(scope="package")
 def ascend_toolchain(tmp_path_factory):
-    """The Ascend toolchain's record, made or reused in the project cache; a cache of our own for
+    """The Ascend toolchain's record, made or reused in `TOOLCHAIN_ROOT`; a cache of our own for
     everything else, for as long as tests/ascend runs (package scope: one build per session, and
     `DIAGNOSE_CACHE_DIR` is restored before other packages' tests)."""
     from diagnose.errors import ToolchainError
     from diagnose.toolchain import ensure
     from diagnose.toolchain.config import save_record
 
+    TOOLCHAIN_ROOT.mkdir(parents=True, exist_ok=True)
     try:
-        record, _made = ensure("ascend", PROJECT_CACHE)
+        with open(TOOLCHAIN_ROOT / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            record, _made = ensure("ascend", TOOLCHAIN_ROOT)
     except ToolchainError as e:
-        pytest.fail(f"could not set up the Ascend toolchain in {PROJECT_CACHE}:\n{e}", pytrace=False)
+        pytest.fail(f"could not set up the Ascend toolchain in {TOOLCHAIN_ROOT}:\n{e}", pytrace=False)
     session_cache = tmp_path_factory.mktemp("diagnose_cache")
     save_record(record, session_cache)
     with pytest.MonkeyPatch.context() as mp:

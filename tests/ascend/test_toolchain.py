@@ -13,7 +13,7 @@ from diagnose.toolchain.config import (
     save_record,
 )
 
-from .conftest import PROJECT_CACHE
+from tests.conftest import TOOLCHAIN_ROOT
 
 
 def test_environment_holds_triton_ascend_and_cpu_torch(ascend_toolchain):
@@ -45,14 +45,14 @@ def test_missing_interpreter_is_a_failure_not_a_crash(tmp_path):
 
 
 def test_setup_reuses_a_working_environment(ascend_toolchain):
-    code, text = toolchain_setup("ascend", root=PROJECT_CACHE)
+    code, text = toolchain_setup("ascend", root=TOOLCHAIN_ROOT)
     assert code == 0
     assert "already set up and working (reused)" in text
     assert "compiles to ttir, ttadapter" in text
 
 
 def test_list_shows_what_the_toolchain_can_do_here(ascend_toolchain):
-    code, text = toolchain_list(PROJECT_CACHE)
+    code, text = toolchain_list(TOOLCHAIN_ROOT)
     assert code == 0
     assert "ascend: set up" in text and "triton-ascend 3.2.0" in text
     assert "compiles to ttir, ttadapter" in text
