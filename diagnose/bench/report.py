@@ -26,6 +26,7 @@ import statistics
 from dataclasses import dataclass
 
 from diagnose.bench.store import Row
+from diagnose.scoring import geomean
 
 FAST_P = (1.0, 1.5, 2.0)
 NOT_IMPROVED = "Not improved, or slower than eager, and why"
@@ -114,10 +115,6 @@ def token_line(tokens: dict) -> str:
     per_success = cell(tokens["per_verified_success"]) if tokens["verified"] else "- (no verified success)"
     return (f"{tokens['total']} tokens over {tokens['tasks']} tasks ({tokens['requests']} requests): "
             f"{cell(tokens['per_task'])} per task, {per_success} per verified success ({tokens['verified']} verified)")
-
-
-def geomean(values: list[float]) -> float | None:
-    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
 
 
 def distribution(report_lines: list[Line], baseline: str) -> dict:

@@ -6,7 +6,8 @@ both from the same timing run; without a device, the candidate's predicted gain,
 
 from __future__ import annotations
 
-import math
+from diagnose import scoring
+from diagnose.scoring import geomean
 
 
 def medians(verdict: dict, variant: str) -> dict[str, float]:
@@ -23,8 +24,7 @@ def speedups(verdict: dict, over: str) -> dict[str, float]:
 
 def measured_speedup(verdict: dict) -> float | None:
     """Geomean over groups of initial median / candidate median, or None when nothing was timed."""
-    ratios = list(speedups(verdict, "initial").values())
-    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+    return geomean(speedups(verdict, "initial").values())
 
 
 def spread(verdict: dict) -> float:
@@ -39,9 +39,6 @@ def spread(verdict: dict) -> float:
 
 def score(result: dict) -> tuple[float, str]:
     """(score, how it was obtained) for a verified result; failed candidates score 0."""
-    if not result["verdict"]["passed"]:
-        return 0.0, "failed verification"
-    measured = measured_speedup(result["verdict"])
-    if measured is not None:
-        return measured, "measured"
-    return float(result["candidate"].get("predicted_gain") or 1.0), "estimated (nothing timed)"
+    verdict = result["verdict"]
+    return scoring.score(verdict["passed"], speedups(verdict, "initial").values(),
+                         result["candidate"].get("predicted_gain"))

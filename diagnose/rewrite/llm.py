@@ -35,6 +35,7 @@ from diagnose import syntax
 from diagnose.errors import ToolchainError, UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict
 from diagnose.targets import lookup
+from diagnose.task.module import is_jit_decorator
 
 MISSING = "the LLM proposer needs the openai package: pip install 'diagnose[llm]'"
 MODEL_ENV = "DIAGNOSE_LLM_MODEL"
@@ -184,7 +185,7 @@ def extract_source(reply: str | None) -> str:
     except SyntaxError as exc:
         raise MalformedReply(f"the proposed file does not parse: line {exc.lineno}: {exc.msg}") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-    jit = any(isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    jit = any(isinstance(n, ast.FunctionDef) and any(is_jit_decorator(d) for d in n.decorator_list)
               for n in tree.body)
     if "ModelNew" not in defined or not jit:
         raise MalformedReply("the proposed file has no ModelNew or no @triton.jit kernel")

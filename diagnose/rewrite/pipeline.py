@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from diagnose import scoring
 from diagnose.errors import UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict, evidence_from_dict, finding_from_dict
 from diagnose.rewrite import ranking
@@ -325,20 +326,9 @@ def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str
     return rank(list(zip(candidates, verdicts)))
 
 
-def speedup(verdict: Verdict) -> float | None:
-    """Geometric mean over groups of the measured speedup over the initial kernel (None: not timed)."""
-    values = [v for v in verdict.speedups("initial").values() if v > 0]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
-
 def score(candidate: Candidate, verdict: Verdict) -> tuple[float, str]:
-    """(value, how): the measured speedup where timed, else the estimate, else 0."""
-    measured = speedup(verdict)
-    if measured is not None:
-        return measured, "measured"
-    if candidate.predicted_gain is not None:
-        return candidate.predicted_gain, "estimate"
-    return 0.0, "none"
+    """`diagnose.scoring.score` of a candidate and its verdict."""
+    return scoring.score(verdict.passed, verdict.speedups("initial").values(), candidate.predicted_gain)
 
 
 def rank(results: list[tuple[Candidate, Verdict]]) -> list[tuple[Candidate, Verdict]]:

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from diagnose.records import Evidence
+from diagnose.scoring import geomean
 from diagnose.targets import Target
 
 ESTIMATE = "static estimate (diagnose.profiling; not a measurement)"
@@ -44,8 +45,7 @@ class StaticView:
 
     def time(self) -> float | None:
         """Geometric mean of the per-group estimated times (each group counts the same)."""
-        values = [s for _, s in self.seconds if s > 0]
-        return math.exp(sum(math.log(s) for s in values) / len(values)) if values else None
+        return geomean(s for _, s in self.seconds)
 
 
 def best_engine(target: Target) -> str | None:
@@ -120,5 +120,4 @@ def placeholder_seconds(kernel: dict, facts: list[Evidence], target: Target) -> 
 def gain(base: StaticView, candidate: StaticView) -> float | None:
     """Estimated speedup of `candidate` over `base`: geometric mean over their common groups."""
     mine, theirs = dict(base.seconds), dict(candidate.seconds)
-    ratios = [mine[g] / theirs[g] for g in mine if g in theirs and theirs[g] > 0]
-    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
+    return geomean(mine[g] / theirs[g] for g in mine if g in theirs and theirs[g] > 0)

@@ -39,6 +39,7 @@ from typing import Any
 
 from diagnose.rewrite import ranking
 from diagnose.rewrite.rewrite import NotApplicable, Rewrite, RewriteContext
+from diagnose.scoring import geomean
 from diagnose.targets import Target
 
 ENTRY = "diagnose.rewrite.jobs:static_batch"
@@ -298,7 +299,7 @@ def _side_by_side(options: SearchOptions, paths: dict[int, str], reference) -> t
     out = {}
     for i in paths:
         medians = [t.median_ms for t in timings if t.variant == str(i) and t.median_ms]
-        out[i] = math.exp(sum(map(math.log, medians)) / len(medians)) * 1e-3 if medians else math.inf
+        out[i] = geomean(medians) * 1e-3 if medians else math.inf
     return out, failed
 
 
@@ -311,4 +312,4 @@ def _timed(options: SearchOptions, path: str, reference=None) -> float | None:
     medians = [t.median_ms for t in verdict.timings if t.variant == "candidate" and t.median_ms]
     if not verdict.passed or not medians:
         return math.inf
-    return math.exp(sum(math.log(m) for m in medians) / len(medians)) * 1e-3
+    return geomean(medians) * 1e-3

@@ -24,6 +24,7 @@ from typing import Iterator
 import libcst as cst
 
 from diagnose import syntax
+from diagnose.jit import is_triton_jit
 
 TL = ("tl", "triton.language")
 # tl functions that read or write memory or have effects: never duplicated, moved or dropped.
@@ -196,8 +197,7 @@ class Kernel:
 
 def _is_jit(decorator: cst.Decorator) -> bool:
     target = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-    name = dotted(target) or ""
-    return name in ("triton.jit", "jit") or name.endswith(".jit")
+    return is_triton_jit(dotted(target))
 
 
 def _is_constexpr(param: cst.Param) -> bool:

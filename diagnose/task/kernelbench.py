@@ -30,6 +30,7 @@ from types import ModuleType
 
 from diagnose import syntax
 from diagnose.errors import UsageError
+from diagnose.task.module import is_jit_decorator
 
 REFERENCE_NAMES = ("Model", "get_inputs", "get_init_inputs")
 CANDIDATE_NAME = "ModelNew"
@@ -91,15 +92,10 @@ def top_level_names(module: ast.Module) -> dict[str, int]:
 def jit_kernels(module: ast.Module) -> tuple[str, ...]:
     """Names of the functions decorated with `triton.jit` (directly or under autotune/heuristics)."""
 
-    def is_jit(decorator: ast.expr) -> bool:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        text = ast.unparse(target)
-        return text in ("triton.jit", "jit") or text.endswith(".jit")
-
     return tuple(
         node.name
         for node in ast.walk(module)
-        if isinstance(node, ast.FunctionDef) and any(is_jit(d) for d in node.decorator_list)
+        if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)
     )
 
 

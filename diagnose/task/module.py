@@ -15,9 +15,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-
-# `.jit` decorators of other compilers, found beside Triton in the same projects (Liger's `ops/cutedsl/`).
-OTHER_JITS = {"cute", "cutlass", "numba", "nb", "jax", "torch", "warp", "wp", "taichi", "ti", "tilelang", "mlx"}
+from diagnose.jit import is_triton_jit
 
 
 @dataclass(frozen=True)
@@ -45,11 +43,7 @@ def identity(path: Path) -> ModuleIdentity:
 def is_jit_decorator(decorator: ast.expr) -> bool:
     """`@triton.jit`, `@jit`, `@triton.jit(...)`, `@tl.jit`-style spellings; also `@libentry()`-wrapped
     kernels are found through the `triton.jit` under them."""
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    text = ast.unparse(target)
-    if text.split(".")[0] in OTHER_JITS:
-        return False
-    return text in ("triton.jit", "jit") or text.endswith(".jit")
+    return is_triton_jit(ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator))
 
 
 def jit_functions(tree: ast.Module) -> tuple[str, ...]:

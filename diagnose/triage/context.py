@@ -15,11 +15,12 @@ from functools import cached_property
 from typing import Any, Callable
 
 from diagnose import syntax
+from diagnose.jit import is_triton_jit
 from diagnose.records import Location
+from diagnose.targets import Target
 from diagnose.triage.hosteval import UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec
 from diagnose.triage.imports import import_map, qualname
 from diagnose.triage.kernel import Config, Kernel
-from diagnose.targets import Target
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 MAX_CONFIGS = 256
@@ -218,13 +219,9 @@ def build_context(source: str, path: str, target: Target) -> Context:
     return ctx
 
 
-def _is_jit(name: str | None) -> bool:
-    return bool(name) and name.startswith("triton") and name.endswith(".jit")
-
-
 def _kernel(fn: ast.FunctionDef, ctx: Context, module_defs) -> Kernel | None:
     decorators = [(ctx.qualname(d.func if isinstance(d, ast.Call) else d), d) for d in fn.decorator_list]
-    if not any(_is_jit(name) for name, _ in decorators):
+    if not any(is_triton_jit(name) for name, _ in decorators):
         return None
     args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
     params = tuple(a.arg for a in args)
@@ -243,7 +240,7 @@ def _kernel(fn: ast.FunctionDef, ctx: Context, module_defs) -> Kernel | None:
         if not isinstance(deco, ast.Call):
             continue
         kw = {k.arg: k.value for k in deco.keywords if k.arg}
-        if _is_jit(name) and "do_not_specialize" in kw:
+        if is_triton_jit(name) and "do_not_specialize" in kw:
             spec = ctx.evaluator.value(kw["do_not_specialize"], {})
             if isinstance(spec, (list, tuple)):
                 kernel.do_not_specialize = frozenset(

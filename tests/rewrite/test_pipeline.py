@@ -96,7 +96,7 @@ def test_rank_and_pareto_front_measured_then_estimated():
     assert score(*fast_unsafe) == (4.0, "measured")
     assert [c.id for c, _ in pareto_front(ranked)] == ["a", "b"]
     estimated = (Candidate("e", "", "", ("v",), predicted_gain=1.5), verdict(True))
-    assert score(*estimated) == (1.5, "estimate")
+    assert score(*estimated) == (1.5, "estimated (nothing timed)")
 
 
 def test_quick_candidates_for_the_editor():
@@ -151,3 +151,19 @@ def test_declined_names_the_rewrites_that_answer_a_finding_but_do_not_apply():
     why = dict(declined(path, [finding], (), "cuda:sm90"))
     assert "autotuned" in why["launch-options"]
     assert all(rid in ("launch-options", "programs-per-sm", "prefetch-next-row", "split-k") for rid in why), why
+
+
+def test_the_optimizer_and_the_report_score_a_result_alike():
+    """One score: the pipeline's (records) and the report's (a run's JSON) agree, failed ones score 0."""
+    import doctest
+
+    from diagnose import scoring
+    from diagnose.report.scores import score as report_score
+
+    assert doctest.testmod(scoring).failed == 0
+    for candidate, result in [(Candidate("a", "", "", ("x",)), verdict(True, 1.0, 4.0)),
+                              (Candidate("e", "", "", ("v",), predicted_gain=1.5), verdict(True)),
+                              (Candidate("d", "", "", ("w",), predicted_gain=3.0), verdict(False))]:
+        as_json = {"verdict": result.to_dict(), "candidate": candidate.to_dict()}
+        assert score(candidate, result) == report_score(as_json)
+    assert score(Candidate("d", "", "", ("w",), predicted_gain=3.0), verdict(False)) == (0.0, "failed verification")
