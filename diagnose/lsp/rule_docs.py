@@ -14,6 +14,7 @@ import os
 from importlib import metadata
 from pathlib import Path
 
+from diagnose.knobs import user_cache_root
 from diagnose.triage.codes import RULES
 from diagnose.triage.docs import rule_page
 
@@ -29,16 +30,12 @@ FACT_PAGE_OF = {
 
 
 def docs_folder() -> Path:
-    """Where rendered pages go: beside the IR cache when DIAGNOSE_CACHE_DIR is set, else the user cache."""
+    """Where rendered pages go: the user cache (`diagnose.knobs.user_cache_root`), per version."""
     try:
         version = metadata.version("diagnose")
     except metadata.PackageNotFoundError:
         version = "dev"
-    if os.environ.get("DIAGNOSE_CACHE_DIR"):
-        return Path(os.environ["DIAGNOSE_CACHE_DIR"]) / "lsp-docs" / version
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("diagnose", appauthor=False)) / "lsp-docs" / version
+    return user_cache_root() / "lsp-docs" / version
 
 
 def fact_page(name: str) -> str | None:
