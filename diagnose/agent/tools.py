@@ -7,7 +7,6 @@ through the checkpointer.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -74,10 +73,9 @@ class Tools:
         """Ascend IR facts (ttadapter, through the toolchain's worker); `deep` adds the per-pass IR and
         the facts that name the pass that made each problem (`PassIntroduced`, stage `pass`).
         `ToolchainError` when the Ascend toolchain is not set up here (the level is then skipped)."""
-        from diagnose.ascend.inspect import inspect_ascend
+        from diagnose.ascend.inspect import ascend_facts
 
-        code, text = inspect_ascend(path, target=target, fmt="json", passes=deep)
-        data = json.loads(text)
+        data = ascend_facts(path, target=target, passes=deep)
         return [e for kernel in data.get("kernels", []) for e in kernel.get("evidence", [])]
 
     def profile(self, path: str, device: str, target: str) -> tuple[list[dict], list[dict], dict, str]:

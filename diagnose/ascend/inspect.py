@@ -1,9 +1,9 @@
 """`diagnose inspect --target ascend:*` as a plain function: validate, compile in the toolchain's
 worker (or answer from the cache), extract the facts here, render.
 
-`inspect_ascend(path, target, fmt, passes, stage, kernel) -> (exit code, stdout text)`. The user's
-file is imported only inside a worker of the Ascend toolchain's Python
-(`diagnose.ascend.worker:inspect_file`); this side imports neither torch nor triton. The worker's
+`inspect_ascend(path, target, fmt, passes, stage, kernel) -> (exit code, stdout text)`; `ascend_facts(...)`
+is the same result as data. The user's file is imported only inside a worker of the Ascend
+toolchain's Python (`diagnose.ascend.worker:inspect_file`); this side imports neither torch nor triton. The worker's
 result (artefacts, stage log, pass dumps) is stored in `<cache>/ascend/inspect/`, keyed by the
 request, the toolchain, the relevant environment and diagnose's own worker-side code, and checked
 against the hashes of the user files it came from; the facts are extracted from it on every call.
@@ -54,6 +54,24 @@ def inspect_ascend(
 
     if fmt not in ("text", "json"):
         raise UsageError(f"unknown format {fmt!r}; formats: text, json")
+    result = ascend_facts(path, target, passes, stage, kernel, options)
+    code = EXIT_FAILED if any("error" in k for k in result["kernels"]) else EXIT_OK
+    if fmt == "json":
+        return code, json.dumps({"schema": f"diagnose.ascend.inspect/{RESULT_VERSION}", **_lean(result, passes, stage)}, indent=1) + "\n"
+    return code, render_text(result, passes=passes, stage=stage)
+
+
+def ascend_facts(
+    path: str,
+    target: str = "ascend:910b",
+    passes: bool = False,
+    stage: str | None = None,
+    kernel: str | None = None,
+    options: dict | None = None,
+) -> dict:
+    """The inspect result of an Ascend target as data: per kernel its artefacts, `evidence` (dicts) and
+    per-line `summary`; a kernel that failed carries `error`. Bad input raises `UsageError`, a missing
+    toolchain `ToolchainError`."""
     spec = lookup(target)
     if spec.backend != "npu":
         raise UsageError(f"{spec.name} is not an Ascend target (use the GPU inspect for it)")
@@ -85,10 +103,7 @@ def inspect_ascend(
     result["toolchain"] = dict(record.versions)
     result["npu"] = record.capabilities.get("npu")
     add_facts(result)
-    code = EXIT_FAILED if any("error" in k for k in result["kernels"]) else EXIT_OK
-    if fmt == "json":
-        return code, json.dumps({"schema": f"diagnose.ascend.inspect/{RESULT_VERSION}", **_lean(result, passes, stage)}, indent=1) + "\n"
-    return code, render_text(result, passes=passes, stage=stage)
+    return result
 
 
 def add_facts(result: dict) -> None:

@@ -1,6 +1,7 @@
 """`diagnose inspect` as a plain function: validate, answer from the cache or a worker, render.
 
-`inspect_command(path, target, fmt, passes, diff_pass, stage, kernel) -> (exit code, stdout text)`.
+`inspect_command(path, target, fmt, passes, diff_pass, stage, kernel) -> (exit code, stdout text)`;
+`ir_facts(...)` is the same result as data, for the language server and other callers.
 The user's file is imported only inside a worker process (`diagnose.runtime.call` running
 `diagnose.ir.inspect:inspect_file`); this side imports neither torch nor triton, so a warm answer,
 read from `<cache>/ir/inspect/` and checked against the hashes of the user files it came from,
@@ -47,6 +48,24 @@ def inspect_command(
 
     if fmt not in ("text", "json"):
         raise UsageError(f"unknown format {fmt!r}; formats: text, json")
+    result = ir_facts(path, target, passes, diff_pass, stage, kernel)
+    code = EXIT_FAILED if any("error" in k for k in result["kernels"]) else EXIT_OK
+    if fmt == "json":
+        return code, json.dumps({"schema": f"diagnose.ir.inspect/{RESULT_VERSION}", **result}, indent=1) + "\n"
+    return code, render_text(result, passes=passes, diff_pass=diff_pass, stage=stage)
+
+
+def ir_facts(
+    path: str,
+    target: str = DEFAULT_TARGET,
+    passes: bool = False,
+    diff_pass: str | None = None,
+    stage: str | None = None,
+    kernel: str | None = None,
+) -> dict:
+    """The inspect result as data (from the cache when the file and toolchain are unchanged): per kernel
+    its metadata, `evidence` (dicts) and stages; a kernel that failed carries `error`. Facts of a kernel
+    module's task file are placed at the module's own lines. Bad input raises `UsageError`."""
     spec = lookup(target)
     if not spec.can_compile_here:
         raise UsageError(f"{spec.name}: cannot compile here (its toolchain, triton-ascend, is not installed)")
@@ -76,11 +95,7 @@ def inspect_command(
         if not any("error" in k for k in result["kernels"]):
             store_result(payload, result)
         result["from_cache"] = False
-    result = at_origin(result, file)
-    code = EXIT_FAILED if any("error" in k for k in result["kernels"]) else EXIT_OK
-    if fmt == "json":
-        return code, json.dumps({"schema": f"diagnose.ir.inspect/{RESULT_VERSION}", **result}, indent=1) + "\n"
-    return code, render_text(result, passes=passes, diff_pass=diff_pass, stage=stage)
+    return at_origin(result, file)
 
 
 def at_origin(result: dict, file: Path) -> dict:

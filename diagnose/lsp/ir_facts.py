@@ -1,6 +1,6 @@
 """IR facts for a saved document: run `diagnose inspect`, keep what maps to the document's lines.
 
-`inspect_saved(path, target)` is the blocking call (the CLI's own `inspect_command`, which imports the
+`inspect_saved(path, target)` is the blocking call (`diagnose.ir.cli.ir_facts`, the inspect command's data, which imports the
 user's file in a worker subprocess and caches by file hash); the server runs it off the event loop.
 `IrSnapshot` holds the facts together with the saved text they refer to, so that they can be shown
 on the lines of the text as it is being edited: `line_map` follows unchanged lines and drops the
@@ -10,7 +10,6 @@ facts of lines that were edited since the save.
 from __future__ import annotations
 
 import ast
-import json
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
@@ -63,11 +62,10 @@ def inspect_saved(path: str, target: str) -> dict:
     arguments, a target that cannot compile here), the base class when the worker crashed.
     """
     from diagnose.capture.prepare import inspection_path
-    from diagnose.ir.cli import inspect_command
+    from diagnose.ir.cli import ir_facts
 
     # A kernel module (no task format) compiles at its captured launches, else at guessed ones.
-    _, text = inspect_command(inspection_path(path), target, fmt="json")
-    return json.loads(text)
+    return ir_facts(inspection_path(path), target)
 
 
 def snapshot_from_result(result: dict, path: str, saved_text: str) -> IrSnapshot:

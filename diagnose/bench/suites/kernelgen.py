@@ -34,7 +34,6 @@ load/store) and the MMA path of every `tl.dot` (`wgmma`, `mma`, `mfma`, `cube`, 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import tempfile
 from pathlib import Path
@@ -200,10 +199,9 @@ def compile_for(target: str, path: Path) -> dict:
     spec = lookup(target)
     try:
         if spec.backend == "npu":
-            from diagnose.ascend.inspect import inspect_ascend
+            from diagnose.ascend.inspect import ascend_facts
 
-            _, text = inspect_ascend(str(path), target=spec.name, fmt="json")
-            result = json.loads(text)
+            result = ascend_facts(str(path), target=spec.name)
         else:
             if not spec.can_compile_here:
                 return {"unavailable": f"{spec.name}: not available here (no toolchain to compile for it)"}
