@@ -1,6 +1,6 @@
 """Measure a device's ceilings (copy bandwidth, matmul throughput, launch overhead) and print a table.
 
-Kept for `benchmarks/h200_foundation.sh`; the measurement lives in `diagnose/profiling/ceilings.py`
+Kept for `benchmarks/h200/foundation.sh`; the measurement lives in `diagnose/profiling/ceilings.py`
 (`benchmarks/profiling_ceilings.py` adds the on-disk cache). `--json OUT` also writes the numbers.
 """
 

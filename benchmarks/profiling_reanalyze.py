@@ -1,6 +1,6 @@
 """Re-run the profiling analysis of the H200 run without a device, from what the run saved.
 
-    python benchmarks/profiling_reanalyze.py [--results benchmarks/results/h200-2026-12-02-profiling]
+    python benchmarks/profiling_reanalyze.py [--results benchmarks/results/2026-12-02-h200-profiling]
 
 For each example: the measurements in `<results>/profile/<example>/<example>.profile.json` (work,
 timings, ceilings), the Nsight Compute pages of that run (committed as
@@ -28,7 +28,7 @@ def main() -> int:
     from diagnose.profiling.render import render_text
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results" / "h200-2026-12-02-profiling"))
+    parser.add_argument("--results", default=str(ROOT / "benchmarks" / "results" / "2026-12-02-h200-profiling"))
     args = parser.parse_args()
     results = Path(args.results)
     texts = []

@@ -233,7 +233,7 @@ def test_stored_optimize_rows_are_rebuilt_from_the_run_reports(tmp_path):
     run_id = "20261203-113638-c98cf3"
     runs = tmp_path / "runs" / run_id
     runs.mkdir(parents=True)
-    shutil.copy(ROOT / "benchmarks" / "results" / "h200-2026-12-03-session7" / "runs" / run_id / "report.json", runs)
+    shutil.copy(ROOT / "benchmarks" / "results" / "2026-12-03-h200-npukernel-sweep" / "3-optimize-25-entries" / "runs" / run_id / "report.json", runs)
     db = tmp_path / "r.sqlite"
     stale = {"run_id": run_id, "reasons": ["no rewrite was proposed for its findings; the entry stays as given"]}
     store.write_entry(store.connect(db), "s", "level1/math_abs", "optimize", "v1",

@@ -1,5 +1,5 @@
 """Classification decisions on the H200 run's real data: the measurements saved by
-`benchmarks/profiling_h200.sh` (benchmarks/results/h200-2026-12-02-profiling/profile/) and its Nsight
+`benchmarks/h200/profiling.sh` (benchmarks/results/2026-12-02-h200-profiling/profile/) and its Nsight
 Compute pages (tests/fixtures/profiling/ncu/h200_*), re-analysed without a device."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from diagnose.profiling.profile import reanalyze
 from tests.conftest import EXAMPLES, ROOT
 from tests.profiling.conftest import NCU
 
-RESULTS = ROOT / "benchmarks" / "results" / "h200-2026-12-02-profiling" / "profile"
+RESULTS = ROOT / "benchmarks" / "results" / "2026-12-02-h200-profiling" / "profile"
 KERNELS = {"softmax": "softmax_kernel", "layernorm": "layernorm_kernel", "vector_add": "add_kernel", "matmul": "matmul_kernel"}
 
 

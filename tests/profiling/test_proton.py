@@ -61,7 +61,7 @@ def test_proton_needs_a_cuda_device(cli):
 
 
 def test_the_softmax_tree_from_the_h200_reads_as_the_profile_printed_it():
-    # benchmarks/results/h200-2026-12-02-night/log_a.txt: "proton candidate 0.2095 ms/forward 2.56 TB/s
+    # benchmarks/results/2026-12-02-h200-optimize-examples-and-suites/log_a.txt: "proton candidate 0.2095 ms/forward 2.56 TB/s
     # slowest softmax_kernel 209.5 us/launch (100%)", eager 0.2157 ms/forward.
     rows = proton.parse_hatchet(load("h200_softmax.hatchet"))
     candidate, eager = proton.scope_times(tuple(rows), repeats=10)

@@ -9,7 +9,7 @@ its address and the SourceCounters metrics::
     "0x7fb4477a0000","      LDC R1, c[0x0][0x28]","28","13",...
 
 and the IR layer's SASS with line info (`CompileRecord.sass()`, `nvdisasm -g -c` of the same cubin the
-JIT loads: `benchmarks/results/h200-2026-12-02-ir/` shows the offline compile matches the JIT)::
+JIT loads: `benchmarks/results/2026-12-02-h200-ir-vs-jit/` shows the offline compile matches the JIT)::
 
         //## File "/work/k.py", line 27 inlined at ...
         /*0a30*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
