@@ -616,7 +616,7 @@ def capture(
     if not project.is_dir():
         raise UsageError(f"--project {project}: no such folder")
     if device == "auto":
-        from diagnose.runtime.devices import available
+        from diagnose.toolchain.placement import available
 
         device = "cuda" if available("cuda")[0] else "cpu"
     mode = modes[device]

@@ -122,7 +122,7 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         budget = Budget(**meta["budget"]) if meta.get("budget") else budget
     else:
         from diagnose.capture.prepare import task_path
-        from diagnose.runtime.devices import require
+        from diagnose.toolchain.placement import require
         from diagnose.task import load_task
 
         # A kernel module runs as its generated task file (its captured launches, else its own tests).

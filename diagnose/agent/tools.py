@@ -62,7 +62,7 @@ class Tools:
         if target.startswith("ascend"):
             return self.inspect_ascend(path, target, deep)
         from diagnose.ir.cli import run_worker
-        from diagnose.ir.cache import cache_root
+        from diagnose.cache import cache_root
 
         payload = {"path": str(Path(path).resolve()), "target": target, "passes": deep, "diff_pass": None,
                    "stage": None, "kernel": None, "experiments": deep, "cache_root": str(cache_root().resolve())}
@@ -166,7 +166,7 @@ def plot_inputs(result, path: str) -> dict:
 
 def ascend_profile_note(device: str) -> str:
     """What the profile level could not do for an Ascend target here, in one line."""
-    from diagnose.runtime.devices import available
+    from diagnose.toolchain.placement import available
 
     ok, why = available("npu")
     if not ok:

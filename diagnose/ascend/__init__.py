@@ -17,7 +17,7 @@ Main-environment side (no torch, no triton):
 - `facts/`: one extractor per fact over the worker's artefacts (`facts_for(AscendFactContext)`);
 - `summary.py`, `render.py`: phrases, the per-line table, the pass timeline, annotated stages.
 
-Running on an NPU is the runtime's (`diagnose.runtime.npu`: the `npu` device's placement in the
+Running on an NPU is the runtime's (`diagnose.toolchain.npu`: the `npu` device's placement in the
 toolchain's Python); nothing here runs user code on a device.
 
 Shared: `options.py` (per-target compile options: the 950's `compile_on_910_95=True`, its SIMT

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from diagnose.ascend.environment import npubin_blocker
+from diagnose.toolchain.ascend_environment import npubin_blocker
 from diagnose.ascend.options import check_options, target_options
 from diagnose.ascend.pipeline import (
     DUMP_FLAGS,

@@ -23,7 +23,7 @@ from pathlib import Path
 from diagnose.ascend.facts import AscendFactContext, facts_for
 from diagnose.ascend.summary import line_summary
 from diagnose.errors import EXIT_FAILED, EXIT_OK, ToolchainError, UsageError
-from diagnose.ir.cache import cache_root, read_json, sha256_file, write_json_atomic
+from diagnose.cache import cache_root, read_json, sha256_file, write_json_atomic
 from diagnose.targets import lookup
 from diagnose.toolchain import call, find_record
 from diagnose.toolchain.specs import spec_for

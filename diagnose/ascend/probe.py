@@ -19,7 +19,7 @@ import os
 import platform
 import subprocess
 
-from diagnose.ascend.environment import npu_blocker, npubin_blocker
+from diagnose.toolchain.ascend_environment import npu_blocker, npubin_blocker
 
 DISTRIBUTIONS = ("triton-ascend", "torch", "numpy", "pybind11", "torch-npu")
 

@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 
 from diagnose.ascend.compile import compile_launch
-from diagnose.ascend.environment import npubin_blocker
+from diagnose.toolchain.ascend_environment import npubin_blocker
 from diagnose.ascend.offline_driver import offline_driver
 from diagnose.errors import UsageError
-from diagnose.ir.cache import sha256_file
+from diagnose.cache import sha256_file
 from diagnose.targets import lookup
 
 

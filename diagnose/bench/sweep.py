@@ -34,8 +34,8 @@ from diagnose.bench.suite import Entry, load_suite
 from diagnose.bench.suites import tolerance
 from diagnose.bench.suites.base import failed, verify_rows
 from diagnose.errors import DiagnoseError, UsageError
-from diagnose.records import Verdict
-from diagnose.runtime.devices import require, timed
+from diagnose.runtime.devices import timed
+from diagnose.toolchain.placement import require
 from diagnose.targets import DEFAULT_TARGET
 
 MODES = ("score", "optimize")
@@ -79,34 +79,6 @@ def fingerprint(device: str) -> str:
 
     name = torch.cuda.get_device_name(0) if device == "cuda" else device
     return f"diagnose {__version__}|torch {torch.__version__}|triton {triton.__version__}|{name}|{platform.python_version()}"
-
-
-def group_rows(verdict: Verdict) -> list[tuple[str, str, dict]]:
-    """One (group, status, data) per input group of the verdict."""
-    failed_checks = [f"{c.name}: {c.detail}" for c in verdict.checks if not c.passed]
-    if verdict.failure is not None or not verdict.cases:
-        failure = verdict.failure.to_dict() if verdict.failure else None
-        return [("*", "failed", {"failure": failure, "failed_checks": failed_checks})]
-    out = []
-    for group in dict.fromkeys(c.group for c in verdict.cases):
-        cases = [c for c in verdict.cases if c.group == group]
-        correct = all(c.passed for c in cases)
-        status = "passed" if verdict.passed else "failed"
-        medians = {t.variant: t.median_ms for t in verdict.timings if t.group == group}
-        out.append((group, status, {
-            "correct": correct,
-            "max_abs_err": max((c.max_abs_err or 0.0) for c in cases),
-            "reasons": sorted({c.reason for c in cases if c.reason}),
-            "failed_checks": failed_checks,
-            "medians_ms": medians,
-            "stable": all(t.stable for t in verdict.timings if t.group == group and t.median_ms is not None),
-            "speedup_vs_eager": verdict.speedups("eager").get(group),
-            "speedup_vs_compile": verdict.speedups("compile").get(group),
-            "timed": any(m is not None for m in medians.values()),
-            # The whole entry's harness steps (seconds), the same on each of its groups' rows.
-            "phases": [list(step) for step in verdict.phases],
-        }))
-    return out
 
 
 def sharing_device(options: SweepOptions, store_path: str | Path) -> SweepOptions:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from diagnose.errors import EXIT_FAILED, EXIT_OK, DiagnoseError, UsageError
 from diagnose.knobs import Knobs
-from diagnose.ir.cache import cache_root, ir_cache_dir, read_json, sha256_file, write_json_atomic
+from diagnose.cache import cache_root, read_json, sha256_file, write_json_atomic
+from diagnose.ir.cache import ir_cache_dir
 from diagnose.ir.stages import STAGE_NAMES
 from diagnose.runtime import call
 from diagnose.runtime.runner import user_failure

@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from diagnose.ir.cache import ir_cache_dir, read_json, write_bytes_atomic, write_json_atomic
+from diagnose.cache import read_json, write_bytes_atomic, write_json_atomic
+from diagnose.ir.cache import ir_cache_dir
 from diagnose.ir.passes import PassStep, PassTrace, record_passes
 from diagnose.ir.remarks import Diagnostic, parse_diagnostics
 from diagnose.ir.specialize import ConcreteLaunch, build_source, describe_specialization

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.errors import UsageError
-from diagnose.ir.cache import CACHE_ENV, sha256_file
+from diagnose.cache import CACHE_ENV, sha256_file
 from diagnose.ir.compile import CompileFailed, CompileRecord, compile_launch
 from diagnose.ir.facts import FactContext, facts_for
 from diagnose.ir.launch import collect_launches, replay_error

@@ -27,6 +27,6 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as err:
         print(f"diagnose: error: the language server needs the lsp extra ({err}): {INSTALL}", file=sys.stderr)
         return EXIT_INTERNAL
-    from diagnose.lsp.server import main as serve
+    from diagnose.lsp.app import main as serve
 
     return serve(argv)

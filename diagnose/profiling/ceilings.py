@@ -88,7 +88,7 @@ def nominal(target: Target) -> Ceilings:
 
 
 def cache_dir(root: str | Path | None = None) -> Path:
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
 
     path = Path(root) if root else cache_root()
     path = path.joinpath(*CACHE_SUBDIR)
@@ -102,7 +102,7 @@ def cache_key(identity: dict[str, str]) -> str:
 
 
 def load_cached(identity: dict[str, str], root: str | Path | None = None) -> Ceilings | None:
-    from diagnose.ir.cache import read_json
+    from diagnose.cache import read_json
 
     data = read_json(cache_dir(root) / f"{cache_key(identity)}.json")
     if not data or data.get("version") != CEILINGS_VERSION:
@@ -111,7 +111,7 @@ def load_cached(identity: dict[str, str], root: str | Path | None = None) -> Cei
 
 
 def store(ceilings: Ceilings, root: str | Path | None = None) -> Path:
-    from diagnose.ir.cache import write_json_atomic
+    from diagnose.cache import write_json_atomic
 
     path = cache_dir(root) / f"{cache_key(dict(ceilings.identity))}.json"
     write_json_atomic(path, {"version": CEILINGS_VERSION, "ceilings": ceilings.to_dict()})
@@ -255,9 +255,9 @@ def ceilings_job(payload: dict[str, Any]) -> dict:
 def ceilings_for(device: str = "cuda", refresh: bool = False, timeout_s: float = 900.0) -> tuple[Ceilings, bool]:
     """The device's ceilings from the cache or a measurement, run in a worker; UsageError without a device."""
     from diagnose.errors import DiagnoseError
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
     from diagnose.runtime import call
-    from diagnose.runtime.devices import require
+    from diagnose.toolchain.placement import require
 
     require(device)
     result = call(JOB, {"device": device, "cache_root": str(cache_root().resolve()), "refresh": refresh},

@@ -127,7 +127,7 @@ def _capture(reference, module, kernels: dict, group: str) -> list:
 def static_job(payload: dict) -> dict:
     """Offline compile and IR features of the candidate's launches per group. Payload: reference,
     candidate, groups, target, cache_root, sass (include the SASS line map)."""
-    from diagnose.ir.cache import CACHE_ENV
+    from diagnose.cache import CACHE_ENV
     from diagnose.ir.compile import CompileFailed, compile_launch
     from diagnose.ir.facts import FactContext, facts_for
     from diagnose.ir.launch import find_kernels, load_module

@@ -108,7 +108,7 @@ def _call(entry: str, payload: dict, options: ProfileOptions, interpret: bool = 
     """Run a profiling job in a worker: here, or where `device`'s placement says (for `npu`, the
     interpreter that has torch_npu)."""
     from diagnose.runtime import call
-    from diagnose.runtime.devices import require
+    from diagnose.toolchain.placement import require
     from diagnose.runtime.runner import user_failure
 
     placed = require(device).runner_options() if device else {"interpret": interpret}
@@ -149,8 +149,9 @@ def target_for(device: str, versions: dict, wanted: str | None) -> Target:
 
 def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -> ProfileResult:
     """Profile one task file (see the module docstring)."""
-    from diagnose.ir.cache import cache_root
-    from diagnose.runtime.devices import DEVICES, available, timed
+    from diagnose.cache import cache_root
+    from diagnose.runtime.devices import DEVICES, timed
+    from diagnose.toolchain.placement import available
     from diagnose.task import load_task
 
     if options.device not in DEVICES:
@@ -325,7 +326,7 @@ def reanalyze(folder: str | Path, task_path: str | Path, pages=None) -> ProfileR
     `<folder>/<task>.profile.json`, the ncu pages from `pages` (an `NcuRun`) or `<folder>/ncu/`, the
     offline compile redone here (it is deterministic: the same IR and SASS map). For a parser or
     classifier fixed after the run."""
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
     from diagnose.profiling.nvidia.ncu_run import load_run
     from diagnose.task import load_task
 

@@ -23,8 +23,9 @@ from pathlib import Path
 
 from diagnose.errors import EXIT_FAILED, EXIT_OK, UsageError
 from diagnose.records import Evidence, Verdict
+from diagnose.rewrite.diff import output_name
 from diagnose.rewrite.pipeline import (
-    Built, _search_options, build, context_for, estimate_gains, make_candidate, output_name, survey, write_candidate,
+    Built, _search_options, build, context_for, estimate_gains, make_candidate, survey, write_candidate,
 )
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.targets import DEFAULT_TARGET, lookup
@@ -37,7 +38,7 @@ def rewrite_command(path: str, apply: list[str] | None = None, write: bool = Fal
                     verify_candidate: bool = True, seeds: int = 3,
                     baselines: tuple[str, ...] = ("eager", "compile")) -> tuple[int, str]:
     """Rewrite a task file (see the module docstring); returns (exit code, stdout text)."""
-    from diagnose.runtime.devices import require
+    from diagnose.toolchain.placement import require
 
     file = Path(path)
     if not file.is_file():
@@ -114,7 +115,7 @@ def _wants_ir(apply: list[str] | None, list_only: bool) -> bool:
 
 def ir_evidence(file: Path, target: str) -> list[Evidence]:
     """IR facts of the file's launches (the inspect worker, cached), for rewrites that read the IR."""
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
     from diagnose.ir.cli import cached_result, run_worker, store_result
     from diagnose.ir.inspect import evidence_from_dict
 

@@ -16,7 +16,7 @@ import os
 
 
 def static_batch(payload: dict) -> dict:
-    from diagnose.ir.cache import CACHE_ENV
+    from diagnose.cache import CACHE_ENV
 
     if payload.get("cache_root"):
         os.environ[CACHE_ENV] = payload["cache_root"]

@@ -34,6 +34,7 @@ from typing import Iterable
 from diagnose import syntax
 from diagnose.errors import ToolchainError, UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict
+from diagnose.rewrite.diff import unified_diff
 from diagnose.targets import lookup
 from diagnose.task.module import is_jit_decorator
 
@@ -205,8 +206,6 @@ def client(config: LLMConfig):
 def llm_propose(task_path: str | Path, findings: Iterable[Finding], evidence: Iterable[Evidence], target: str,
                 config: LLMConfig) -> LLMProposal:
     """Ask the endpoint `config.attempts` times; every reply becomes a candidate or a recorded failure."""
-    from diagnose.rewrite.pipeline import unified_diff
-
     path = Path(task_path)
     source = path.read_text(encoding="utf-8")
     api = client(config)

@@ -23,7 +23,6 @@ keeps the candidates no other beats on both speed and safety.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import math
 import os
@@ -37,6 +36,7 @@ from diagnose import scoring
 from diagnose.errors import UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict, evidence_from_dict, finding_from_dict
 from diagnose.rewrite import ranking
+from diagnose.rewrite.diff import unified_diff
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.search import SearchOptions, SearchResult, compile_batch, search
@@ -141,17 +141,6 @@ def chosen_params(rewrite: Rewrite, result: SearchResult) -> dict[str, Any]:
     return dict(result.chosen)
 
 
-def unified_diff(old: str, new: str, path: str) -> str:
-    name = Path(path).name
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{output_name(name)}"))
-
-
-def output_name(name: str) -> str:
-    stem = name[:-3] if name.endswith(".py") else name
-    return f"{stem}.diagnose.py"
-
-
 def make_candidate(ctx: RewriteContext, built: Built, gain: float | None = None) -> Candidate:
     from diagnose.rewrite.table import REWRITES
 
@@ -239,7 +228,7 @@ def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = N
 
 def _search_options(task_path: str | Path, device: str, workers: int | None,
                     device_lock: str | None = None) -> SearchOptions:
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
 
     return SearchOptions(str(Path(task_path).resolve()), device=device, workers=workers,
                          cache_root=str(cache_root().resolve()), device_lock=device_lock)
@@ -281,7 +270,7 @@ def estimate_gains(ctx: RewriteContext, sources: list[str],
 
 def candidate_folder(task_path: str | Path) -> Path:
     """Where a task's candidates are written: the cache, never beside (or over) the user's file."""
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
 
     path = Path(task_path).resolve()
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
@@ -300,7 +289,8 @@ def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str
              *, check: Any = None, parallel: int | None = None) -> list[tuple[Candidate, Verdict]]:
     """Verify every candidate against the original task (correctness and anti-cheat, in workers), time
     them on a device, and return them best first (see `rank`)."""
-    from diagnose.runtime.devices import require, timed
+    from diagnose.runtime.devices import timed
+    from diagnose.toolchain.placement import require
     from diagnose.task import load_task
     from diagnose.verify.harness import CheckOptions, prepared, verify
 

@@ -212,7 +212,8 @@ def _search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpt
     if not space:
         return SearchResult(rewrite.id, (), (), "nothing to search")
     default = tuple(space[0].items())
-    from diagnose.runtime.devices import available, timed
+    from diagnose.runtime.devices import timed
+    from diagnose.toolchain.placement import available
 
     can_time = timed(options.device) and available(options.device)[0]
     if not rewrite.estimated and not can_time:

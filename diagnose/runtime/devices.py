@@ -4,16 +4,11 @@ The one place that knows how the devices differ:
 - `KINDS`: per device, the torch module that owns its events and synchronize (`torch.cuda`,
   `torch.npu`), the extension that must be imported before torch knows the device (`torch_npu`),
   and whether Triton runs interpreted there;
-- `placement(device)`: where the device's jobs run, a `Placement` (the interpreter, its extra
-  environment, the interpreter switch). `cuda` and `cpu` run in this interpreter; `cpu` sets
-  `TRITON_INTERPRET=1` in the worker's environment before anything imports triton, and nothing is
-  timed there. `npu` runs in an interpreter where torch_npu imports and sees an NPU: the Ascend
-  toolchain's (`diagnose toolchain setup ascend`) or this one (`diagnose.runtime.npu`).
+- `Placement`: where one device's jobs run (the interpreter, its extra environment, the interpreter
+  switch); which placement a device gets here is `diagnose.toolchain.placement`'s, since for the
+  `npu` device it is a toolchain's Python.
 
-`available(device)` says whether a device can be used here and, if not, why, in one line;
-`require(device)` raises `UsageError` with that line (exit code 2, as for any unusable option value)
-and otherwise returns the placement. The parent imports torch only to ask about cuda; the
-worker-side helpers below (`torch_device`, `synchronize`, `events`, ...) import it lazily.
+The worker-side helpers below (`torch_device`, `synchronize`, `events`, ...) import torch lazily.
 """
 
 from __future__ import annotations
@@ -69,36 +64,6 @@ def interpreted(device: str) -> bool:
 
 def timed(device: str) -> bool:
     return device in KINDS and KINDS[device].events is not None
-
-
-def placement(device: str) -> tuple[Placement | None, str]:
-    """(where the device's jobs run, "") or (None, why not, in one line)."""
-    if device not in KINDS:
-        return None, f"unknown device {device!r}; choose one of {', '.join(DEVICES)}"
-    if device == "cpu":
-        return Placement("cpu", interpret=True), ""
-    if device == "npu":
-        from diagnose.runtime.npu import npu_placement
-
-        return npu_placement()
-    import torch
-
-    if not torch.cuda.is_available():
-        return None, "device cuda is not available here (no CUDA GPU visible to torch); use --device cpu"
-    return Placement("cuda"), ""
-
-
-def available(device: str) -> tuple[bool, str]:
-    """Whether the device can be used here, and if not, why (one line)."""
-    where, why = placement(device)
-    return where is not None, why
-
-
-def require(device: str) -> Placement:
-    where, why = placement(device)
-    if where is None:
-        raise UsageError(why)
-    return where
 
 
 # ---------------------------------------------------------------- worker side (imports torch)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from diagnose.ir.cache import cache_root, read_json, write_json_atomic
+from diagnose.cache import cache_root, read_json, write_json_atomic
 from diagnose.records import Record
 
 CONFIG_FILE = "toolchains.json"

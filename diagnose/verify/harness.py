@@ -15,7 +15,7 @@ The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
 The reference step can be prepared once and shared by many candidates of one task, or kept for a
 whole run (`diagnose/verify/reference.py`); the parent's reading of the workers' files is `diagnose/verify/judge.py`.
 
-Every job runs where the device's placement says (`diagnose.runtime.devices.require`): this
+Every job runs where the device's placement says (`diagnose.toolchain.placement.require`): this
 interpreter for `cuda` and `cpu` (interpreted), the interpreter that has torch_npu for `npu` (the
 Ascend toolchain's, through `runner.call(..., python=...)`). Reference failures are the task's fault
 and raise `UsageError`; candidate failures become the verdict.

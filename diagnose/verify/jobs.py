@@ -15,7 +15,7 @@
   configurations) interleaved in one process on the same saved inputs: a ranking, not a verification
   (the one chosen is verified in full afterwards).
 
-Every entry runs in the interpreter of the device's placement (`diagnose.runtime.devices.placement`):
+Every entry runs in the interpreter of the device's placement (`diagnose.toolchain.placement`):
 for `npu` that is an interpreter where torch_npu imports (usually the Ascend toolchain's), so this
 module and what it imports need only the standard library, torch and triton. Tensors go to the
 device through `torch_device(device)` ("cuda", "npu", or "cpu" for the interpreter).

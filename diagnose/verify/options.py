@@ -8,7 +8,8 @@ from typing import Callable
 
 from diagnose.runtime import call
 from diagnose.errors import UsageError
-from diagnose.runtime.devices import Placement, require
+from diagnose.runtime.devices import Placement
+from diagnose.toolchain.placement import require
 
 JOBS = "diagnose.verify.jobs"
 

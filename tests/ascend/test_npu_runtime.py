@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from diagnose.runtime import call, devices
+from diagnose.runtime import call
+from diagnose.toolchain import placement
 from diagnose.runtime.devices import Placement
 from diagnose.toolchain.specs import spec_for
 from diagnose.verify.harness import CheckOptions, run_job
@@ -21,14 +22,14 @@ from tests.conftest import EXAMPLES, run_cli
 @pytest.fixture(scope="module")
 def npu(ascend_toolchain) -> Placement:
     """Where NPU jobs run here; the test is skipped, with the reason, where there is none."""
-    where, why = devices.placement("npu")
+    where, why = placement.placement("npu")
     if where is None:
         pytest.skip(why)
     return where
 
 
 def test_no_npu_is_said_in_one_line(ascend_toolchain):
-    where, why = devices.placement("npu")
+    where, why = placement.placement("npu")
     if where is not None:
         pytest.skip("an NPU is present here")
     assert why.startswith("device npu is not available here: ") and "\n" not in why

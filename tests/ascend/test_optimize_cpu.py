@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from diagnose.report.reports import validate
-from diagnose.runtime import devices
+from diagnose.toolchain import placement
 from diagnose.toolchain.config import save_record
 from tests.conftest import EXAMPLES, ROOT
 
@@ -40,7 +40,7 @@ def runs(ascend_toolchain, tmp_path_factory) -> dict:
     """Both runs at once (they are independent; two cores finish them in the time of one), each on
     its own copy of the task: `with` a cache holding the toolchain's record, `without` an empty one
     (no toolchains.json: the Ascend toolchain is not set up there)."""
-    if devices.available("npu")[0]:
+    if placement.available("npu")[0]:
         pytest.skip("an NPU is usable here: these are the CPU-only runs")
     folder = tmp_path_factory.mktemp("optimize-ascend")
     started = {}

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from diagnose.errors import UsageError
-from diagnose.runtime import devices, npu
+from diagnose.runtime import devices
+from diagnose.toolchain import npu, placement
 from diagnose.runtime.devices import Placement
 from diagnose.task import load_task
 from diagnose.toolchain.config import ToolchainRecord, save_record
@@ -38,7 +39,7 @@ def test_each_device_names_its_timer_and_its_extension():
 
 
 def test_cpu_runs_in_this_interpreter_with_triton_interpreted():
-    where = devices.require("cpu")
+    where = placement.require("cpu")
     assert where == Placement("cpu", interpret=True)
     assert where.runner_options() == {"python": None, "env": None, "interpret": True}
 
@@ -247,7 +248,7 @@ def test_streams_noted_wraps_each_launch_and_gives_the_kernel_back():
 
 
 def test_npu_events_need_torch_npu():
-    if devices.available("npu")[0]:
+    if placement.available("npu")[0]:
         pytest.skip("an NPU is usable here")
     try:
         import torch_npu  # noqa: F401
@@ -260,7 +261,7 @@ def test_npu_events_need_torch_npu():
 
 @pytest.mark.parametrize("command", ["check", "optimize"])
 def test_device_npu_without_an_npu_is_one_line_and_exit_2(cli, command, tmp_path):
-    if devices.available("npu")[0]:
+    if placement.available("npu")[0]:
         pytest.skip("an NPU is usable here")
     result = cli(command, str(EXAMPLES / "vector_add.py"), "--device", "npu", env={"DIAGNOSE_CACHE_DIR": str(tmp_path)})
     assert result.returncode == 2, (result.stdout, result.stderr)

@@ -37,7 +37,7 @@ def test_knobs_are_typed_and_checked():
 
 def test_runs_go_to_the_user_cache_and_compiles_stay_in_the_project(no_override):
     from diagnose.agent.run import runs_root
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
 
     assert runs_root() == no_override / "xdg" / "diagnose" / "runs"
     assert cache_root() == no_override / ".diagnose_cache"
@@ -46,7 +46,7 @@ def test_runs_go_to_the_user_cache_and_compiles_stay_in_the_project(no_override)
 
 def test_the_override_moves_both(no_override, monkeypatch):
     from diagnose.agent.run import runs_root
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
 
     monkeypatch.setenv(knobs.CACHE_DIR, str(no_override / "elsewhere"))
     assert runs_root() == no_override / "elsewhere" / "runs"

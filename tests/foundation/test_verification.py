@@ -122,7 +122,7 @@ def test_reference_failures_are_bad_input(fixture, words):
 
 
 def test_a_prepared_reference_serves_every_candidate_of_its_task(tmp_path):
-    from diagnose.runtime.devices import require
+    from diagnose.toolchain.placement import require
     from diagnose.verify.harness import prepared
 
     reference = tmp_path / "reference.py"

@@ -65,9 +65,9 @@ def test_missing_file():
 
 def test_timed_path_with_stand_ins(tmp_path, monkeypatch):
     """The parent's device branch: a stand-in device worker (what the H200 returns) and a stand-in ncu."""
-    from diagnose.runtime import devices
+    from diagnose.toolchain import placement
 
-    monkeypatch.setattr(devices, "available", lambda device: (True, ""))
+    monkeypatch.setattr(placement, "available", lambda device: (True, ""))
     monkeypatch.setenv(ncu_run.NCU_ENV, str(NCU / "fake_ncu.py"))
     real_call = profile._call
 

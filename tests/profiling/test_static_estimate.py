@@ -11,13 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diagnose.profiling.ceilings import Ceilings, nominal
-from diagnose.profiling.static.estimate import (
-    WIDTH_EFFICIENCY,
-    access_efficiency,
-    estimate,
-    hardware,
-)
-from diagnose.profiling.static.features import KernelFeatures
+from diagnose.profiling.static.estimate import estimate, hardware
+from diagnose.profiling.static.features import WIDTH_EFFICIENCY, KernelFeatures, access_efficiency
 from diagnose.targets import lookup
 
 ROOT = Path(__file__).resolve().parents[2]

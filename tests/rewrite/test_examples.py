@@ -80,7 +80,7 @@ def test_matmul_tiles_and_swizzle(results):
 
 
 def test_matmul_candidate_ir_uses_wgmma(results):
-    from diagnose.ir.cache import cache_root
+    from diagnose.cache import cache_root
     from diagnose.ir.cli import run_worker
 
     def engines(file: Path) -> set[str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from diagnose.bench.suite import Entry, matches
+from diagnose.records import Verdict
 
 Row = tuple[str, str, dict]
 RUN_NAME = re.compile(r"level_(\d+)_problem_(\d+)_sample_\d+_kernel$")
@@ -120,7 +121,6 @@ def verify_rows(reference: Path, candidate: Path | None, options) -> list[Row]:
     """Verify and time `candidate`'s ModelNew (None: the reference file's own) against `reference` with
     the harness; store rows."""
     from diagnose.bench.suites import tolerance
-    from diagnose.bench.sweep import group_rows
     from diagnose.errors import DiagnoseError
     from diagnose.task import load_task
     from diagnose.verify.harness import CheckOptions, verify
@@ -163,3 +163,31 @@ def python_problem(path: Path, wanted: tuple[str, ...], role: str) -> str | None
     if missing:
         return f"{path}: the {role} has no {', '.join(f'`{n}`' for n in missing)}"
     return None
+
+
+def group_rows(verdict: Verdict) -> list[tuple[str, str, dict]]:
+    """One (group, status, data) per input group of the verdict."""
+    failed_checks = [f"{c.name}: {c.detail}" for c in verdict.checks if not c.passed]
+    if verdict.failure is not None or not verdict.cases:
+        failure = verdict.failure.to_dict() if verdict.failure else None
+        return [("*", "failed", {"failure": failure, "failed_checks": failed_checks})]
+    out = []
+    for group in dict.fromkeys(c.group for c in verdict.cases):
+        cases = [c for c in verdict.cases if c.group == group]
+        correct = all(c.passed for c in cases)
+        status = "passed" if verdict.passed else "failed"
+        medians = {t.variant: t.median_ms for t in verdict.timings if t.group == group}
+        out.append((group, status, {
+            "correct": correct,
+            "max_abs_err": max((c.max_abs_err or 0.0) for c in cases),
+            "reasons": sorted({c.reason for c in cases if c.reason}),
+            "failed_checks": failed_checks,
+            "medians_ms": medians,
+            "stable": all(t.stable for t in verdict.timings if t.group == group and t.median_ms is not None),
+            "speedup_vs_eager": verdict.speedups("eager").get(group),
+            "speedup_vs_compile": verdict.speedups("compile").get(group),
+            "timed": any(m is not None for m in medians.values()),
+            # The whole entry's harness steps (seconds), the same on each of its groups' rows.
+            "phases": [list(step) for step in verdict.phases],
+        }))
+    return out

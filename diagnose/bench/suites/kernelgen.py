@@ -205,7 +205,7 @@ def compile_for(target: str, path: Path) -> dict:
         else:
             if not spec.can_compile_here:
                 return {"unavailable": f"{spec.name}: not available here (no toolchain to compile for it)"}
-            from diagnose.ir.cache import cache_root
+            from diagnose.cache import cache_root
             from diagnose.ir.cli import run_worker
 
             result = run_worker({"path": str(path), "target": spec.name, "passes": False, "diff_pass": None,

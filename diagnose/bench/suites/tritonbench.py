@@ -216,7 +216,8 @@ def compare(original: dict, candidate: dict, overrides: dict) -> tuple[bool, flo
 
 def score(task: SuiteTask, options) -> list[Row]:
     from diagnose.runtime import call
-    from diagnose.runtime.devices import interpreted, require, timed
+    from diagnose.runtime.devices import interpreted, timed
+    from diagnose.toolchain.placement import require
     from diagnose.verify import tensors
 
     if task.problem:

@@ -15,7 +15,7 @@ ceilings or a target's datasheet):
 - `U` is the unique footprint (every tensor argument once) and `M` the bytes the kernel's memory ops
   move over all programs and loop trips: extra passes and re-read tiles show as `M - U`, served from
   L2 at `L2_OVER_DRAM` times the DRAM bandwidth.
-- `width_eff` is the byte-weighted harmonic mean of `WIDTH_EFFICIENCY` over the accesses (128-bit
+- `width_eff` is the byte-weighted harmonic mean of `features.WIDTH_EFFICIENCY` over the accesses (128-bit
   accesses 1.0, narrower ones less; an uncoalesced access is multiplied by `UNCOALESCED`).
 - `latency_eff = min(1, bytes in flight / (BW * LATENCY_S))` (Little's law): the programs resident
   at once (`min(programs, SMs * resident per SM)`) times each one's in-flight bytes must cover the
@@ -25,8 +25,8 @@ ceilings or a target's datasheet):
 - `PROGRAM_S` is a per-program scheduling cost (a grid of millions of tiny programs pays for it).
 
 The constants are round numbers chosen against the four examples timed on an H200
-(`benchmarks/results/h200-2026-12-02-foundation/`); their rank agreement with measured times over
-the launch-configuration variants is reported in `benchmarks/results/h200-2026-12-02-profiling/`.
+(`benchmarks/results/2026-12-02-h200-foundation/`); their rank agreement with measured times over
+the launch-configuration variants is reported in `benchmarks/results/2026-12-02-h200-profiling/`.
 """
 
 from __future__ import annotations
@@ -38,24 +38,12 @@ from diagnose.profiling.ceilings import Ceilings
 from diagnose.profiling.static.features import KernelFeatures
 from diagnose.records import Record
 
-WIDTH_EFFICIENCY = {128: 1.0, 96: 0.97, 64: 0.95, 32: 0.85, 16: 0.6, 8: 0.4}
-UNKNOWN_WIDTH_EFFICIENCY = 0.85
-UNCOALESCED = 0.3
 L2_OVER_DRAM = 2.0
 LATENCY_S = 0.4e-6
 PROGRAM_S = 25e-9
 LAUNCH_S = 4e-6
 MMA_V2 = 0.5
 LABEL = "estimate"
-
-
-def access_efficiency(width_bits: int | None, coalesced: bool = True) -> float:
-    """Efficiency of one access width (non-decreasing in the width), times `UNCOALESCED` if strided."""
-    if width_bits is None:
-        eff = UNKNOWN_WIDTH_EFFICIENCY
-    else:
-        eff = max((e for w, e in WIDTH_EFFICIENCY.items() if w <= width_bits), default=min(WIDTH_EFFICIENCY.values()))
-    return eff * (1.0 if coalesced else UNCOALESCED)
 
 
 @dataclass(frozen=True)

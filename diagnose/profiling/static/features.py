@@ -16,7 +16,7 @@
 ## Fields
 `moved_bytes` (all programs, all trips, loads + stores: passes over memory show here),
 `unique_bytes`, `width_efficiency` (byte-weighted harmonic mean of the per-access efficiency, see
-`estimate.WIDTH_EFFICIENCY`), `inflight_bytes_per_program` (bytes one program has in flight: the loads
+`WIDTH_EFFICIENCY`), `inflight_bytes_per_program` (bytes one program has in flight: the loads
 of one loop iteration times the pipelining depth, byte-weighted over loops), `resident_programs_per_sm`,
 `dot_flops`, `dot_engine`, `dot_dtype`, and `unknown_trips` when a loop bound could not be evaluated
 (counted once).
@@ -37,6 +37,10 @@ DOT_OPS = ("tt.dot", "tt.dot_scaled")
 MAX_BLOCKS_PER_SM = 32
 MAX_WARPS_PER_SM = 64
 UNCOALESCED_REASONS = ("non_contiguous", "gather")
+# How much of the bandwidth an access of each width reaches (bits -> share); strided ones reach UNCOALESCED of it.
+WIDTH_EFFICIENCY = {128: 1.0, 96: 0.97, 64: 0.95, 32: 0.85, 16: 0.6, 8: 0.4}
+UNKNOWN_WIDTH_EFFICIENCY = 0.85
+UNCOALESCED = 0.3
 
 # %acc = scf.for %k = %c0_i32 to %K step %c32_i32 iter_args(...) -> (...) : i32 {
 SCF_FOR = re.compile(r"scf\.for (%[\w-]+) = (%[\w-]+) to (%[\w-]+) step (%[\w-]+)")
@@ -282,9 +286,16 @@ def _engine(evidence: list[Evidence]) -> str | None:
     return engines[0] if engines else None
 
 
-def _width_efficiency(accesses: list[Access]) -> float:
-    from diagnose.profiling.static.estimate import access_efficiency
+def access_efficiency(width_bits: int | None, coalesced: bool = True) -> float:
+    """Efficiency of one access width (non-decreasing in the width), times `UNCOALESCED` if strided."""
+    if width_bits is None:
+        eff = UNKNOWN_WIDTH_EFFICIENCY
+    else:
+        eff = max((e for w, e in WIDTH_EFFICIENCY.items() if w <= width_bits), default=min(WIDTH_EFFICIENCY.values()))
+    return eff * (1.0 if coalesced else UNCOALESCED)
 
+
+def _width_efficiency(accesses: list[Access]) -> float:
     total = sum(a.bytes_per_program for a in accesses)
     if not total:
         return 1.0

@@ -28,6 +28,10 @@ import importlib.util
 from pathlib import Path
 
 from diagnose.runtime.devices import Placement
+from diagnose.runtime.runner import call
+from diagnose.toolchain.ascend_environment import npu_blocker
+from diagnose.toolchain.config import find_record
+from diagnose.toolchain.specs import spec_for
 
 # Set to 0 in the Ascend toolchain's compile workers (`diagnose.toolchain.specs.ASCEND.worker_env`).
 AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
@@ -49,8 +53,6 @@ def decide(record, here: str | None) -> tuple[Placement | None, str]:
     `here`, why this interpreter cannot run them (None: it can); else (None, one line)."""
     blocked = toolchain_blocker(record)
     if blocked is None:
-        from diagnose.toolchain.specs import spec_for
-
         env = tuple((k, v) for k, v in spec_for("ascend").worker_env if k != AUTOLOAD)
         return Placement("npu", python=record.python, env=env), ""
     if here is None:
@@ -62,9 +64,7 @@ def here_blocker() -> str | None:
     """Why this interpreter cannot run NPU jobs (None: it can); probes in a worker if torch_npu is installed."""
     if importlib.util.find_spec("torch_npu") is None:
         return "torch_npu is not installed"
-    from diagnose.runtime.runner import call
-
-    result = call("diagnose.runtime.npu:probe", {}, timeout_s=PROBE_TIMEOUT_S, user_code=False)
+    result = call("diagnose.toolchain.npu:probe", {}, timeout_s=PROBE_TIMEOUT_S, user_code=False)
     if not result.ok:
         return f"probing torch_npu failed ({result.failure.kind}: {result.failure.message})"
     return result.value["npu"]
@@ -72,8 +72,6 @@ def here_blocker() -> str | None:
 
 def npu_placement(root: Path | None = None) -> tuple[Placement | None, str]:
     """Where NPU jobs run here (see the module docstring); `root` is the cache holding the toolchain's record."""
-    from diagnose.toolchain.config import find_record
-
     record = find_record("ascend", root)
     if toolchain_blocker(record) is None:
         return decide(record, None)
@@ -82,8 +80,6 @@ def npu_placement(root: Path | None = None) -> tuple[Placement | None, str]:
 
 def probe(payload: dict) -> dict:
     """Worker entry: {"npu": None or why this interpreter cannot run NPU jobs, "devices": count}."""
-    from diagnose.ascend.environment import npu_blocker
-
     reason = npu_blocker()
     if reason is None and importlib.util.find_spec("triton.backends.ascend") is None:
         reason = "triton here is not triton-ascend (no NPU backend)"
