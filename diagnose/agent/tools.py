@@ -109,7 +109,8 @@ class Tools:
 
         if not hasattr(rewrite, "propose"):
             return []
-        candidates = rewrite.propose(base, findings, evidence, target, device=device, device_lock=self.device_lock)
+        candidates = rewrite.propose(base, findings, evidence, target, device=device, device_lock=self.device_lock,
+                                     tried=tried)
         out = []
         folder = Path(self.run_dir, "candidates")
         folder.mkdir(parents=True, exist_ok=True)

@@ -141,15 +141,19 @@ def chosen_params(rewrite: Rewrite, result: SearchResult) -> dict[str, Any]:
     return dict(result.chosen)
 
 
+def candidate_prefix(ctx: RewriteContext, steps: Iterable[str]) -> str:
+    """What the id of a candidate made from `ctx`'s file by `steps` starts with (a digest of its source follows)."""
+    return f"{Path(ctx.path).stem.replace('.', '_')}-{'+'.join(steps)}-"
+
+
 def make_candidate(ctx: RewriteContext, built: Built, gain: float | None = None) -> Candidate:
     from diagnose.rewrite.table import REWRITES
 
-    stem = Path(ctx.path).stem.replace(".", "_")
     digest = hashlib.sha256(built.source.encode()).hexdigest()[:8]
     rewrites = [REWRITES[s] for s in built.steps]
     answers = tuple(dict.fromkeys(a for r in rewrites for a in called_by(r, ctx.findings, ctx.evidence)))
     return Candidate(
-        id=f"{stem}-{'+'.join(built.steps)}-{digest}",
+        id=f"{candidate_prefix(ctx, built.steps)}{digest}",
         source=built.source,
         diff=unified_diff(ctx.source, built.source, ctx.path),
         made_by=built.steps,
@@ -192,12 +196,14 @@ def declined(task_path: str | Path, findings: Iterable[Finding | dict] | None = 
 def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
             evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, *,
             search_configs: bool = True, estimate: bool = True, device: str = "cpu", workers: int | None = None,
-            llm: Any = None, ledger: Any = None, device_lock: str | None = None) -> list[Candidate]:
+            llm: Any = None, ledger: Any = None, device_lock: str | None = None,
+            tried: Iterable[str] = ()) -> list[Candidate]:
     """Candidates for the task at `task_path` that answer `findings` / `evidence` (see the module docstring).
 
     `findings=None` triages the source here; dicts (`Finding.to_dict()`) are accepted, as the agent
     keeps them. `llm` (an `LLMConfig`) adds the LLM proposer's candidates (their token counts go to
-    `ledger`, an `llm.TokenLedger`).
+    `ledger`, an `llm.TokenLedger`). `tried` holds the ids of candidates already proposed: a chain of
+    rewrites that made one of them from this same file is not built, searched or estimated again.
     """
     ctx = context_for(task_path, findings, evidence, target)
     options = _search_options(task_path, device, workers, device_lock) if search_configs else None
@@ -207,6 +213,8 @@ def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = N
     if len(safe) > 1:
         chains.append(safe)
     chains += [[a.rewrite.id] for a in chosen]
+    made = tuple(tried)
+    chains = [ids for ids in chains if not any(t.startswith(candidate_prefix(ctx, ids)) for t in made)]
     built_all, seen = [], set()
     for ids in chains:
         built = build(ctx, ids, options)
