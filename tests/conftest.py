@@ -23,6 +23,13 @@ def pytest_report_header(config) -> str:
     return f"Ascend toolchain for tests/ascend (made there on first use, ~1.2 GB): {TOOLCHAIN_ROOT}"
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """A test that needs the Ascend toolchain is `slow`: the default run never makes the environment."""
+    for item in items:
+        if "ascend_toolchain" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run `diagnose ...` as a user would, in a subprocess, from the repository root."""
     return subprocess.run(

@@ -28,6 +28,7 @@ def resume_line(run_id: str) -> str:
     return f"run {run_id}; resume it with: diagnose optimize --resume {run_id}"
 
 
+@pytest.mark.slow
 def test_a_task_that_raises_is_bad_input_and_its_run_resumes_from_another_folder(user_cache, monkeypatch, tmp_path):
     for name in ("here", "there"):
         (tmp_path / name).mkdir()
@@ -72,6 +73,7 @@ def test_ctrl_c_before_the_run_exists_says_so(monkeypatch):
     assert result.exit_code == EXIT_INTERRUPTED and "interrupted; no run was started" in result.stderr
 
 
+@pytest.mark.slow
 def test_sigint_mid_run_exits_130_with_the_resume_command(tmp_path):
     task = tmp_path / "vector_add.py"
     task.write_text((EXAMPLES / "vector_add.py").read_text())

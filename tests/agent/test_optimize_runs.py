@@ -94,6 +94,7 @@ def test_killed_run_resumes_to_the_same_result(tmp_path):
     assert comparable(json.loads((run / "report.json").read_text())) == comparable(expected)
 
 
+@pytest.mark.slow
 def test_bad_input_and_unknown_run_are_one_line(tmp_path):
     result = optimize_cli(str(tmp_path / "missing.py"), cache=tmp_path)
     assert result.returncode == 2 and "no such file" in result.stderr and "Traceback" not in result.stderr
@@ -122,6 +123,7 @@ def test_seeds_and_no_compile_reach_every_verification_of_the_run(tmp_path):
     assert json.loads((only_run(tmp_path / "cache") / "run.json").read_text())["budget"]["seeds"] == 2
 
 
+@pytest.mark.slow
 def test_the_baselines_reference_job_serves_every_round_of_candidates(tmp_path):
     from diagnose.agent.tools import Tools
     from diagnose.task import load_task

@@ -28,6 +28,7 @@ def missed(evidence: list[dict], name: str, **args) -> list[dict]:
             and all(dict(map(tuple, e["args"])).get(k) == v for k, v in args.items())]
 
 
+@pytest.mark.slow
 def test_flattened_divmod_gets_the_2d_index(ascend_toolchain, tmp_path):
     evidence, proposed = evidence_and_proposals(FLAT_DIVMOD, tmp_path)
     (scalar_store,) = missed(evidence, "ScalarizedAccess", access="store")
@@ -35,6 +36,7 @@ def test_flattened_divmod_gets_the_2d_index(ascend_toolchain, tmp_path):
     assert "structured-2d-index" in proposed
 
 
+@pytest.mark.slow
 def test_grid_over_the_core_count_gets_the_persistent_grid_and_tiling(ascend_toolchain, tmp_path):
     evidence, proposed = evidence_and_proposals(EXAMPLES / "vector_add.py", tmp_path)
     (grid,) = missed(evidence, "LaunchGrid")

@@ -13,6 +13,7 @@ def named(stem: str, target: str, python: str, name: str, kernel: int = 0) -> li
     return [e for e in facts(stem, target, python)[kernel][1] if e.name == name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 def test_flattened_divmod_is_scalarized_and_the_2d_rewrite_is_structured(target, ascend_toolchain):
     py = ascend_toolchain.python

@@ -14,6 +14,7 @@ from .conftest import FIXTURES, ROOT, TARGETS
 SOFTMAX = str(ROOT / "examples" / "softmax.py")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 def test_softmax_task_on_a_cpu_only_machine(target, ascend_toolchain):
     code, text = inspect_ascend(SOFTMAX, target)

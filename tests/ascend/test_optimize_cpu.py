@@ -75,6 +75,7 @@ def common_checks(stdout: str, report: dict, task: Path) -> None:
     assert task.read_text() == (EXAMPLES / "vector_add.py").read_text(), "the input is never overwritten"
 
 
+@pytest.mark.slow
 def test_with_the_toolchain_the_report_has_ascend_ir_facts(runs):
     stdout, report, task = runs["with"]
     common_checks(stdout, report, task)

@@ -81,6 +81,7 @@ def test_records_round_trip_and_ignore_a_broken_file(tmp_path):
     assert load_records(tmp_path) == {}
 
 
+@pytest.mark.slow
 def test_a_failed_install_raises_with_a_reproducer_and_records_nothing(tmp_path):
     import dataclasses
 

@@ -25,6 +25,7 @@ def small_suite(tmp_path):
     return suite
 
 
+@pytest.mark.slow
 def test_entries_past_start_within_wait_for_the_next_sweep(small_suite, tmp_path):
     db = tmp_path / "r.sqlite"
     seen = []
@@ -36,6 +37,7 @@ def test_entries_past_start_within_wait_for_the_next_sweep(small_suite, tmp_path
     assert (some.ran, some.left) == (1, 2)
 
 
+@pytest.mark.slow
 def test_sweep_records_each_entry_once_and_skips_done_ones(small_suite, tmp_path):
     db = tmp_path / "r.sqlite"
     first = sweep(small_suite, db, SweepOptions(seeds=2, jobs=2))
@@ -67,6 +69,7 @@ def test_an_entrys_new_version_replaces_every_row_of_its_old_ones(tmp_path):
     assert store.is_done(connection, "s", "level3/split_k", "optimize", "old"), "history stays in the store"
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_where_it_stopped(small_suite, tmp_path):
     db = tmp_path / "r.sqlite"
     command = [sys.executable, "-m", "diagnose.cli", "bench", str(small_suite), "--seeds", "2", "--store", str(db)]
@@ -141,6 +144,7 @@ def test_report_formats(fmt, marker):
         assert json.loads(text)["passed"] == 2
 
 
+@pytest.mark.slow
 def test_optimize_mode_runs_the_agent_and_keeps_the_suite_folder_as_it_was(small_suite, tmp_path, monkeypatch):
     from diagnose.agent.state import Budget
 
@@ -193,6 +197,7 @@ def report_module_lines(groups):
     return report.lines(rows)
 
 
+@pytest.mark.slow
 def test_report_cli(cli, small_suite, tmp_path):
     db = tmp_path / "r.sqlite"
     assert cli("bench", "report", "--store", str(db)).returncode == 2

@@ -18,6 +18,7 @@ def captured(captured_project):
     return captured_project
 
 
+@pytest.mark.slow
 def test_every_module_of_the_project_has_its_launches(captured):
     project, done = captured
     assert done.returncode == 0, done.stderr
@@ -66,16 +67,19 @@ def test_the_listing_numbers_launches_as_launch_counts_them(captured):
     assert lines[0].startswith("2 launches captured") and "scaled_add(x=f32[1024]" in lines[2]
 
 
+@pytest.mark.slow
 def test_a_command_that_launches_nothing_is_an_error(tmp_path):
     done = run_cli("capture", "--device", "cpu", "--project", str(tmp_path), "--", sys.executable, "-c", "print(1)")
     assert done.returncode == 2 and "no Triton launch was seen" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_missing_command_is_an_error(tmp_path):
     done = run_cli("capture", "--project", str(tmp_path), "--", "no-such-command-here")
     assert done.returncode == 2 and "command not found" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_killed_capture_ends_the_command_it_started(tmp_path):
     import os
     import signal
@@ -105,6 +109,7 @@ def test_a_killed_capture_ends_the_command_it_started(tmp_path):
     assert not alive, "the user's command outlived its capture"
 
 
+@pytest.mark.slow
 def test_a_launch_at_a_scripts_top_level_is_replayed_at_the_kernel(tmp_path):
     """Tutorials and benchmark scripts launch at the top level and inside `do_bench(lambda: ...)`."""
     (tmp_path / "demo.py").write_text(
@@ -148,6 +153,7 @@ def test_an_unknown_device_is_a_usage_error(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_backward_passes_run_where_the_trace_hook_sees_them(tmp_path):
     """On a GPU autograd runs backward passes on its own device threads, which no trace hook reaches;
     the capture switches that off (torch's thread-local switch) once torch is imported, so a backward

@@ -24,6 +24,7 @@ def recorded(tmp_path_factory):
     return project, done
 
 
+@pytest.mark.slow
 def test_the_interpreter_cannot_run_it_and_says_what_to_do(tmp_path):
     project = tmp_path / "project"
     shutil.copytree(WRAPPED, project)
@@ -31,6 +32,7 @@ def test_the_interpreter_cannot_run_it_and_says_what_to_do(tmp_path):
     assert done.returncode == 2 and "--device none records its launches without running them" in done.stderr
 
 
+@pytest.mark.slow
 def test_launches_are_recorded_not_run(recorded):
     project, done = recorded
     assert done.returncode == 0, done.stderr
@@ -49,6 +51,7 @@ def test_launches_are_recorded_not_run(recorded):
     assert "FN=<JITFunction>" in generic["launch"]
 
 
+@pytest.mark.slow
 def test_inspect_reads_kernels_launched_from_another_module(recorded):
     project, _ = recorded
     done = run_cli("inspect", str(project / "ops" / "kernels.py"), "--json")
@@ -64,6 +67,7 @@ def test_inspect_reads_kernels_launched_from_another_module(recorded):
     assert all(k.get("evidence") for k in kernels)
 
 
+@pytest.mark.slow
 def test_a_kernel_that_cannot_be_launched_fails_alone(recorded):
     """The generic kernel takes a function (FN=<JITFunction>: not replayable), so its launch is guessed,
     and the guess cannot call a constexpr it takes for a flag: that kernel fails, reported as such."""

@@ -8,6 +8,7 @@ from diagnose.report.reports import validate
 from tests.conftest import EXAMPLES, FIXTURES
 
 
+@pytest.mark.slow
 def test_example_passes_and_its_json_report_validates(cli, tmp_path):
     out = tmp_path / "report.json"
     result = cli("check", str(EXAMPLES / "vector_add.py"), "--json", "--out", str(out))
@@ -23,6 +24,7 @@ def test_example_passes_and_its_json_report_validates(cli, tmp_path):
     assert [step for step, _ in verdict["phases"]] == ["reference", "candidate", "compare", "ghost", "total"]
 
 
+@pytest.mark.slow
 def test_quiet_silences_the_progress(cli):
     result = cli("check", str(FIXTURES / "tasks" / "get_inputs_raises.py"), "--quiet")
     assert result.returncode == 2 and result.stderr.startswith("diagnose: error: ")
@@ -39,6 +41,7 @@ def test_each_step_is_announced_as_it_starts():
     assert [name for name, _ in phases.done()] == ["reference", "total"]
 
 
+@pytest.mark.slow
 def test_table_output_says_not_timed_and_passed(cli):
     result = cli("check", str(FIXTURES / "cheats" / "honest.py"))
     assert result.returncode == 0, result.stderr
@@ -46,6 +49,7 @@ def test_table_output_says_not_timed_and_passed(cli):
     assert "harness wall time: reference" in result.stdout
 
 
+@pytest.mark.slow
 def test_failed_verification_exits_1(cli):
     result = cli("check", str(FIXTURES / "tasks" / "wrong_values.py"))
     assert result.returncode == 1
@@ -73,6 +77,7 @@ def test_debug_shows_the_traceback(cli):
     assert "Traceback" in result.stderr
 
 
+@pytest.mark.slow
 def test_cuda_missing_is_one_line(cli):
     import torch
 

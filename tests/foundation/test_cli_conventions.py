@@ -99,6 +99,7 @@ def test_click_usage_errors_are_one_line_too(invoke):
     assert code == EXIT_USAGE and "Missing argument" in the_error_line(stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_timeout_bounds_a_file_that_never_finishes_importing(invoke, command):
     start = time.monotonic()
@@ -108,6 +109,7 @@ def test_timeout_bounds_a_file_that_never_finishes_importing(invoke, command):
     assert "did not finish within 2 s (--timeout)" in the_error_line(stderr)
 
 
+@pytest.mark.slow
 def test_inspect_takes_its_default_timeout_from_the_ir_variable_and_the_option_wins(invoke, monkeypatch):
     task = str(FIXTURES / "tasks" / "loops_at_import.py")
     monkeypatch.setenv(knobs.IR_TIMEOUT, "1")

@@ -74,6 +74,7 @@ def test_no_path_is_no_lock():
         pass
 
 
+@pytest.mark.slow
 def test_a_verification_takes_the_named_lock(tmp_path):
     """The jobs hold the lock around their device work: the reference job (seconds of work here) cannot
     finish while another worker has the device alone, and the same verification passes once it lets go."""

@@ -86,6 +86,7 @@ def test_the_timeout_knob_bounds_every_user_code_worker(monkeypatch):
     assert user_failure(result.failure, "/any/task.py") == result.failure.message
 
 
+@pytest.mark.slow
 def test_jobs_of_ours_keep_their_own_limit(monkeypatch):
     monkeypatch.setenv(knobs.TIMEOUT, "0.5")
     result = call(f"{ENTRIES}:nap", {"seconds": 1.5}, timeout_s=60, user_code=False)

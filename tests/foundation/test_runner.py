@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from diagnose.runtime import call
 
 ENTRIES = "tests.foundation.runner_entries"
@@ -26,6 +28,7 @@ def test_segfault_is_a_crash_of_that_job():
     assert "SIGSEGV" in result.failure.message
 
 
+@pytest.mark.slow
 def test_hang_is_killed_at_the_timeout():
     start = time.monotonic()
     result = call(f"{ENTRIES}:hang", {}, timeout_s=2)

@@ -24,6 +24,7 @@ def failed_checks(verdict):
     return {c.name for c in verdict.checks if not c.passed}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("relative, candidate", [("cheats/honest.py", None),
                                                  ("tasks/two_files/reference.py", "tasks/two_files/candidate.py")])
 def test_honest_candidates_pass_every_check(relative, candidate):
@@ -36,6 +37,7 @@ def test_honest_candidates_pass_every_check(relative, candidate):
     assert all(t.median_ms is None and "not timed" in t.note for t in verdict.timings)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture, check", [
     ("torch_only", "launches_triton"),
     ("decoy_kernel", "ghost_replay"),
@@ -50,6 +52,7 @@ def test_each_cheat_is_caught_by_its_check(fixture, check):
     assert check in failed_checks(verdict)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["patches_allclose", "hunts_tensors", "empty_like_reuse", "reads_reference_files"])
 def test_cheats_on_the_comparison_fail_correctness(fixture):
     # The comparison runs in the parent on tensors from files, and no reference output is ever alive in
@@ -60,6 +63,7 @@ def test_cheats_on_the_comparison_fail_correctness(fixture):
     assert not all(c.passed for c in verdict.cases)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture, reason", [
     ("wrong_shape", "shape"),
     ("wrong_dtype", "dtype"),
@@ -72,23 +76,27 @@ def test_wrong_outputs_fail_with_a_reason(fixture, reason):
     assert all(not c.passed and reason in c.reason for c in verdict.cases)
 
 
+@pytest.mark.slow
 def test_mutating_an_input_is_caught():
     verdict = verdict_of("tasks/mutates_input.py")
     assert all(c.passed for c in verdict.cases)
     assert "input_mutation" in failed_checks(verdict)
 
 
+@pytest.mark.slow
 def test_an_in_place_reference_is_matched_by_an_in_place_candidate():
     verdict = verdict_of("tasks/in_place_honest.py")
     assert verdict.passed, (verdict.failure, verdict.checks, verdict.cases)
 
 
+@pytest.mark.slow
 def test_skipping_the_references_in_place_update_is_caught():
     verdict = verdict_of("tasks/in_place_skipped.py")
     assert all(c.passed for c in verdict.cases)
     assert failed_checks(verdict) == {"input_mutation"}
 
 
+@pytest.mark.slow
 def test_the_verdict_says_where_the_time_went():
     steps = dict(verdict_of("cheats/honest.py").phases)
     assert {"reference", "candidate", "compare", "ghost", "total"} <= set(steps)
@@ -96,6 +104,7 @@ def test_the_verdict_says_where_the_time_went():
     assert steps["total"] >= steps["reference"] + steps["candidate"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture, kind, words", [
     ("model_new_raises", "exception", "boom"),
     ("worker_segfaults", "crashed", "SIGSEGV"),
@@ -108,6 +117,7 @@ def test_runtime_failures_are_structured(fixture, kind, words):
     assert words in verdict.failure.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["kernel_hangs", "worker_sleeps"])
 def test_hangs_time_out(fixture):
     verdict = verdict_of(f"tasks/{fixture}.py", timeout_s=8)
@@ -121,6 +131,7 @@ def test_reference_failures_are_bad_input(fixture, words):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.slow
 def test_a_prepared_reference_serves_every_candidate_of_its_task(tmp_path):
     from diagnose.toolchain.placement import require
     from diagnose.verify.harness import prepared
@@ -140,6 +151,7 @@ def test_a_prepared_reference_serves_every_candidate_of_its_task(tmp_path):
         assert "reference" in dict(again.phases) and again.passed
 
 
+@pytest.mark.slow
 def test_a_kept_reference_serves_a_run_until_it_no_longer_serves(tmp_path):
     from pathlib import Path
 

@@ -24,6 +24,7 @@ def fixture(name: str) -> str:
     return str(FIXTURES / f"{name}.py")
 
 
+@pytest.mark.slow
 def test_worker_subprocess_json_then_warm_cache(ir_cache, monkeypatch):
     code, out = cli.inspect_command(fixture("vec_add_mask_unaligned"), fmt="json")
     data = json.loads(out)
@@ -93,6 +94,7 @@ def test_bad_input_is_one_line_usage_error(in_process, kwargs, message):
     assert "\n" not in str(e.value) and e.value.exit_code == 2
 
 
+@pytest.mark.slow
 def test_stored_result_is_dropped_when_an_imported_file_changes(ir_cache, tmp_path):
     # A real worker: in this process an earlier test may already hold `_matmul` in sys.modules.
     import shutil

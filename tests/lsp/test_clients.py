@@ -16,6 +16,7 @@ PULLING = types.ClientCapabilities(
         refresh_support=True)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("editor", ["neovim", "visual-studio-code"])
 async def test_editor_profile_session(launch, examples, editor):
     """Neovim 0.11 and VS Code 1.65 as they introduce themselves: push diagnostics, fix, save, hover."""

@@ -50,6 +50,7 @@ async def test_bad_options_are_logged_and_dropped(launch, examples):
     assert "NOPE1" in logged and "tpu" in logged and "debounceMs" in logged
 
 
+@pytest.mark.slow
 async def test_ir_on_save_can_be_switched_off(launch, examples):
     client = await launch(examples, options={"irOnSave": False})
     path, uri = examples.copy("matmul.py")

@@ -15,6 +15,7 @@ from tests.lsp.conftest import open_document, wait_until
 pytestmark = pytest.mark.asyncio
 
 
+@pytest.mark.slow
 async def test_optimize_runs_the_agent_with_progress_and_applies_the_best_candidate(launch, examples):
     client = await launch(examples, capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
                           options={"maxCandidates": 1})
@@ -43,6 +44,7 @@ async def test_optimize_runs_the_agent_with_progress_and_applies_the_best_candid
     assert not list(path.parent.glob("vector_add.optimized*")), "no output beside the user's file"
 
 
+@pytest.mark.slow
 async def test_optimize_on_a_file_that_is_not_a_task(launch, folder):
     client = await launch(folder)
     _, uri = folder.write("plain.py", "x = 1\n")
@@ -92,6 +94,7 @@ async def test_shutdown_while_optimize_runs_answers_promptly_and_cleanly(launch,
     client.capabilities = None  # shut down already: the fixture's shutdown is a no-op
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["cancelRequest", "progress"])
 async def test_optimize_can_be_cancelled_and_its_run_stops(launch, examples, how):
     client = await launch(examples, capabilities=pytest_lsp.client_capabilities("visual-studio-code"),

@@ -89,6 +89,7 @@ async def test_rapid_edits_are_debounced_and_the_last_one_wins(client, examples)
     await hover_answers(client, uri)
 
 
+@pytest.mark.slow
 async def test_crashing_compile_worker_is_logged(client, folder):
     text = ("import os\nimport triton\n\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\n\n"
             "os.kill(os.getpid(), 9)  # the worker importing this file dies\n")
@@ -113,6 +114,7 @@ def ir_unavailable(client, uri: str) -> list[types.Diagnostic]:
     return [d for d in client.diagnostics.get(uri, []) if d.code == "IR000"]
 
 
+@pytest.mark.slow
 async def test_kernel_nothing_launches_gets_facts_at_a_guessed_launch(client, folder):
     """A kernel module with no captured launch compiles at a launch guessed from its source (labelled so)."""
     text = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)\n"
@@ -154,6 +156,7 @@ DIAGNOSE_EXAMPLES = {"k": dict(args=[torch.empty(16)], kwargs=dict(BLOCK=16), gr
 """
 
 
+@pytest.mark.slow
 async def test_user_code_that_raises_is_shown_until_a_save_compiles(client, folder):
     path, uri = folder.write("raises.py", TINY + "raise RuntimeError('boom at import')\n")
     open_document(client, uri, path.read_text())

@@ -49,6 +49,7 @@ async def test_open_publishes_triage_findings(client, examples):
     assert doc.read_text().startswith("# TRI001 too-few-elements-per-thread")
 
 
+@pytest.mark.slow
 async def test_quick_fix_suppresses_the_finding(client, examples):
     path, uri = examples.copy("vector_add.py")
     text = path.read_text()
@@ -145,6 +146,7 @@ async def test_related_locations_are_sent(client, examples):
     assert related.location.uri == uri and related.location.range.start.line < reload.range.start.line
 
 
+@pytest.mark.slow
 async def test_a_newer_save_supersedes_an_older_one(launch, folder):
     # A file of its own, so that no stored IR result answers the first save at once.
     path, uri = folder.write("matmul_saved_thrice.py", (EXAMPLES / "matmul.py").read_text())

@@ -48,6 +48,7 @@ CHECKS = [(m, "captured") for m in CALLS] + [
                  else pytest.mark.slow) for m in CALLS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, how", CHECKS)
 def test_check_passes_against_the_modules_own_code(captured_project, fresh_project, module, how):
     if how == "captured" and module not in CAPTURED:
@@ -67,6 +68,7 @@ INSPECTS = [(m, "captured") for m in CAPTURED] + [
     pytest.param(m, "call", marks=() if m in ("rms_norm", "module_method") else pytest.mark.slow) for m in CAPTURED]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, how", INSPECTS)
 def test_inspect_compiles_at_the_replayed_shapes(captured_project, fresh_project, module, how):
     project = captured_project[0] if how == "captured" else fresh_project
@@ -101,6 +103,7 @@ def test_optimize_runs_on_each_idiom_and_never_touches_the_module(captured_proje
         assert patch.exists() and f"a/{path}" in patch.read_text() or "a/" in patch.read_text()
 
 
+@pytest.mark.slow
 def test_a_rewritten_copy_of_a_module_is_checked_against_the_original(tmp_path):
     """`check MODULE --candidate EDITED --call ...`: the rows-per-program rewrite of a kernel that moves
     its pointers to the row (each iteration must start from the unmoved pointers) still matches."""
@@ -116,6 +119,7 @@ def test_a_rewritten_copy_of_a_module_is_checked_against_the_original(tmp_path):
     assert "PASSED" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_module_that_fails_to_import_names_the_users_own_line(tmp_path):
     (tmp_path / "cluster_setup.py").write_text(
         "def setup():\n    raise RuntimeError('no cluster config')\n\n\nCONFIG = setup()\n")
@@ -132,6 +136,7 @@ def test_a_module_that_fails_to_import_names_the_users_own_line(tmp_path):
         assert "cluster_setup.py:2 in setup" in line and "cache" not in line.split("(at")[0]
 
 
+@pytest.mark.slow
 def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path):
     reference = tmp_path / "ref.py"
     reference.write_text("import torch\n\n\ndef gelu(x):\n    return torch.nn.functional.gelu(x, approximate='tanh')\n\n\n"

@@ -22,6 +22,7 @@ def analysed(example: str):
     return reanalyze(RESULTS / example, EXAMPLES / f"{example}.py", pages)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example, primary, also, fraction", [
     ("softmax", "PRF001", {"PRF103"}, 0.60),        # re-reads served by L2 (78% busy), DRAM 1.2x minimal
     ("layernorm", "PRF001", {"PRF104", "PRF103"}, 0.455),  # three passes: DRAM moves 1.96x the minimal bytes

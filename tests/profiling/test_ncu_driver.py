@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from diagnose.profiling import profile
 from diagnose.profiling.nvidia import ncu_run
 from tests.conftest import EXAMPLES
@@ -25,6 +27,7 @@ def test_profile_command_line(tmp_path):
     assert cmd[-5:-2] == [sys.executable, "-m", "diagnose.runtime.worker"]
 
 
+@pytest.mark.slow
 def test_ncu_path_with_a_stand_in(tmp_path, monkeypatch):
     monkeypatch.setenv(ncu_run.NCU_ENV, str(NCU / "fake_ncu.py"))
     task = str(EXAMPLES / "softmax.py")

@@ -21,6 +21,7 @@ CEILINGS = {"device": "NVIDIA H200", "copy_bytes_per_s": 4.28e12,
             "launch_overhead_s": 5e-6, "measured": True, "source": "measured: stand-in", "identity": []}
 
 
+@pytest.mark.slow
 def test_no_device_says_so_in_one_line_and_shows_the_estimate(tmp_path):
     code, text = profile_command(str(EXAMPLES / "vector_add.py"), device="cuda", plot_dir=str(tmp_path),
                                  groups=["n_2e26_odd"])
@@ -35,6 +36,7 @@ def test_no_device_says_so_in_one_line_and_shows_the_estimate(tmp_path):
     assert saved["timed"] is False and saved["ceilings"]["measured"] is False
 
 
+@pytest.mark.slow
 def test_json_format(tmp_path):
     _, text = profile_command(str(EXAMPLES / "matmul.py"), device="cpu", fmt="json", groups=["m4096_n4096_k4096_fp16"])
     data = json.loads(text)
@@ -63,6 +65,7 @@ def test_missing_file():
         profile_command("/nonexistent/task.py", device="cpu")
 
 
+@pytest.mark.slow
 def test_timed_path_with_stand_ins(tmp_path, monkeypatch):
     """The parent's device branch: a stand-in device worker (what the H200 returns) and a stand-in ncu."""
     from diagnose.toolchain import placement

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,6 +85,7 @@ def features_of(path: str, group: str | None = None) -> tuple[KernelFeatures, ..
     return tuple(_features(dict(k["features"])) for k in out["kernels"])
 
 
+@pytest.mark.slow
 def test_features_of_the_three_pass_softmax():
     (f,) = features_of(str(VARIANTS / "softmax_3pass_b256_w4.py"))
     assert f.programs == 16384 and f.num_warps == 4 and f.unknown_trips == 0
@@ -101,6 +103,7 @@ def test_features_of_the_example_matmul():
     assert f.inflight_bytes_per_program == 2 * 32 * 32 * 2 * 2  # two tiles, two buffers (cp.async)
 
 
+@pytest.mark.slow
 def test_real_ir_fewer_passes_never_slower():
     """Same BLOCK, warps and width: one pass over the row against three."""
     target = lookup("cuda:sm90")

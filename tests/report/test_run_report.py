@@ -138,6 +138,7 @@ def test_sarif_carries_findings_of_every_level(task_file):
     assert results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "task.py"
 
 
+@pytest.mark.slow
 def test_report_command_renders_a_finished_run_in_every_format(task_file, tmp_path):
     folder = tmp_path / "cache" / "runs" / "run-1"
     folder.mkdir(parents=True)

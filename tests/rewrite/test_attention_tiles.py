@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.rewrite.table import REWRITES
 from diagnose.targets import lookup
@@ -42,6 +44,7 @@ def test_matmuls_are_refused():
         assert not pre.holds and "no loop with two tl.dot calls" in pre.reason, pre.reason
 
 
+@pytest.mark.slow
 def test_add_autotune_tunes_attention_over_the_attention_tiles_and_stays_correct(tmp_path):
     from diagnose.task import load_task
     from diagnose.verify.harness import CheckOptions, verify

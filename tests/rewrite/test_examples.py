@@ -35,6 +35,7 @@ def results(tmp_path_factory):
     return {name: (paths[name], *outcomes[name]) for name in EXPECTED}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_example_gets_the_expected_rewrites_verified(results, name):
     path, code, text = results[name]
@@ -79,6 +80,7 @@ def test_matmul_tiles_and_swizzle(results):
     assert "GROUP_M=8" in source and "grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)" in source
 
 
+@pytest.mark.slow
 def test_matmul_candidate_ir_uses_wgmma(results):
     from diagnose.cache import cache_root
     from diagnose.ir.cli import run_worker
@@ -104,6 +106,7 @@ def test_second_run_keeps_the_first_output(results):
     assert path.with_name("softmax.diagnose.py").read_text() == first
 
 
+@pytest.mark.slow
 def test_write_replaces_the_input_only_when_verified(tmp_path):
     path = tmp_path / "layernorm.py"
     shutil.copy(EXAMPLES / "layernorm.py", path)
@@ -113,6 +116,7 @@ def test_write_replaces_the_input_only_when_verified(tmp_path):
     assert not path.with_name("layernorm.diagnose.py").exists()
 
 
+@pytest.mark.slow
 def test_list_says_what_applies_and_why(results):
     path, _, _ = results["matmul"]
     code, text = rewrite_command(str(path), None, list_only=True)

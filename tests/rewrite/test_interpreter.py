@@ -17,6 +17,7 @@ def verdicts():
     return dict(zip(ids, verify_pairs(pairs)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rewrite_id", sorted(REWRITES))
 def test_rewritten_kernel_stays_correct(verdicts, rewrite_id):
     verdict = verdicts[rewrite_id]

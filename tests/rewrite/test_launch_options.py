@@ -80,6 +80,7 @@ def test_without_a_device_the_current_values_are_kept_and_the_reason_says_so(tmp
         REWRITE.apply(task.with_params(dict(result.chosen)))
 
 
+@pytest.mark.slow
 def test_every_style_stays_correct_on_the_interpreter(tmp_path):
     """The golden rewrites of the task file and of the three module styles, verified against the
     original code on fresh inputs (correctness and anti-cheat) by the harness."""

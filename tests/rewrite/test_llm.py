@@ -106,6 +106,7 @@ def findings(task):
     return triage_source(task.read_text(), str(task), "cuda:sm90")
 
 
+@pytest.mark.slow
 def test_good_broken_and_cheating_kernels_go_through_verification(server, task, monkeypatch):
     server.script = [(200, reply(fenced(GOOD), 1000, 200), {}, 0), (200, reply(fenced(BROKEN), 1100, 210), {}, 0),
                      (200, reply(fenced(CHEAT), 1200, 220), {}, 0)]

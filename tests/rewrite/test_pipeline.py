@@ -63,6 +63,7 @@ def test_unsafe_rewrites_stay_alone_and_labelled(tmp_path):
     assert all("dot-input-precision" not in c.made_by for c in candidates if len(c.made_by) > 1)
 
 
+@pytest.mark.slow
 def test_evaluate_verifies_from_the_cache_and_ranks(tmp_path):
     path = tmp_path / "before.py"
     shutil.copy(FIXTURES / "fuse-elementwise" / "before.py", path)

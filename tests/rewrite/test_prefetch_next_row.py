@@ -4,6 +4,8 @@ grid stride, loads cast on the way in; the edited modules stay correct on the in
 
 from __future__ import annotations
 
+import pytest
+
 from diagnose.records import Evidence
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.rewrite.table import REWRITES
@@ -58,6 +60,7 @@ def test_it_answers_a_loop_the_compiler_did_not_pipeline():
     assert REWRITE.answers(missed) and not REWRITE.answers(done)
 
 
+@pytest.mark.slow
 def test_every_module_style_stays_correct_on_the_interpreter(tmp_path):
     """Rows past the last are masked off (grid strides, a block of rows per program, rows that do not
     divide among the programs); verified against the original module on fresh inputs."""

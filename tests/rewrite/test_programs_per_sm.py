@@ -93,6 +93,7 @@ def test_without_a_device_the_current_count_is_kept_and_the_reason_says_so(tmp_p
         REWRITE.apply(task.with_params(dict(result.chosen)))
 
 
+@pytest.mark.slow
 def test_every_module_style_stays_correct_on_the_interpreter(tmp_path):
     """The golden rewrites of the three module styles verified against the original module on fresh
     inputs (the task file's pair is verified with every rewrite's in test_interpreter.py)."""

@@ -148,6 +148,7 @@ def test_a_memory_bound_matmul_calls_for_larger_tiles():
         assert found["wgmma-tiles"].precondition.holds is holds, path
 
 
+@pytest.mark.slow
 def test_an_uncoalesced_gather_calls_for_row_program_order(tmp_path):
     """PRF101 (a gather's scattered sectors, as npukernel index_gather on the H200) calls for
     row-program-order; it holds on index_gather, not on a plain elementwise kernel, and the rewritten
@@ -171,6 +172,7 @@ def test_an_uncoalesced_gather_calls_for_row_program_order(tmp_path):
     assert verdict.passed, verdict.failure
 
 
+@pytest.mark.slow
 def test_a_tail_bound_matmul_calls_for_split_k(tmp_path):
     """PRF004 (64 programs for 132 SMs: npukernel matmul_split_k on the H200) calls for split-k; it
     holds there, not on matmul_bias (its bias epilogue would be added once per split), and the

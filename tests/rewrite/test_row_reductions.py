@@ -138,6 +138,7 @@ def test_profiling_findings_call_for_the_launch_retunes():
                                                                  "PRF001@gemv.py:50")
 
 
+@pytest.mark.slow
 def test_rewritten_row_reductions_stay_correct(tmp_path):
     from diagnose.task import load_task
     from diagnose.verify.harness import CheckOptions, verify
@@ -157,6 +158,7 @@ def test_rewritten_row_reductions_stay_correct(tmp_path):
         assert verdict.passed, task
 
 
+@pytest.mark.slow
 def test_a_launch_bound_short_row_reduction_gets_several_rows_per_program(tmp_path):
     """PRF005 (reduce_sum_dim's 128-element rows ran at 0.21x of torch.sum on the H200) calls for
     rows-per-program; the rewritten entry keeps its rows' arithmetic and stays correct on the interpreter."""
@@ -176,6 +178,7 @@ def test_a_launch_bound_short_row_reduction_gets_several_rows_per_program(tmp_pa
     assert verdict.passed, verdict.failure
 
 
+@pytest.mark.slow
 def test_online_softmax_fuses_the_max_and_sum_passes_of_long_rows(tmp_path):
     """loss_cross_entropy's vocabularies (32000-128256) are too long for single-pass-row: online-softmax
     fuses its max and sum passes into one read of the row, and the rewritten task stays correct."""

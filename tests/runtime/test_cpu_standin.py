@@ -19,6 +19,7 @@ def _run(code: str, interpret: bool = True) -> subprocess.CompletedProcess:
                           env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_cuda_tensors_land_on_the_cpu_and_device_queries_are_answered():
     done = _run("""
         import torch, triton
@@ -43,6 +44,7 @@ def test_cuda_tensors_land_on_the_cpu_and_device_queries_are_answered():
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_autotune_takes_the_first_config_without_timing_any():
     done = _run("""
         import torch, triton, triton.language as tl
@@ -60,6 +62,7 @@ def test_autotune_takes_the_first_config_without_timing_any():
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_float_arguments_and_libdevice_math_in_the_interpreter():
     done = _run("""
         import torch, triton, triton.language as tl
@@ -79,6 +82,7 @@ def test_float_arguments_and_libdevice_math_in_the_interpreter():
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interpret", [False])
 def test_a_compiling_process_gets_the_device_answers_but_no_interpreter_changes(interpret):
     done = _run("""

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
@@ -29,6 +31,7 @@ def answer(entry: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_an_offline_compile_answers_device_queries_on_cpu_tensors_even_beside_a_gpu():
     for entry in ("diagnose.rewrite.jobs:static_batch", "diagnose.profiling.jobs:static_job",
                   "diagnose.ir.inspect:inspect_file"):

@@ -81,6 +81,7 @@ def test_get_inputs_gives_uninitialised_storages_of_the_largest_call():
     assert storages[0].shape == (4096,) and int(storages[-1]) == 1
 
 
+@pytest.mark.slow
 def test_roofline_counts_the_storages_launches_touch_without_running_them():
     import triton
     import triton.language as tl

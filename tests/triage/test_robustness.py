@@ -105,6 +105,7 @@ def mutated_fixture(draw):
     return mutate(draw, draw(st.sampled_from(SOURCES)))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_fixture(), st.sampled_from(TARGETS))
 def test_mutated_fixtures_never_raise(source, target):

@@ -27,6 +27,7 @@ def test_solutions_are_matched_by_path_stem_and_run_name():
     assert tasks["level2/1_Sigmoid"].entry.level == 2
 
 
+@pytest.mark.slow
 def test_sweep_scores_each_problem_and_goes_past_broken_ones(swept):
     summary, rows = swept
     assert (summary.ran, summary.failed) == (6, 3)
@@ -43,6 +44,7 @@ def test_default_tolerance_rejects_an_fp16_solution(swept):
     assert any("outside atol=0.0001" in reason for reason in row.data["reasons"])
 
 
+@pytest.mark.slow
 def test_kernelbench_tolerance_profile_accepts_it(tmp_path):
     summary, rows = run_sweep("kernelbench", SUITE, tmp_path / "r.sqlite", solutions=SOLUTIONS,
                               pattern="Sigmoid", tolerance="kernelbench")

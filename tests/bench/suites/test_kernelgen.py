@@ -16,6 +16,7 @@ def swept(tmp_path_factory):
     return run_sweep("kernelgen", SUITE, tmp_path_factory.mktemp("kg") / "r.sqlite")
 
 
+@pytest.mark.slow
 def test_every_small_shape_and_dtype_is_a_case(swept):
     summary, rows = swept
     assert (summary.ran, summary.failed) == (5, 2)
@@ -50,6 +51,7 @@ def portable(tmp_path_factory):
                          targets=TARGETS, pattern="matmul")
 
 
+@pytest.mark.slow
 def test_portability_compiles_for_each_target_and_reports_ir_facts(portable):
     summary, rows = portable
     assert summary.failed == 0, "a target whose toolchain is missing is not a failure"

@@ -18,6 +18,7 @@ def swept(tmp_path_factory):
     return result
 
 
+@pytest.mark.slow
 def test_every_case_of_the_jsonl_is_an_input_group(swept):
     summary, rows = swept
     assert (summary.ran, summary.failed) == (5, 2)

@@ -41,7 +41,9 @@ def swept(checkout, tmp_path_factory):
 
 def test_patches_are_judged_by_the_host_tests(swept):
     summary, rows = swept
-    assert (summary.ran, summary.failed) == (6, 4)
+    outcome = {entry: [(r.status, r.data.get("reasons") or r.data.get("failure")) for r in group]
+               for entry, group in rows.items()}
+    assert (summary.ran, summary.failed) == (6, 4), outcome
     [scale] = rows["add_scale"]
     assert scale.status == "passed" and (scale.data["ftp_passed"], scale.data["ptp_passed"]) == (1, 1)
     assert scale.data["changed_files"] == ["hostlib/ops.py"]

@@ -44,6 +44,7 @@ def test_cli_errors_are_one_line_with_usage_exit_code(cli):
         assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_cli_sweeps_a_format_and_the_report_renders_it(cli, tmp_path):
     db = tmp_path / "r.sqlite"
     result = cli("bench", "kernelbench", str(SUITES / "kernelbench" / "suite"), "--solutions",

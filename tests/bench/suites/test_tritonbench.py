@@ -14,6 +14,7 @@ def swept(tmp_path_factory):
     return run_sweep("tritonbench", SUITE, tmp_path_factory.mktemp("tb") / "r.sqlite", solutions=SOLUTIONS)
 
 
+@pytest.mark.slow
 def test_candidates_are_judged_by_the_original_test(swept):
     summary, rows = swept
     assert (summary.ran, summary.failed) == (5, 4)
@@ -36,6 +37,7 @@ def test_broken_files_give_one_line_errors(swept):
     assert "no test_* function" in failure(rows["notest"])
 
 
+@pytest.mark.slow
 def test_without_solutions_the_original_runs_against_itself(tmp_path):
     summary, rows = run_sweep("tritonbench", SUITE, tmp_path / "r.sqlite", pattern="mul_scalar")
     [row] = rows["mul_scalar"]
