@@ -187,7 +187,7 @@ TARGETS: dict[str, Target] = {
             notes="No TF32 matrix path on CDNA4; L2 4 MB per XCD plus 256 MB Infinity Cache.",
         ),
         # Ascend numbers: mindspore-ai/akg akg_agents/python/akg_agents/op/resources/docs/hardware/<SoC>.md
-        # (third-party spec sheets by the MindSpore team, not Huawei datasheets); see notes/ascend.md section 4.
+        # (third-party spec sheets by the MindSpore team, not Huawei datasheets).
         # `can_compile_here` is about the main environment: Ascend compiles through the triton-ascend
         # toolchain (`diagnose toolchain setup ascend`, diagnose/ascend/).
         Target(

@@ -3,7 +3,7 @@
 Without CANN no driver is active, and `triton.runtime.driver.active` raises on first use ("0 active
 drivers"). User code touches it before any kernel compiles: `@triton.autotune` asks for the
 benchmarker at decoration time, and Ascend code sizes its grid from
-`driver.active.utils.get_device_properties(dev)["num_vectorcore" | "num_aicore"]` (tuning rule R1).
+`driver.active.utils.get_device_properties(dev)["num_vectorcore" | "num_aicore"]`.
 `offline_driver(target)` sets, through Triton's own `driver.set_active`, a driver that answers those
 questions from the target registry and refuses to launch or time anything. Workers only.
 """

@@ -1,7 +1,9 @@
 """Anti-cheat checks, decided in the parent from what the workers reported.
 
 Each check is a function returning a `CheckResult` with a stable name; a candidate passes verification
-only when every check passes. The layers (notes/field.md tells how the field was burned without them):
+only when every check passes. Without such layers, agents' reported speedups have come from exploits:
+Sakana AI's CUDA Engineer skipped correctness checks through a memory bug in its evaluation, and 4 of 6
+exploits bypassed gpu-mode/pygpubench (its PR #7). Ghost replay is KernelGenBench's (flagos-ai). The layers:
 
 - `launches_triton`: every forward launched at least one of the candidate's own Triton kernels.
 - `ghost_replay`: with the candidate's Triton launches turned into no-ops (in a fresh process, allocator

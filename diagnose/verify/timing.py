@@ -138,9 +138,8 @@ def measure(timer: EventTimer, variants: dict[str, Callable[[], Any]], group: st
 
     Each round times one batch of every variant, the round's first variant rotating, and rounds go on
     until every variant is stable (or spent its budget): every variant then holds each place in the
-    order as often as the others. Timed always in one order, the same kernel read 18% slower timed
-    first than timed sixth in one run on the H200 (fused_add_rms_norm's launch-config search: its
-    current launch, num_stages=2, at 0.1039 ms first and 0.0877 ms sixth)."""
+    order as often as the others. Position alone moves a time: timed always in one order, a kernel
+    read 18% slower in first place than in sixth (0.1039 ms against 0.0877 ms on an H200)."""
     for fn in variants.values():
         timer.warm_up(fn)
     names = list(variants)
@@ -176,13 +175,13 @@ def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20) 
     """Median time of calls from an empty queue with a device-wide sync inside the timed region, less
     the sync's round trip, over the median of the same calls without the sync.
 
-    Both batches start each call from an empty queue: the timed batch hides a slow host's launches
-    behind the device's queue, the synced one cannot, and on the H200 with seven runs sharing the host
-    that alone read 1.5x for honest kernels. The round trip (the host waking from the sync) is timed
-    on a function that launches nothing. What is left is work still running when the call returns
-    that the timed stream never waited for: work on another stream. Host time is not subtracted: a
-    side stream's kernels run while the host is still launching, and subtracting that time hid a
-    cheat's 20 side-stream launches on the H200 (it read no slower).
+    Both batches start each call from an empty queue. Otherwise the timed batch would hide a slow
+    host's launches behind the device's queue while the synced one cannot, and on a host shared by
+    several runs that difference alone reads 1.5x for honest kernels. The round trip (the host
+    waking from the sync) is timed on a function that launches nothing. What is left is work still
+    running when the call returns that the timed stream never waited for: work on another stream.
+    Host time is not subtracted: a side stream's kernels run while the host is still launching, so
+    subtracting it would hide them (20 side-stream launches then read no slower than honest work).
     """
     cold = statistics.median(timer.batch(fn, reps, cold=True))
     synced = statistics.median(timer.batch(fn, reps, sync_inside=True))

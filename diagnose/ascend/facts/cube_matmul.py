@@ -9,7 +9,7 @@ ttadapter `linalg.matmul` (and `linalg.batch_matmul`) ops:
 ## Kinds
 `analysis` per matmul at the user line of the `tl.dot`, with `m`, `n`, `k`, `in_dtype`,
 `acc_dtype` and `precision` (`ieee`, `hf32`). The operand tiles must fit L0A/L0B (64 KB each)
-and the accumulator L0C (128 KB on 910B, 256 KB on 950), with M, N, K multiples of 16 (rule R10);
+and the accumulator L0C (128 KB on 910B, 256 KB on 950), with M, N, K multiples of 16;
 `a_bytes`, `b_bytes` and `acc_bytes` give those sizes.
 """
 

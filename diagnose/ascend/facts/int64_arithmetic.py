@@ -8,8 +8,9 @@ ttadapter `arith` ops whose result (or, for `cmpi`, whose operands) are `i64`, a
     %1 = arith.muli %0, %c2048_i64 : i64
 
 On A2/A3 the vector unit has no int64 add and no int64 (or int32) compare: such vector ops fall
-back to scalar code in bishengir (tuning rule R8). Scalar i64 index math is cheap once per block,
-but not inside a scalar loop (`ScalarizedAccess`), where it runs once per element.
+back to scalar code in bishengir (triton-ascend performance guidelines). Scalar i64 index math is
+cheap once per block, but not inside a scalar loop (`ScalarizedAccess`), where it runs once per
+element.
 
 ## Kinds
 `missed` for a line with int64 vector ops (`vector_ops`); `analysis` for one with scalar int64

@@ -11,7 +11,7 @@ kernel then runs on AI cores, each a cube core with its two vector cores. `paral
 
 ## Kinds
 `analysis` at the kernel's `def` line with `mix_mode`, `parallel_mode`, `cores` (the unit count a
-grid should match on this target: vector cores for "aiv", AI cores otherwise; tuning rule R1) and
+grid should match on this target: vector cores for "aiv", AI cores otherwise) and
 `core_kind`.
 """
 

@@ -6,9 +6,9 @@ when it is not known) and the kernel's core kind (`KernelMode`: vector cores for
 kernel, AI cores for one that uses `tl.dot`), from the target registry.
 
 Each program is bound to a physical core; programs beyond the core count run in further rounds,
-each paying launch and initialisation again (tuning rule R1: grid = cores, loop over blocks inside
+each paying launch and initialisation again (the fix: grid = cores, loop over blocks inside
 the kernel). The runtime refuses a grid over 65535 programs (`coreDim ... can't be greater than
-UINT16_MAX`, rule R2).
+UINT16_MAX`).
 
 ## Kinds
 `missed` when there are more programs than cores (`rounds` > 1) or more than 65535 (`over_limit`);

@@ -11,8 +11,8 @@ buffer for the lanes past the mask, guarded by "is this block a partial one":
     ...
     memref.copy %subview, %subview_0 : ...
 
-The fill is vector work and the copy (MTE2) waits for it (tuning rule R6). It is absent when the
-load says `care_padding=False`.
+The fill is vector work and the copy (MTE2) waits for it (triton-ascend performance guidelines,
+Example 1). It is absent when the load says `care_padding=False`.
 
 ## Kinds
 `missed` per padded load, at its user line, with `buffer` (`1024xi32`), `bytes` and `fill` (the

@@ -19,7 +19,7 @@ gathered values marked `{DiscreteMemAccess}`:
 (the loop's trip count: one scalar access, and one scalar-unit iteration, per element), `dtype`,
 `index` (`loaded` when the index comes from memory, `computed` when it is arithmetic such as
 `//` and `%`) and `discrete_ops` (ops marked `DiscreteMemAccess` on that line). A vector DMA moves
-a whole block per instruction; this moves one element. Fixes (tuning rule R5): 2-D indices or
+a whole block per instruction; this moves one element. Fixes: 2-D indices or
 `enable_linearize=True` for flattened indexing; `tl.gather` from a contiguously loaded table;
 on the 950, `compile_mode="unstructured_in_simt"`.
 """

@@ -1,5 +1,5 @@
 """Ascend NPU profilers: torch_npu's `kernel_details.csv` / `op_statistic.csv` and `msprof op` tables
-parsed into `Evidence`, and the diagnoses notes/ascend.md section 6 gives (`diagnoses.py`)."""
+parsed into `Evidence`, and the diagnoses triton-ascend's profiling guide gives (`diagnoses.py`)."""
 
 from diagnose.profiling.ascend.diagnoses import diagnose_npu
 from diagnose.profiling.ascend.kernel_details import parse_kernel_details

@@ -1,4 +1,4 @@
-"""Ascend diagnoses from the NPU profilers' evidence (notes/ascend.md section 6, "Reading it").
+"""Ascend diagnoses from the NPU profilers' evidence (triton-ascend `docs/en/debug_guide/profiling.md`).
 
 - **Scalar fallback** (PRF201): a vector kernel whose scalar pipe is busy (`aiv_scalar_ratio >=
   SCALAR_HIGH`) while its vector pipe is not (`aiv_vec_ratio < VECTOR_LOW`): the compiler lowered

@@ -3,7 +3,7 @@
 ## What it reads
 `torch_npu.profiler` with `on_trace_ready=tensorboard_trace_handler(dir)` writes
 `<dir>/*/ASCEND_PROFILER_OUTPUT/kernel_details.csv`, one row per kernel launch (torch_npu
-`_csv_headers.py`; notes/ascend.md section 6)::
+`_csv_headers.py`)::
 
     Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Num,Mix Block Num,Input Shapes,Input Data Types,Output Shapes,Output Data Types,aiv_time(us),aiv_vec_ratio,aiv_scalar_ratio,aiv_mte2_ratio,aiv_mte3_ratio
     triton_softmax_kernel,triton_softmax_kernel,AI_VECTOR_CORE,1733130000.5,412.3,2.1,4096,0,"16384,4096",FLOAT,"16384,4096",FLOAT,...

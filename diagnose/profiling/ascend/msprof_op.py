@@ -2,8 +2,8 @@
 
 ## What it reads
 `msprof op --kernel-name=K --output=DIR python3 t.py` writes `DIR/OPPROF_<timestamp>_XXX/` with one CSV
-per metric set, one row per `block_id` / `sub_block_id` (msopprof_performance_data.md; the column
-names are those notes/ascend.md section 6 lists):
+per metric set, one row per `block_id` / `sub_block_id` (Ascend/msopprof
+`docs/en/user_guide/msopprof_performance_data.md`):
 
 - `PipeUtilization.csv`: `aiv_time(us)`, `aiv_total_cycles`, `aiv_vec_time(us)`, `aiv_vec_ratio`,
   `aiv_scalar_time(us)`, `aiv_scalar_ratio`, `aiv_mte2_time(us)`, `aiv_mte2_ratio`, `aiv_mte3_time(us)`,

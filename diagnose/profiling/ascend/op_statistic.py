@@ -2,9 +2,9 @@
 
 ## What it reads
 `<dir>/*/ASCEND_PROFILER_OUTPUT/op_statistic.csv`, one row per operator type; `OP Type` and
-`Avg Time(us)` are the columns notes/ascend.md section 6 names (Triton kernels' `OP Type` starts with
-`triton`), `Core Type`, `Count`, `Total Time(us)`, `Min Time(us)`, `Max Time(us)`, `Ratio(%)` are read
-when present::
+`Avg Time(us)` are the columns triton-ascend's `triton/testing.py` reads (Triton kernels' `OP Type`
+starts with `triton`), `Core Type`, `Count`, `Total Time(us)`, `Min Time(us)`, `Max Time(us)`,
+`Ratio(%)` are read when present::
 
     OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)
     triton_softmax_kernel,AI_VECTOR_CORE,30,12369.0,409.8,412.3,418.9,71.2

@@ -71,7 +71,7 @@ class AddAutotune(Rewrite):
     (launch-bound), like `retune-launch`.
 
     ## References
-    notes/triton-internals.md section 8 (autotune configs); Triton `triton.autotune`.
+    Triton `triton.autotune`.
     """
 
     id = "add-autotune"

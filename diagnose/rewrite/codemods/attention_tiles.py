@@ -80,8 +80,8 @@ class AttentionTiles(Rewrite):
     and SoftwarePipelining (missed).
 
     ## References
-    notes/triton-internals.md sections 3c-3e; Triton tutorial 06-fused-attention (configs); Dao,
-    FlashAttention-2 (2023), block sizes and warp partitioning.
+    Triton tutorial 06-fused-attention (configs); Dao, FlashAttention-2 (2023), block sizes and warp
+    partitioning.
     """
 
     id = "attention-tiles"

@@ -42,7 +42,7 @@ class DotInputPrecision(Rewrite):
     TRI004 (ieee-fp32-dot); IR evidence DotLowering (missed, `fp32_ieee_precision`).
 
     ## References
-    notes/triton-internals.md section 3c; Triton `tl.dot` documentation (`input_precision`).
+    Triton `tl.dot` documentation (`input_precision`).
     """
 
     id = "dot-input-precision"

@@ -56,7 +56,8 @@ class GroupMSwizzle(Rewrite):
     TRI019 (matmul-without-group-swizzle).
 
     ## References
-    Triton tutorial 03-matrix-multiplication ("L2 cache optimizations"); notes/ascend.md R10.
+    Triton tutorial 03-matrix-multiplication ("L2 cache optimizations"); on Ascend, mindspore-ai/akg
+    matmul_swizzle2d (swizzled block order improves L2 reuse).
     """
 
     id = "group-m-swizzle"

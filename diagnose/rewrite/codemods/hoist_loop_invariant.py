@@ -43,7 +43,7 @@ class HoistLoopInvariant(Rewrite):
     ## Why it is faster
     The load runs once instead of once per iteration: fewer memory transactions and no re-issued
     address math in the hot loop. Triton keeps loads where they are written (and on Ascend the
-    compiler keeps source order, R12), so the source has to say it.
+    compiler keeps source order), so the source has to say it.
 
     ## Safety
     Safe: the same values; a zero-trip loop now evaluates pure arithmetic once and no load.
@@ -52,8 +52,8 @@ class HoistLoopInvariant(Rewrite):
     ASC015 (loop-invariant-load).
 
     ## References
-    notes/ascend.md R12 ("stage tiny inputs once outside the loop"); triton-ascend KIT
-    schedule-loads.
+    Krusty84/triton-ascend-agent-dev-kit, skill schedule-loads (third party: the compiler keeps source
+    order, so independent loads are hoisted by hand).
     """
 
     id = "hoist-loop-invariant"

@@ -55,7 +55,7 @@ class Int32Index(Rewrite):
     ## Why it is faster
     64-bit index math doubles the registers of every offset and costs multi-instruction multiplies
     and compares (PTX `mul.lo.s64`, `setp.*.s64`); on Ascend A2/A3, int64 vector adds and compares
-    fall back to the scalar unit (R8), which dominates such kernels.
+    fall back to the scalar unit, which dominates such kernels.
 
     ## Safety
     Safe: the same addresses, checked at run time.
@@ -64,7 +64,9 @@ class Int32Index(Rewrite):
     ASC007 (int64-index-arithmetic); IR evidence Int64IndexArithmetic (`origin=in_kernel`).
 
     ## References
-    notes/triton-internals.md section 3f; notes/ascend.md R8.
+    Triton's launch specialization (an int argument outside the int32 range becomes 64-bit); triton-ascend
+    `docs/en/migration_guide/performance_guidelines.md` (A2/A3 vector Add lacks int64, vector Cmp
+    lacks int64 and int32).
     """
 
     id = "int32-index"

@@ -101,7 +101,7 @@ class LaunchOptions(Rewrite):
     its roofline bound whose source no other rewrite can read is still worth a measured retune.
 
     ## References
-    Triton `triton.Config` (num_warps, num_stages); notes/triton-internals.md (pipelining, layouts);
+    Triton `triton.Config` (num_warps, num_stages);
     Kernel Tuner and Triton's autotuner (measure, don't model, launch parameters).
     """
 

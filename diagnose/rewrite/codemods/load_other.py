@@ -46,7 +46,7 @@ class LoadOther(Rewrite):
 
     ## Why it is faster
     On Ascend, a masked load without `other` is filled by the vector unit first and then copied by
-    MTE2, serializing the two (R6); with `other=` the fill is part of the transfer. Everywhere, the
+    MTE2, serializing the two; with `other=` the fill is part of the transfer. Everywhere, the
     separate select (and its mask registers) goes away.
 
     ## Safety
@@ -56,7 +56,8 @@ class LoadOther(Rewrite):
     ASC008 (where-after-masked-load).
 
     ## References
-    notes/ascend.md R6; triton-ascend performance guide, "masked loads".
+    triton-ascend performance guide, "masked loads" (Example 1); mindspore-ai/akg improvement skill
+    (`other=` rather than load-then-`tl.where`).
     """
 
     id = "load-other"

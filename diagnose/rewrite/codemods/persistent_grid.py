@@ -46,7 +46,7 @@ class PersistentGrid(Rewrite):
 
     ## Why it is faster
     On Ascend, grid blocks bind to physical cores: a grid larger than the core count runs in rounds,
-    each paying launch and initialisation (R1), and a grid over 65535 does not launch at all (R2).
+    each paying launch and initialisation, and a grid over 65535 does not launch at all.
     On GPUs it removes the tail of a multi-wave grid and the per-program setup.
 
     ## Safety
@@ -56,7 +56,8 @@ class PersistentGrid(Rewrite):
     ASC001 (grid-over-65535), ASC002 (grid-exceeds-core-count), TRI020 (grid-axis-over-limit).
 
     ## References
-    notes/ascend.md R1-R2; Triton tutorial 09-persistent-matmul.
+    triton-ascend programming guide, "Setting the Maximum Number of Hardware Cores"; triton-ascend
+    `driver.py` (`coreDim` at most UINT16_MAX); Triton tutorial 09-persistent-matmul.
     """
 
     id = "persistent-grid"

@@ -84,8 +84,7 @@ class PrefetchNextRow(Rewrite):
 
     ## References
     Software prefetching / register double-buffering (CUDA C++ Best Practices, "asynchronous copy";
-    the classic `a_next = load(k + 1)` pattern of hand-written CUDA GEMMs); notes/triton-internals.md
-    §3d (what the pipeliner pipelines).
+    the classic `a_next = load(k + 1)` pattern of hand-written CUDA GEMMs).
     """
 
     id = "prefetch-next-row"

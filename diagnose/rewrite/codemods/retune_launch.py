@@ -75,8 +75,8 @@ class RetuneLaunch(Rewrite):
     nothing once the kernel is within its roofline fraction on every input group.
 
     ## References
-    notes/triton-internals.md section 3a (access width vs elements per thread); Triton tutorial
-    01-vector-add.
+    Triton tutorial 01-vector-add. A global access's width follows the elements per thread,
+    `BLOCK / (32 * num_warps)`, capped at 128 bits.
     """
 
     id = "retune-launch"

@@ -60,8 +60,8 @@ class RowsPerProgram(Rewrite):
     independent work in flight).
 
     ## References
-    Triton tutorial 02-fused-softmax (a program loops over several rows); notes/triton-internals.md
-    section 3a (values per thread).
+    Triton tutorial 02-fused-softmax (a program loops over several rows). Each thread holds
+    `BLOCK / (32 * num_warps)` values of a 1-D block.
     """
 
     id = "rows-per-program"

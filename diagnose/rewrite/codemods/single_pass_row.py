@@ -65,7 +65,8 @@ class SinglePassRow(Rewrite):
     TRI007 (multi-pass-row-reload); ASC014 when the per-iteration reductions are the passes.
 
     ## References
-    Triton tutorial 02-fused-softmax; notes/ascend.md R11; Liger-Kernel `calculate_settings`.
+    Triton tutorial 02-fused-softmax; Liger-Kernel `calculate_settings`. On Ascend too, multi-pass
+    algorithms (softmax max, sum, normalize) are best fused when the row fits a block.
     """
 
     id = "single-pass-row"

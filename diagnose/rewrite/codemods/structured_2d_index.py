@@ -55,7 +55,7 @@ class Structured2dIndex(Rewrite):
     ## Why it is faster
     Integer division and modulo by a run-time value cost tens of instructions per element on GPUs
     and are scalar on Ascend, and they hide the rows' contiguity from the compiler's alignment
-    analysis (no vectorized accesses); 2-D indices give both back (R5).
+    analysis (no vectorized accesses); 2-D indices give both back.
 
     ## Safety
     Safe: the same elements with the same arithmetic.
@@ -64,7 +64,9 @@ class Structured2dIndex(Rewrite):
     ASC006 (div-mod-index).
 
     ## References
-    notes/ascend.md R5 ("use 2-D indices or enable_linearize"); Triton tutorials (2-D tiles).
+    triton-ascend: flattened `//`/`%` indices compile to a scalar loop in the ttadapter IR; 2-D indices
+    or `enable_linearize=True` (`--triton-linearize`) give block accesses with no loop. Triton tutorials
+    (2-D tiles).
     """
 
     id = "structured-2d-index"

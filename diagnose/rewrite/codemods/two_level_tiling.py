@@ -15,7 +15,8 @@ from diagnose.rewrite.source import (
 )
 
 # Per-core sub-block (fp32 elements) that leaves room for double buffering of a few live tiles in
-# the 192 KB unified buffer of a 910B vector core (ARCH's GELU example uses 8192).
+# the 192 KB unified buffer of a 910B vector core (the GELU example of triton-ascend
+# `docs/en/migration_guide/architecture_difference.md` uses 8192).
 SUB = 8192
 
 
@@ -47,7 +48,7 @@ class TwoLevelTiling(Rewrite):
     Ascend holds a program's tiles in the unified buffer (192 KB on 910B): a block too large
     overflows it (`ub overflow` at compile time) or leaves no room for the double buffering that
     overlaps DMA with compute; a loop over sub-blocks bounds the live tiles and gives the compiler
-    iterations to pipeline (R3, R7). Combined with a persistent grid, BLOCK becomes the per-core
+    iterations to pipeline. Combined with a persistent grid, BLOCK becomes the per-core
     chunk and BLOCK_SUB the in-core step.
 
     ## Safety
@@ -57,7 +58,8 @@ class TwoLevelTiling(Rewrite):
     ASC003 (ub-overflow), ASC013 (single-pass-without-multibuffer).
 
     ## References
-    notes/ascend.md R3 and R7; triton-ascend programming guide, "Tiling Optimization".
+    triton-ascend programming guide, "Tiling Optimization"; triton-ascend performance guidelines,
+    "Instruction Parallelism".
     """
 
     id = "two-level-tiling"

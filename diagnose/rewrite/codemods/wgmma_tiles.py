@@ -68,7 +68,8 @@ class WgmmaTiles(Rewrite):
     and SoftwarePipelining (missed).
 
     ## References
-    notes/triton-internals.md sections 3c-3e; Triton tutorial 03-matrix-multiplication (configs).
+    Triton tutorial 03-matrix-multiplication (configs). wgmma needs sm_90, M >= 64 per warpgroup and
+    at least 4 warps; shared memory holds (A + B tile bytes) x `num_stages` on sm_90.
     """
 
     id = "wgmma-tiles"
