@@ -48,7 +48,7 @@ def candidate_task(path: Path, source: str, cache: Path):
 
 def compiled(task, target: str) -> str:
     """`compiles`, or the first error, of the rewritten module's launches compiled offline for `target`."""
-    from diagnose.rewrite.search import compile_batch
+    from diagnose.optimizer.search import compile_batch
     from diagnose.targets import lookup
 
     path = str(task.candidate_path)

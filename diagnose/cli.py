@@ -546,7 +546,7 @@ def rewrite(
 ):
     """Apply evidence-backed rewrites; the verified result goes next to the input with its diff (a kernel
     module's: a patch, NAME.diagnose.patch, applied over the module with --write)."""
-    from diagnose.rewrite import rewrite_command
+    from diagnose.optimizer import rewrite_command
 
     with worker_timeout(timeout):
         task = Path(module_task_file(task, module_inputs(call, launch, None, launches), device))

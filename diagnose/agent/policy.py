@@ -20,7 +20,7 @@ import time
 from diagnose.agent.state import LEVELS, Budget, State
 from diagnose.report.scores import score, spread
 
-# The smallest measured gain worth a patch (as `diagnose.rewrite.search.MEASURED_TIE` is for a config).
+# The smallest measured gain worth a patch (as `diagnose.optimizer.search.MEASURED_TIE` is for a config).
 MIN_GAIN = 0.02
 
 LEVEL_NODES = {"profile": "profile", "ir": "inspect_ir", "passes": "analyze_passes"}
@@ -41,10 +41,9 @@ def broken_task(baseline: dict | None) -> str | None:
 def best_result(results: list[dict]) -> dict | None:
     """The passed result that scores highest, if it beats the task as given: a measured speedup above
     1, or, where nothing was timed, a predicted gain above 1. A candidate timed slower than the initial
-    kernel is never the best (on the H200 creation_arange's add-autotune measured 0.93x and 0.97x of
-    the kernel as given and was kept as the best when any passed result could be), nor one with no
-    gain to show (on the CPU, Liger's and the tutorials' patches were written at "1.00x, estimated":
-    `num_warps=4` added where it was Triton's default). A measured gain must also clear `margin`."""
+    kernel is never the best, even when it is the only one that passed: it is a regression, not a
+    result. Nor is one with no gain to show: a patch estimated at 1.00x (such as `num_warps=4` added
+    where 4 is already Triton's default) changes nothing. A measured gain must also clear `margin`."""
     scored = [(score(r), r) for r in results if r["verdict"]["passed"]]
     better = [(value, r) for (value, how), r in scored if value > 1.0 + margin(r, how)]
     return max(better, key=lambda pair: pair[0])[1] if better else None
@@ -65,9 +64,9 @@ def base_lineage(state: State) -> list[str]:
 
 def repeats_lineage(candidate: dict, lineage: list[str]) -> bool:
     """Whether a candidate only applies again codemods that already made its base: a tunable rewrite
-    searched its space the first time, so a second pass re-ranks the same space (on the H200,
-    wgmma-tiles and attention-tiles on their own output measured below the first pass, each costing a
-    verification). The LLM proposer (`llm:<model>`) may refine its own output."""
+    searched its space the first time, so a second pass re-ranks the same space and can only cost a
+    verification (tile searches applied to their own output measured below the first pass). The LLM
+    proposer (`llm:<model>`) may refine its own output."""
     made = candidate.get("made_by") or []
     return bool(made) and all(m in lineage and not m.startswith("llm:") for m in made)
 

@@ -105,12 +105,10 @@ class Tools:
                 tried: list[str], device: str = "cpu") -> list[dict]:
         """Candidates for the findings; a tunable rewrite's launch-config search times its configurations
         on `device` where it can (sharing the device through this run's lock), else estimates them."""
-        from diagnose import rewrite
+        from diagnose import optimizer
 
-        if not hasattr(rewrite, "propose"):
-            return []
-        candidates = rewrite.propose(base, findings, evidence, target, device=device, device_lock=self.device_lock,
-                                     tried=tried)
+        candidates = optimizer.propose(base, findings, evidence, target, device=device, device_lock=self.device_lock,
+                                       tried=tried)
         out = []
         folder = Path(self.run_dir, "candidates")
         folder.mkdir(parents=True, exist_ok=True)
@@ -122,9 +120,9 @@ class Tools:
 
     def declined(self, base: str, findings: list[dict], evidence: list[dict], target: str) -> list[tuple[str, str]]:
         """The rewrites that answer the findings but do not apply to `base`, each with why not."""
-        from diagnose import rewrite
+        from diagnose import optimizer
 
-        return rewrite.declined(base, findings, evidence, target) if hasattr(rewrite, "declined") else []
+        return optimizer.declined(base, findings, evidence, target)
 
     def evaluate(self, task: str, candidates: list[dict], device: str, target: str,
                  deadline: float | None = None) -> list[dict]:

@@ -1,10 +1,11 @@
 """The language server: `diagnose lsp` (or `python -m diagnose.lsp`) over stdio.
 
 A thin adapter over the code the command line uses: triage findings as diagnostics on open and on
-change, IR facts from `diagnose inspect` on save and on hover, suppression (and, once they exist,
-rewrite) quick fixes, and a `diagnose.optimize` command. Modules: `server` (state and startup),
-`lifecycle`, `diagnostics`, `hover`, `code_actions`, `optimize` (one LSP feature each), and the
-pure helpers they share: `settings`, `convert`, `ir_facts`, `fixes`, `rule_docs`.
+change, IR facts from `diagnose inspect` on save and on hover, suppression and rewrite quick fixes,
+and a `diagnose.optimize` command. Modules: `app` (the handlers registered, startup), `server` (the
+server's state and the plumbing handlers share), `lifecycle`, `diagnostics`, `hover`, `code_actions`,
+`optimize` (one LSP feature each), and the pure helpers they share: `settings`, `convert`, `ir_facts`,
+`fixes`, `rule_docs`.
 """
 
 

@@ -1,20 +1,17 @@
-"""Evidence-backed rewrites: libcst codemods (one per module), launch-config search, an optional LLM proposer.
+"""Evidence-backed rewrites: libcst codemods, one per module under `codemods/`, and the machinery they share.
 
-Library entry points (importing this package imports neither torch nor triton):
+A rewrite reads the evidence (findings, IR facts) and the source, says whether it applies and why not
+(`Precondition`), and edits the source; it never runs anything. Choosing, combining, searching,
+verifying and ranking candidates is the optimizer's (`diagnose.optimizer`, the layer above).
 
-- `propose(task_path, findings, evidence, target) -> [Candidate]`, `declined(...) -> [(id, why not)]` and
-  `evaluate(task_path, candidates, device, target) -> [(Candidate, Verdict)]` (`pipeline.py`);
-  `pareto_front(results)`, `survey(ctx)`, `build(ctx, ids, options)`
-- `rewrite_command(path, apply, write, target, device, list_only) -> (exit code, text)` (`command.py`)
-- `REWRITES`, `CODE_REWRITES`, `rewrites_for(code)` (`table.py`): the central table
-- `search(rewrite, ctx, plan, SearchOptions)` (`search.py`), ranking in `ranking.py`
-- `llm_propose(...)`, `LLMConfig`, `TokenLedger` (`llm.py`, extra `llm`: the `openai` client)
-- `candidates_for_finding(finding, source, path, target)`: quick, search-free candidates (the LSP)
+- `REWRITES`, `CODE_REWRITES`, `rewrites_for(code)` (`table.py`): the central table, rewrite id ->
+  rewrite, finding code or IR fact -> the rewrites that answer it;
+- `rewrite.py`: the base class (`Rewrite`, `Precondition`) and `RewriteContext`;
+- shared helpers: `source.py` (reading: kernels, launch sites in any host function, host bindings),
+  `edit.py` (editing nodes by identity), `reach.py` (which kernels a host call reaches), `passes.py`,
+  `launch_values.py`, `matmul.py`, `cores.py`, `dependence.py`.
 
-Layout: `rewrite.py` (the base class and context); shared helpers `source.py` (reading: kernels,
-launch sites in any host function, host bindings), `edit.py` (editing nodes by identity),
-`passes.py`, `launch_values.py`, `matmul.py`; one module per rewrite under `codemods/`; `table.py`, `search.py` +
-`jobs.py` (worker side) + `ranking.py`, `pipeline.py`, `command.py`, `llm.py`.
+Importing this package imports neither torch nor triton.
 """
 
 from __future__ import annotations
@@ -22,23 +19,10 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "propose": "diagnose.rewrite.pipeline",
-    "evaluate": "diagnose.rewrite.pipeline",
-    "declined": "diagnose.rewrite.pipeline",
-    "pareto_front": "diagnose.rewrite.pipeline",
-    "survey": "diagnose.rewrite.pipeline",
-    "build": "diagnose.rewrite.pipeline",
-    "candidates_for_finding": "diagnose.rewrite.quick",
-    "rewrite_command": "diagnose.rewrite.command",
     "REWRITES": "diagnose.rewrite.table",
     "CODE_REWRITES": "diagnose.rewrite.table",
     "rewrites_for": "diagnose.rewrite.table",
-    "search": "diagnose.rewrite.search",
-    "SearchOptions": "diagnose.rewrite.search",
     "RewriteContext": "diagnose.rewrite.rewrite",
-    "llm_propose": "diagnose.rewrite.llm",
-    "LLMConfig": "diagnose.rewrite.llm",
-    "TokenLedger": "diagnose.rewrite.llm",
 }
 
 

@@ -39,7 +39,7 @@ def real_code_pairs() -> list[tuple[Path, Path]]:
 
 def context(folder: Path, name: str = "before.py"):
     from diagnose.records import Location
-    from diagnose.rewrite.pipeline import as_evidence
+    from diagnose.optimizer.pipeline import as_evidence
     from diagnose.rewrite.rewrite import RewriteContext
     from diagnose.targets import lookup
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from diagnose.errors import UsageError
-from diagnose.rewrite.command import rewrite_command
+from diagnose.optimizer.command import rewrite_command
 from tests.conftest import EXAMPLES
 
 EXPECTED = {

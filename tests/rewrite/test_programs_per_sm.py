@@ -80,8 +80,8 @@ def test_the_launch_the_replayed_call_reaches_decides(tmp_path):
 
 
 def test_without_a_device_the_current_count_is_kept_and_the_reason_says_so(tmp_path):
-    from diagnose.rewrite.pipeline import build
-    from diagnose.rewrite.search import SearchOptions, search
+    from diagnose.optimizer.pipeline import build
+    from diagnose.optimizer.search import SearchOptions, search
 
     task = context(FOLDER)
     options = SearchOptions(str(FOLDER / "before.py"), device="cpu", cache_root=str(tmp_path))
@@ -105,7 +105,7 @@ def test_every_module_style_stays_correct_on_the_interpreter(tmp_path):
 
 @pytest.mark.gpu
 def test_on_a_device_the_search_times_the_current_count_against_its_multiples(tmp_path):
-    from diagnose.rewrite.search import SearchOptions, search
+    from diagnose.optimizer.search import SearchOptions, search
 
     task = context(FOLDER)
     options = SearchOptions(str(FOLDER / "before.py"), device="cuda", cache_root=str(tmp_path))

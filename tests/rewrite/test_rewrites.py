@@ -136,7 +136,7 @@ def test_a_memory_bound_matmul_calls_for_larger_tiles():
     calls for wgmma-tiles, whose precondition holds there; it does not call for it on a kernel without
     a dot."""
     from diagnose.records import Evidence, Finding, Location
-    from diagnose.rewrite.pipeline import called_by, context_for, survey
+    from diagnose.optimizer.pipeline import called_by, context_for, survey
 
     evidence = (Evidence("profile", "estimate", "Bottleneck", "analysis"),)
     finding = Finding("PRF001", "Memory-bound: 43% of the roofline", "warning", "medium",
@@ -154,7 +154,7 @@ def test_an_uncoalesced_gather_calls_for_row_program_order(tmp_path):
     row-program-order; it holds on index_gather, not on a plain elementwise kernel, and the rewritten
     entry stays correct on the interpreter."""
     from diagnose.records import Evidence, Finding, Location
-    from diagnose.rewrite.pipeline import called_by, context_for, survey
+    from diagnose.optimizer.pipeline import called_by, context_for, survey
     from diagnose.task import load_task
     from diagnose.verify.harness import CheckOptions, verify
 
@@ -179,7 +179,7 @@ def test_a_tail_bound_matmul_calls_for_split_k(tmp_path):
     combined candidate the proposer builds there (group-m-swizzle, split-k, wgmma-tiles, in table
     order) stays correct on the interpreter."""
     from diagnose.records import Evidence, Finding, Location
-    from diagnose.rewrite.pipeline import build, called_by, context_for, survey
+    from diagnose.optimizer.pipeline import build, called_by, context_for, survey
     from diagnose.task import load_task
     from diagnose.verify.harness import CheckOptions, verify
 

@@ -13,7 +13,7 @@ import pytest
 from diagnose.records import Evidence, Finding, Location
 from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.launch_values import tile_accesses_masked
-from diagnose.rewrite.pipeline import called_by
+from diagnose.optimizer.pipeline import called_by
 from diagnose.rewrite.codemods.retune_launch import steps_a_loop
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.rewrite.source import kernels

@@ -33,7 +33,7 @@ def answer(entry: str) -> str:
 
 @pytest.mark.slow
 def test_an_offline_compile_answers_device_queries_on_cpu_tensors_even_beside_a_gpu():
-    for entry in ("diagnose.rewrite.jobs:static_batch", "diagnose.profiling.jobs:static_job",
+    for entry in ("diagnose.optimizer.jobs:static_batch", "diagnose.profiling.jobs:static_job",
                   "diagnose.ir.inspect:inspect_file"):
         assert answer(entry) == "132", entry
 

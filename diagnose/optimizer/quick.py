@@ -9,7 +9,7 @@ agent verify). Pure and fast: milliseconds per rewrite.
 from __future__ import annotations
 
 from diagnose.records import Candidate, Finding
-from diagnose.rewrite.pipeline import build, make_candidate
+from diagnose.optimizer.pipeline import build, make_candidate
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.targets import DEFAULT_TARGET, lookup
 

@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diagnose.rewrite import ranking
+from diagnose.optimizer import ranking
 from diagnose.rewrite.rewrite import NotApplicable, Rewrite, RewriteContext
 from diagnose.scoring import geomean
 from diagnose.targets import Target
 
-ENTRY = "diagnose.rewrite.jobs:static_batch"
+ENTRY = "diagnose.optimizer.jobs:static_batch"
 TIMEOUT_S = 900.0
 TIMED_TOP_K = 4
 # Estimated times this close count as equal (the model's resolution, not the device's).

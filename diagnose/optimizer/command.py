@@ -23,8 +23,8 @@ from pathlib import Path
 
 from diagnose.errors import EXIT_FAILED, EXIT_OK, UsageError
 from diagnose.records import Evidence, Verdict
-from diagnose.rewrite.diff import output_name
-from diagnose.rewrite.pipeline import (
+from diagnose.optimizer.diff import output_name
+from diagnose.optimizer.pipeline import (
     Built, _search_options, build, context_for, estimate_gains, make_candidate, survey, write_candidate,
 )
 from diagnose.rewrite.rewrite import RewriteContext

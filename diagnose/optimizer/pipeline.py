@@ -35,11 +35,11 @@ from typing import Any, Iterable
 from diagnose import scoring
 from diagnose.errors import UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict, evidence_from_dict, finding_from_dict
-from diagnose.rewrite import ranking
-from diagnose.rewrite.diff import unified_diff
+from diagnose.optimizer import ranking
+from diagnose.optimizer.diff import unified_diff
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.search import SearchOptions, SearchResult, compile_batch, search
+from diagnose.optimizer.search import SearchOptions, SearchResult, compile_batch, search
 from diagnose.targets import DEFAULT_TARGET, lookup
 from diagnose.task.harness import replay_targets
 
@@ -225,7 +225,7 @@ def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = N
     # a candidate that does not compile for the target (where the original does) is not worth verifying
     candidates = [make_candidate(ctx, b, gains.get(i)) for i, b in enumerate(built_all) if i not in broken]
     if llm is not None:
-        from diagnose.rewrite.llm import llm_propose
+        from diagnose.optimizer.llm import llm_propose
 
         proposal = llm_propose(task_path, ctx.findings, ctx.evidence, target, llm)
         if ledger is not None:

@@ -34,7 +34,7 @@ from typing import Iterable
 from diagnose import syntax
 from diagnose.errors import ToolchainError, UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict
-from diagnose.rewrite.diff import unified_diff
+from diagnose.optimizer.diff import unified_diff
 from diagnose.targets import lookup
 from diagnose.task.module import is_jit_decorator
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from diagnose.records import Candidate, CaseResult, CheckResult, Timing, Verdict
-from diagnose.rewrite import evaluate, pareto_front, propose
-from diagnose.rewrite.pipeline import candidate_folder, rank, score
+from diagnose.optimizer import evaluate, pareto_front, propose
+from diagnose.optimizer.pipeline import candidate_folder, rank, score
 from tests.conftest import EXAMPLES
 from tests.rewrite.conftest import check_options
 from tests.rewrite.goldens import FIXTURES
@@ -101,7 +101,7 @@ def test_rank_and_pareto_front_measured_then_estimated():
 
 
 def test_quick_candidates_for_the_editor():
-    from diagnose.rewrite import candidates_for_finding
+    from diagnose.optimizer import candidates_for_finding
     from diagnose.triage.cli import triage_source
 
     source = (EXAMPLES / "softmax.py").read_text()
@@ -123,7 +123,7 @@ def test_a_rewrite_of_a_kernel_the_replay_never_launches_does_not_hold(tmp_path)
     """A module with a forward and a backward kernel, replayed through its backward host function:
     rows-per-program would change only the forward kernel, so it is not proposed (it would be
     verified and timed for nothing); replayed through the forward, it is."""
-    from diagnose.rewrite.pipeline import survey
+    from diagnose.optimizer.pipeline import survey
     from diagnose.rewrite.rewrite import RewriteContext
     from diagnose.task import load_task
     from diagnose.task.specs import Inputs
@@ -144,7 +144,7 @@ def test_a_rewrite_of_a_kernel_the_replay_never_launches_does_not_hold(tmp_path)
 
 def test_declined_names_the_rewrites_that_answer_a_finding_but_do_not_apply():
     from diagnose.records import Evidence, Finding, Location
-    from diagnose.rewrite.pipeline import declined
+    from diagnose.optimizer.pipeline import declined
 
     path = FIXTURES / "launch-options" / "rejected_autotuned.py"
     shape = Evidence("profile", "estimate", "LaunchShape", "metric", None, (("programs", 8),))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from diagnose.rewrite import ranking
-from diagnose.rewrite.search import Trial, ir_prune, pick, static_prune
+from diagnose.optimizer import ranking
+from diagnose.optimizer.search import Trial, ir_prune, pick, static_prune
 from diagnose.targets import lookup
 
 SM90 = lookup("cuda:sm90")
@@ -81,7 +81,7 @@ def test_placeholder_is_monotone_in_what_rewrites_change():
 
 
 def test_an_autotuned_launch_counts_its_best_config_once():
-    from diagnose.rewrite.ranking import launch_seconds
+    from diagnose.optimizer.ranking import launch_seconds
 
     assert launch_seconds([("k", 1.0), ("k", 2.0)]) == 3.0, "two launches of a plain kernel add up"
     assert launch_seconds([("k [BLOCK: 1024]", 3.0), ("k [BLOCK: 4096]", 1.0)]) == 1.0
@@ -91,8 +91,8 @@ def test_a_search_done_before_is_read_from_the_cache(tmp_path, monkeypatch):
     """The same rewrite on the same source, task, device and target is searched once: a run that
     proposes again at a deeper level reads the measured table instead of timing it again; another
     task file (other shapes) or device searches again."""
-    from diagnose.rewrite import search as module
-    from diagnose.rewrite.search import SearchOptions, SearchResult, Trial
+    from diagnose.optimizer import search as module
+    from diagnose.optimizer.search import SearchOptions, SearchResult, Trial
     from diagnose.rewrite.table import REWRITES
     from tests.rewrite.goldens import FIXTURES, context
 

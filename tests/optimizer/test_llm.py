@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("openai")
 
-from diagnose.rewrite import evaluate  # noqa: E402
-from diagnose.rewrite.llm import LLMConfig, TokenLedger, llm_propose  # noqa: E402
+from diagnose.optimizer import evaluate  # noqa: E402
+from diagnose.optimizer.llm import LLMConfig, TokenLedger, llm_propose  # noqa: E402
 from tests.conftest import EXAMPLES  # noqa: E402
 from tests.rewrite.conftest import check_options  # noqa: E402
 
@@ -182,7 +182,7 @@ def test_without_openai_it_says_so_in_one_line(task, monkeypatch):
     import importlib.util
 
     from diagnose.errors import ToolchainError
-    from diagnose.rewrite import llm
+    from diagnose.optimizer import llm
 
     real = importlib.util.find_spec
     monkeypatch.setattr(llm.importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a))
