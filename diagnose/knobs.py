@@ -5,6 +5,7 @@
 | `DIAGNOSE_CACHE_DIR` | root of every cache (runs, IR compiles, toolchains) instead of the defaults below |
 | `DIAGNOSE_TIMEOUT_S` | seconds each worker that runs user code may run, in place of each step's own limit |
 | `DIAGNOSE_IR_TIMEOUT_S` | seconds an `inspect` compile worker may run when `DIAGNOSE_TIMEOUT_S` is unset (600) |
+| `DIAGNOSE_WORKER_FORK` | `0`: start every worker from scratch instead of forking it from a warm zygote (`runtime/zygote.py`) |
 
 Where caches live when `DIAGNOSE_CACHE_DIR` is unset:
 
@@ -33,6 +34,7 @@ from diagnose.errors import UsageError
 CACHE_DIR = "DIAGNOSE_CACHE_DIR"
 TIMEOUT = "DIAGNOSE_TIMEOUT_S"
 IR_TIMEOUT = "DIAGNOSE_IR_TIMEOUT_S"
+WORKER_FORK = "DIAGNOSE_WORKER_FORK"
 LEGACY_CACHE = ".diagnose_cache"
 
 
@@ -54,6 +56,7 @@ class Knobs:
     cache_dir: Path | None = None
     timeout_s: float | None = None
     ir_timeout_s: float = 600.0
+    fork_workers: bool = True
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> Knobs:
@@ -63,7 +66,8 @@ class Knobs:
         ir_timeout = env.get(IR_TIMEOUT)
         return cls(cache_dir=Path(cache).expanduser() if cache else None,
                    timeout_s=seconds(TIMEOUT, timeout) if timeout else None,
-                   ir_timeout_s=seconds(IR_TIMEOUT, ir_timeout) if ir_timeout else cls.ir_timeout_s)
+                   ir_timeout_s=seconds(IR_TIMEOUT, ir_timeout) if ir_timeout else cls.ir_timeout_s,
+                   fork_workers=env.get(WORKER_FORK, "1") != "0")
 
 
 # The environment variable behind each field, for `scope`.

@@ -22,6 +22,7 @@ from typing import Any
 
 from diagnose.knobs import Knobs
 from diagnose.records import Failure
+from diagnose.runtime import zygote
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MEMORY_LIMIT = 8 * 2**30
@@ -106,30 +107,24 @@ def call(
     `timeout_s` when set: one option bounds every worker a command starts, those of layers that pick
     their own limits included. Jobs of ours (probes, the ceilings measurement) keep their own limit.
     """
+    knobs = Knobs.read()
     if user_code:
-        timeout_s = Knobs.read().timeout_s or timeout_s
+        timeout_s = knobs.timeout_s or timeout_s
     with tempfile.TemporaryDirectory(prefix="diagnose-worker-") as tmp:
         request, result, log_path = Path(tmp, "request.json"), Path(tmp, "result.json"), Path(tmp, "log")
         request.write_text(json.dumps({"entry": entry, "payload": payload}))
         start = time.monotonic()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [python or sys.executable, "-m", "diagnose.runtime.worker", str(request), str(result)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=worker_env(interpret, env),
-                start_new_session=True,
-            )
-            try:
-                failure = watch(proc, timeout_s, memory_limit)
-            except BaseException:
-                # Ctrl-C in the parent: the worker leads its own group, out of reach of the terminal's
-                # signal, and must not run on alone.
-                kill_group(proc)
-                raise
-            if failure is not None and failure.kind == "timeout" and user_code:  # say which option sets it
-                failure = Failure("timeout", f"{failure.message} (--timeout)")
+        proc = start_worker(request, result, log_path, worker_env(interpret, env), python,
+                            warm=knobs.fork_workers and python in (None, sys.executable))
+        try:
+            failure = watch(proc, timeout_s, memory_limit)
+        except BaseException:
+            # Ctrl-C in the parent: the worker leads its own group, out of reach of the terminal's
+            # signal, and must not run on alone.
+            kill_group(proc)
+            raise
+        if failure is not None and failure.kind == "timeout" and user_code:  # say which option sets it
+            failure = Failure("timeout", f"{failure.message} (--timeout)")
         wall = time.monotonic() - start
         log_text = log_path.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace")
         if failure is None and result.exists():
@@ -141,6 +136,26 @@ def call(
             kind, message = describe_exit(proc.returncode)
             failure = Failure(kind, message, log_text)
         return WorkerResult(False, failure=failure, wall_s=wall, log=log_text)
+
+
+def start_worker(request: Path, result: Path, log_path: Path, env: dict[str, str], python: str | None,
+                 warm: bool):
+    """The worker process of one job: forked from a warm zygote of this environment (`zygote.py`) when
+    `warm`, else started from scratch; either way a fresh process leading its own group."""
+    if warm:
+        try:
+            return zygote.pool().spawn(env, request, result, log_path)
+        except OSError:
+            pass  # no zygote here (it could not start or ended): start the worker from scratch
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            [python or sys.executable, "-m", "diagnose.runtime.worker", str(request), str(result)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
 
 
 def user_failure(failure: Failure, *paths: str | os.PathLike) -> str | None:

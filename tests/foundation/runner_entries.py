@@ -49,3 +49,26 @@ def interpreter_flag(payload):
 def nap(payload):
     time.sleep(payload["seconds"])
     return {"slept": payload["seconds"]}
+
+
+def parent_pid(payload):
+    return os.getppid()
+
+
+def patch_torch(payload):
+    """A job that patches a module its process imported before it ran (the zygote's torch)."""
+    import torch
+
+    torch.matmul = None
+    torch.diagnose_marker = payload.get("marker")
+    return {"patched": True}
+
+
+def torch_state(payload):
+    import torch
+
+    return {"matmul_is_none": torch.matmul is None, "marker": getattr(torch, "diagnose_marker", None)}
+
+
+def environment(payload):
+    return {"value": os.environ.get(payload["name"]), "parent": os.getppid()}
