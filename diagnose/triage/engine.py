@@ -43,7 +43,7 @@ def _finding(rule: Rule, hit: Hit, ctx: Context) -> Finding:
         stage="triage", source="ast", name=type(rule).__name__, kind=rule.evidence_kind,
         location=loc, args=hit.args, raw=ctx.line(loc.line).strip() or None)
     return Finding(
-        code=rule.code, message=hit.message, severity=rule.severity,
+        code=rule.code, message=hit.message, severity=hit.severity or rule.severity,
         confidence=hit.confidence or rule.confidence, location=loc, evidence=(evidence,),
         secondary=tuple(_location(n, ctx) for n in hit.secondary), rewrites=REWRITE_IDS.get(rule.code, ()))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any, Iterator
 
@@ -153,15 +154,29 @@ class Kernel:
     @cached_property
     def block_names(self) -> frozenset[str]:
         """Names that hold blocks (tensors): derived from `tl.arange`, `tl.zeros`, block loads..."""
-        blocks: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for name, values in self.assigns.items():
-                if name not in blocks and any(self.is_block(v, blocks) for v in values):
-                    blocks.add(name)
-                    changed = True
-        return frozenset(blocks)
+        return self.names_where(Kernel.is_block)
+
+    def names_where(self, holds: Callable[[Kernel, ast.AST, set[str]], bool]) -> frozenset[str]:
+        """The names assigned a value for which `holds(kernel, value, names found so far)`, to a fixed
+        point (a name assigned from one found is found in turn). Computed once per `holds` (a module
+        function) and kernel: a rule passes its own notion of "a block" (one element taken out of a
+        block is a scalar, ...)."""
+        found = self._closures.get(holds)
+        if found is None:
+            names: set[str] = set()
+            changed = True
+            while changed:
+                changed = False
+                for name, values in self.assigns.items():
+                    if name not in names and any(holds(self, v, names) for v in values):
+                        names.add(name)
+                        changed = True
+            found = self._closures[holds] = frozenset(names)
+        return found
+
+    @cached_property
+    def _closures(self) -> dict:
+        return {}
 
     def is_block(self, expr: ast.AST, blocks: set[str] | frozenset[str] | None = None) -> bool:
         """Whether `expr` is a block rather than a scalar (reductions without an axis give scalars)."""

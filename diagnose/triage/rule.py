@@ -2,7 +2,8 @@
 yields `Hit`s; the engine turns hits into `Finding`s with evidence, so rules stay short.
 
 The docstring is Markdown in fixed sections, in this order (tests hold every rule to it):
-What it finds / Why it is slow / Example / Use instead / Targets / References.
+What it finds / Why it is slow / Example / Use instead / Known false positives (the shapes of real code it
+misreads, or "none known" with what it was measured on) / Targets / References.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from diagnose.triage.context import Context
     from diagnose.targets import Target
 
-SECTIONS = ("What it finds", "Why it is slow", "Example", "Use instead", "Targets", "References")
+SECTIONS = ("What it finds", "Why it is slow", "Example", "Use instead", "Known false positives", "Targets", "References")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Hit:
     args: tuple[tuple[str, Any], ...] = ()
     secondary: tuple[ast.AST, ...] = ()
     confidence: Confidence | None = None
+    severity: Severity | None = None  # None: the rule's (TRI000's "needs a newer Python" is info)
 
 
 class Rule:

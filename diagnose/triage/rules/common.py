@@ -71,6 +71,80 @@ def pointer_of(call: ast.Call) -> ast.AST | None:
     return next((k.value for k in call.keywords if k.arg == "pointer"), None)
 
 
+# Vendor Triton ports, as the folder names of multi-backend libraries (FlagGems' `runtime/backend/
+# _ascend`, Liger's `ops/backends/_ascend`) and the PyTorch device plug-ins their files import.
+VENDOR_FOLDERS = {"ascend": "ascend", "npu": "ascend", "cambricon": "cambricon", "mlu": "cambricon"}
+VENDOR_MODULES = {"torch_npu": "ascend", "torch_mlu": "cambricon"}
+
+
+def vendor_port(ctx: Context) -> str | None:
+    """The non-GPU Triton port a file is written for ("ascend", "cambricon"), from a folder of its
+    path (`_ascend/`, `npu/`, `_cambricon/`, `mlu/`) or an import of the device's PyTorch plug-in
+    (`torch_npu`, `torch_mlu`); None for everything else. Its kernels are compiled by that port's
+    compiler, whatever target triage was asked to check."""
+    for part in re.split(r"[\\/]", ctx.path)[:-1]:
+        port = VENDOR_FOLDERS.get(part.lower().lstrip("_"))
+        if port:
+            return port
+    for dotted in ctx.names.values():
+        port = VENDOR_MODULES.get(dotted.split(".")[0])
+        if port:
+            return port
+    return None
+
+
+def is_device_helper(ctx: Context, kernel: Kernel) -> bool:
+    """A `@triton.jit` function used as a device function rather than launched: this file never
+    launches it with `[grid]`, and it returns a value or another jit function here calls it. Its
+    parameters take whatever the caller passes, constexprs included."""
+    if ctx.launches_of(kernel):
+        return False
+    if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(kernel.node)):
+        return True
+    return any(isinstance(c.func, ast.Name) and c.func.id == kernel.name
+               for other in ctx.kernels.values() if other is not kernel
+               for c in ast.walk(other.node) if isinstance(c, ast.Call))
+
+
+MEMORY_ACCESSES = ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
+                   "atomic_xor", "atomic_xchg", "atomic_cas")
+
+
+def address_names(kernel: Kernel) -> frozenset[str]:
+    """Names that flow (transitively, flow-insensitively) into the pointer argument of a memory
+    access (`tl.load`, `tl.store`, `tl.atomic_*`): addresses and the offsets and strides they are
+    built from, as opposed to the values loaded and stored."""
+    cache = kernel.__dict__.setdefault("_address_names_cache", [])
+    if not cache:
+        names: set[str] = set()
+        for call in kernel.calls(*MEMORY_ACCESSES):
+            pointer = pointer_of(call)
+            if pointer is not None:
+                names |= kernel.sources(pointer)
+        cache.append(frozenset(names))
+    return cache[0]
+
+
+def in_address(node: ast.AST, kernel: Kernel) -> bool:
+    """Whether `node` computes part of an address: it lies in the pointer argument of a memory
+    access, or in the value assigned to a name that flows into one (`address_names`). A product in
+    the *value* stored (`x * p`) is not an address."""
+    addresses = address_names(kernel)
+    child = node
+    for parent in kernel.ancestors(node):
+        if isinstance(parent, ast.Call) and kernel.qualname(parent.func) in {
+                "triton.language." + n for n in MEMORY_ACCESSES}:
+            pointer = pointer_of(parent)
+            return pointer is child or (isinstance(child, ast.keyword) and child.value is pointer)
+        if isinstance(parent, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and child is parent.value:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return any(isinstance(n, ast.Name) and n.id in addresses for t in targets for n in ast.walk(t))
+        if isinstance(parent, (ast.stmt, ast.FunctionDef)):
+            return False
+        child = parent
+    return False
+
+
 def keyword(call: ast.Call, name: str, position: int | None = None) -> ast.AST | None:
     for k in call.keywords:
         if k.arg == name:
@@ -94,3 +168,27 @@ def host_calls(fn: HostFunction) -> Iterator[ast.Call]:
 
 def fmt(x: Any) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def constexpr_params(kernel: Kernel) -> frozenset[str]:
+    """`kernel.constexprs` plus parameters annotated with the string `"tl.constexpr"`."""
+    fn = kernel.node
+    args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+    quoted = {a.arg for a in args if isinstance(a.annotation, ast.Constant)
+              and isinstance(a.annotation.value, str) and a.annotation.value.endswith("constexpr")}
+    return kernel.constexprs | quoted
+
+
+def is_program_id(node: ast.AST) -> bool:
+    """A call of `program_id` through any module alias (`tl.`, a vendor's `tle.`, a bare import)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "program_id") or (
+        isinstance(func, ast.Name) and func.id == "program_id")
+
+
+def program_id_calls(kernel: Kernel) -> list[ast.Call]:
+    """Every `program_id` call in the kernel, whatever module it is called through, in source order."""
+    return sorted((n for n in ast.walk(kernel.node) if is_program_id(n)),
+                  key=lambda c: (c.lineno, c.col_offset))

@@ -25,11 +25,18 @@ class CubeTileOverflowsL0(Rule):
     matmul_kernel[grid](..., BLOCK_M=128, BLOCK_N=256, BLOCK_K=64)    # 16 KB, 32 KB, 128 KB
     ```
 
+    ## Known false positives
+    None known. Measured on Liger-Kernel, FlagGems, TritonBench and the Triton tutorials (825 kernel
+    files, ascend:910b): 0 findings; where tile values are known they fit (or an autotune list has a
+    config that does), and tiles chosen by host code the evaluator cannot follow are not judged. The fp16-operand
+    assumption overstates fp8/int8 operands (half the bytes) and understates fp32 ones.
+
     ## Targets
     ascend.
 
     ## References
-    notes/ascend.md R10 and section 4 (L0A/L0B 64 KB, L0C 128/256 KB).
+    mindspore-ai/akg hardware sheets, `akg_agents/python/akg_agents/op/resources/docs/hardware/<SoC>.md`
+    (L0A/L0B 64 KB, L0C 128/256 KB; third-party, not Huawei datasheets).
     """
 
     code = "ASC011"

@@ -11,8 +11,8 @@ class DotBelowWgmmaMinimum(Rule):
     ## Why it is slow
     Hopper's warpgroup MMA (`wgmma`) needs M >= 64 per warpgroup of 4 warps. Below that Triton falls
     back to Ampere-style `mma.sync` (MMA v2), which reaches roughly half of H100 tensor-core
-    throughput and cannot overlap with TMA loads (notes/triton-internals.md 3c: 32x128x64 with 4 warps
-    and 16x16x16 with 1 warp give v2; 64x64x32 with 4 warps gives wgmma). Autotuned kernels are
+    throughput and cannot overlap with TMA loads (fp16 on sm_90: 32x128x64 with 4 warps and
+    16x16x16 with 1 warp give v2; 64x64x32 with 4 warps gives wgmma). Autotuned kernels are
     flagged only when every config is below the minimum.
 
     ## Example
@@ -25,11 +25,17 @@ class DotBelowWgmmaMinimum(Rule):
     matmul_kernel[grid](a, b, c, M, N, K, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8)
     ```
 
+    ## Known false positives
+    None known wrong in 4 findings on TritonBench. Doubtful as advice, and still reported (3 of
+    4): GEMMs shaped for decoding or LoRA, whose M is a handful of tokens (`M = batch * seq_len`
+    in an inference feed-forward, a LoRA expand over a short segment), pick `BLOCK_M` 16 or 32 on
+    purpose: they are bound by reading the weight, and a 64-row wgmma tile would be mostly padding.
+
     ## Targets
     cuda, sm_90 only.
 
     ## References
-    notes/triton-internals.md section 3c; PTX ISA `wgmma.mma_async`.
+    PTX ISA `wgmma.mma_async`.
     """
 
     code = "TRI005"

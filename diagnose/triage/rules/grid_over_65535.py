@@ -29,11 +29,17 @@ class GridOver65535(Rule):
     or raise BLOCK so that `cdiv(n, BLOCK) <= 65535` (`next_power_of_2(cdiv(n, 65535))`).
     `TRITON_ALL_BLOCKS_PARALLEL=1` also clamps the grid, if block order does not matter.
 
+    ## Known false positives
+    None known. Measured on Liger-Kernel, FlagGems, TritonBench and the Triton tutorials (825 kernel
+    files, ascend:910b): 0 findings, because library code has no `get_inputs()` giving the shapes a
+    grid is evaluated from; the rule fires on benchmark-style files (KernelBench `ModelNew`).
+
     ## Targets
     ascend.
 
     ## References
-    notes/ascend.md R2; triton-ascend `driver.py`.
+    triton-ascend `driver.py`; triton-ascend migration guide (`docs/en/migration_guide/migrate_from_gpu.md`,
+    FAQ).
     """
 
     code = "ASC001"

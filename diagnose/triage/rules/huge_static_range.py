@@ -28,6 +28,12 @@ class HugeStaticRange(Rule):
         acc += tl.load(ptr + i * BLOCK + cols)
     ```
 
+    ## Known false positives
+    None known. Measured on Liger-Kernel, FlagGems, TritonBench and the Triton tutorials (825 kernel
+    files, cuda and Ascend targets): no finding; of the 65 `tl.static_range` loops there, 7 have a
+    trip count triage can evaluate, at most 32, so the rule was not exercised on real code beyond
+    staying silent.
+
     ## Targets
     cuda, hip, ascend.
 

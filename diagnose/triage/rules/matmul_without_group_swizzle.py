@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from diagnose.triage.rule import Rule
+from diagnose.triage.rules.common import constexpr_params, is_program_id, keyword, program_id_calls
 
 
 class MatmulWithoutGroupSwizzle(Rule):
@@ -34,11 +35,26 @@ class MatmulWithoutGroupSwizzle(Rule):
     pid_n = (pid % num_pid_in_group) // group_size_m
     ```
 
+    ## Known false positives
+    Measured on 50 findings (Liger-Kernel, FlagGems, TritonBench), 10 of them real GEMMs. Now
+    accepted: tile grids that are not a large GEMM's output, recognised by a tile axis whose extent
+    (`offs < N`, `offs % N`, `tl.cdiv(N, BLOCK)`, or a block pointer's shape at the tiled position)
+    is a `tl.constexpr` parameter: linear-attention and chunked-retention kernels tiled over the
+    head dims (`i_k * BK`, `i_v * BV` with a batch-head third axis), attention score kernels over a
+    compiled-in sequence length, skinny projections onto a small mixing width. Such axes have a
+    handful of tiles and their panels stay in L2. Batch offsets (`i_bh * T * K`) no longer count as
+    tiles: a tile factor must size a block (`tl.arange`, `tl.zeros`, a block shape). Still
+    misread: none of the remaining findings; a GEMM whose N and K are passed as `tl.constexpr`
+    (fixed weight shapes) is no longer flagged (lost recall, e.g. per-expert MoE weight-gradient
+    GEMMs), and a LoRA expand (small contraction, runtime sizes) is still flagged though the
+    swizzle gains little there.
+
     ## Targets
     cuda, hip, ascend.
 
     ## References
-    Triton tutorial 03-matrix-multiplication ("L2 cache optimizations"); notes/ascend.md R10.
+    Triton tutorial 03-matrix-multiplication ("L2 cache optimizations"); mindspore-ai/akg
+    matmul_swizzle2d (Ascend).
     """
 
     code = "TRI019"
@@ -52,9 +68,14 @@ class MatmulWithoutGroupSwizzle(Rule):
                 continue
             if kernel.calls("swizzle2d") or any("GROUP" in n.upper() for n in (*kernel.params, *kernel.assigns)):
                 continue
-            pids = kernel.calls("program_id")
-            if pids and len(_tile_blocks(kernel)) >= 2:
-                yield self.hit(pids[0])
+            pids = kernel.calls("program_id") or program_id_calls(kernel)
+            tiles = _tile_blocks(kernel)
+            if not pids or len(tiles) < 2:
+                continue
+            compile_time = constexpr_params(kernel)
+            if any(_extents(kernel, block, index) & compile_time for block, index in tiles.items()):
+                continue  # a tile axis spans a compiled-in model dimension: a handful of tiles
+            yield self.hit(pids[0])
 
 
 def _contains_dot(kernel, loop) -> bool:
@@ -62,11 +83,31 @@ def _contains_dot(kernel, loop) -> bool:
     return any(id(c) in inside for c in kernel.calls("dot"))
 
 
-def _tile_blocks(kernel) -> set[str]:
-    """Constexpr block sizes multiplied by a program-id-derived index: `pid_m * BLOCK_M`."""
-    pid_calls = {id(c) for c in kernel.calls("program_id")}
+def _names(expr) -> set[str]:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
+def _tile_sizes(kernel) -> set[str]:
+    """Constexpr names that size a block: `tl.arange(0, B)`, `tl.zeros((B, ...))`, a block_shape,
+    a descriptor load's block shape."""
+    out = set()
+    for call in kernel.calls("arange", "zeros", "full"):
+        out |= {n for a in call.args for n in _names(a)}
+    for call in kernel.calls("make_block_ptr"):
+        shape = keyword(call, "block_shape", 4)
+        if shape is not None:
+            out |= _names(shape)
+    for node in ast.walk(kernel.node):  # desc.load([m, k]), tl._experimental_descriptor_load(d, offs, [BM, BK], t)
+        if isinstance(node, ast.Call) and "load" in getattr(node.func, "attr", ""):
+            out |= {n for a in node.args if isinstance(a, (ast.List, ast.Tuple)) for n in _names(a)}
+    return out & constexpr_params(kernel)
+
+
+def _tile_blocks(kernel) -> dict[str, set[str]]:
+    """Block sizes multiplied by a program-id-derived index (`pid_m * BLOCK_M`), with those indices.
+    Batch offsets (`i_bh * T * K`) are not tiles: the factor must size a block somewhere."""
     derived = {name for name, values in kernel.assigns.items()
-               if any(id(n) in pid_calls for v in values for n in ast.walk(v))}
+               if any(is_program_id(n) for v in values for n in ast.walk(v))}
     changed = True
     while changed:  # names computed from pid-derived names (pid_m = pid // num_pid_n)
         changed = False
@@ -75,11 +116,40 @@ def _tile_blocks(kernel) -> set[str]:
                                            for v in values for n in ast.walk(v)):
                 derived.add(name)
                 changed = True
-    out = set()
+    sizes = _tile_sizes(kernel)
+    out: dict[str, set[str]] = {}
     for node in ast.walk(kernel.node):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             for a, b in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(a, ast.Name) and a.id in derived and isinstance(b, ast.Name) \
-                        and b.id in kernel.constexprs:
-                    out.add(b.id)
+                index = _names(a) & derived if isinstance(a, ast.Name) or (
+                    isinstance(a, ast.BinOp) and isinstance(a.op, (ast.FloorDiv, ast.Mod))) else set()
+                if index and isinstance(b, ast.Name) and b.id in sizes:  # pid_m * BM, (pid // n) * BM
+                    out.setdefault(b.id, set()).update(index)
+    return out
+
+
+def _extents(kernel, block: str, index: set[str]) -> set[str]:
+    """Names bounding a tiled axis: `offs < N`, `offs % N`, `tl.cdiv(N, BLOCK)`, a block pointer's
+    shape at the tiled position. An offset is tiled when it comes from the index and the block size."""
+
+    def tiled(expr) -> bool:
+        src = kernel.sources(expr)
+        return block in src and bool(src & index)
+
+    out: set[str] = set()
+    for node in ast.walk(kernel.node):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Lt, ast.LtE)):
+            if tiled(node.left):
+                out |= _names(node.comparators[0])
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and tiled(node.left):
+            out |= _names(node.right)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "cdiv" \
+                and len(node.args) == 2 and block in _names(node.args[1]):
+            out |= _names(node.args[0])
+    for call in kernel.calls("make_block_ptr"):
+        shape, offsets = keyword(call, "shape", 1), keyword(call, "offsets", 3)
+        if isinstance(shape, (ast.Tuple, ast.List)) and isinstance(offsets, (ast.Tuple, ast.List)):
+            for extent, offset in zip(shape.elts, offsets.elts):
+                if tiled(offset):
+                    out |= _names(extent)
     return out

@@ -26,6 +26,13 @@ class MoreWarpsThanElements(Rule):
     softmax_kernel[(n_rows,)](x, out, n_cols, BLOCK=BLOCK, num_warps=num_warps)
     ```
 
+    ## Known false positives
+    The block size was the largest *known* `tl.arange`, so a kernel whose main block is sized at
+    run time (`BLOCK_D = triton.next_power_of_2(D)`) was judged by a small side vector next to it
+    (`tl.arange(0, MAX_BLOCKS)` of 32 slots, a `tl.arange(0, 1)` counter): 3 of 3 findings on
+    Liger-Kernel and FlagGems. The rule now needs every `tl.arange` of the kernel to have a known
+    size. None known since.
+
     ## Targets
     cuda, hip.
 
@@ -46,6 +53,8 @@ class MoreWarpsThanElements(Rule):
 
             def block(v):
                 sizes = arange_sizes(ctx, kernel, v)
+                if len(sizes) < len(kernel.calls("arange")):
+                    return None  # an unknown arange may be the big one: the block size is unknown
                 return max(s[0] for s in sizes) if sizes else None
 
             threads = lambda v: ctx.target.warp_size * v.num_warps  # noqa: E731

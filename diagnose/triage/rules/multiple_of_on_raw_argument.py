@@ -14,9 +14,10 @@ class MultipleOfOnRawArgument(Rule):
     ## Why it is slow
     On a function argument the hint is a no-op: it sets an attribute on the block argument that never
     reaches TTIR, so the alignment analysis does not see it and loads stay 32-bit
-    (notes/triton-internals.md 3a: `tl.multiple_of(start, 16)` on the raw argument gives 8 x 32-bit
-    loads; on `start + pid * BLOCK` it gives 2 x 128-bit). Divisibility of arguments comes from the
-    JIT's specialization (values divisible by 16 get `tt.divisibility`), not from the hint.
+    (an fp32 copy with BLOCK 1024 and 4 warps on sm_90: `tl.multiple_of(start, 16)` on the raw
+    argument gives 8 x 32-bit loads; on `start + pid * BLOCK` it gives 2 x 128-bit). Divisibility
+    of arguments comes from the JIT's specialization (values divisible by 16 get `tt.divisibility`),
+    not from the hint.
 
     ## Example
     ```python
@@ -29,11 +30,18 @@ class MultipleOfOnRawArgument(Rule):
     offs = tl.multiple_of(start + pid * BLOCK, 16) + tl.arange(0, BLOCK)
     ```
 
+    ## Known false positives
+    None known wrong in 7 findings on FlagGems (flash attention's `tl.multiple_of(q_batch_stride,
+    d * h)` on raw stride arguments). Doubtful as advice, and still reported: a hint on a
+    parameter of a `@triton.jit` device helper (`apply_dropout(P, row_start, ...)`) is dropped the
+    same way, but after inlining the caller's value (`m_block * BLOCK_M`) usually carries the
+    divisibility already, so there is nothing to gain.
+
     ## Targets
     cuda, hip.
 
     ## References
-    notes/triton-internals.md section 3a; `ir.cc` `set_attr` on FuncOp block arguments.
+    Triton `ir.cc`: `set_attr` on FuncOp block arguments.
     """
 
     code = "TRI002"

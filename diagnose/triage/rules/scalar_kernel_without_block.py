@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 
 from diagnose.triage.rule import Rule
+from diagnose.triage.rules.common import is_device_helper
 
 BLOCKY = ("arange", "make_block_ptr", "make_tensor_descriptor", "zeros", "full")
 
@@ -32,6 +33,16 @@ class ScalarKernelWithoutBlock(Rule):
     tl.store(out_ptr + offs, x * 2, mask=offs < n)
     ```
 
+    ## Known false positives
+    Kernels whose program walks a sequence of scalars in a loop were flagged: 6 of 6 findings on
+    FlagGems were the stages of a MoE block-alignment (per-expert histogram, prefix sum over
+    experts, scatter with running counters), one program per expert, each looping over many
+    tokens with a data-dependent read-modify-write that a block of lanes cannot do without atomics.
+    Such a kernel does not move "one scalar per program"; kernels whose loads or stores sit in a
+    loop are no longer reported, nor jit device helpers (which move what the caller gives them).
+    Serial per-program loops are a different problem (`scalar-loop-reduction` covers the
+    reduction case). None known since.
+
     ## Targets
     cuda, hip, ascend.
 
@@ -50,6 +61,10 @@ class ScalarKernelWithoutBlock(Rule):
             accesses = kernel.calls("load", "store")
             if not accesses or not kernel.calls("program_id") or kernel.calls(*BLOCKY) or kernel.block_names:
                 continue
+            if any(kernel.enclosing_loop(access) is not None for access in accesses):
+                continue  # each program walks a sequence (a scan, a histogram): not one element
+            if is_device_helper(ctx, kernel):
+                continue  # a device function's scalars are the caller's business
             launches = ctx.launches_of(kernel)
             if launches and all(_single_program(launch) for launch in launches):
                 continue  # a (1,) finalize kernel that writes one value is fine

@@ -1,19 +1,23 @@
 from __future__ import annotations
 
+import ast
+
 from diagnose.triage.rule import Rule
-from diagnose.triage.rules.common import arange_sizes, fmt
+from diagnose.triage.rules.common import arange_sizes, fmt, pointer_of
 
 
 class TooFewElementsPerThread(Rule):
     """## What it finds
     A 1-D elementwise kernel whose block gives each thread fewer than 4 elements:
-    `BLOCK / (warp_size * num_warps) < 4`.
+    `BLOCK / (warp_size * num_warps) < 4`. The kernel must have a block load whose index is an arange
+    not taken from loaded blocks (a gather), every `tl.arange` must have a known size, and the kernel
+    must not call a `@triton.jit` helper that reduces or scans (there the block is the helper's window).
 
     ## Why it is slow
     Triton vectorizes a thread's contiguous elements into one 128-bit access (4 x fp32). With one
     element per thread every load is a 32-bit `ld.global`, and the grid has many tiny programs whose
-    launch and index overhead dominates. (notes/triton-internals.md 3a: BLOCK 128 with 4 warps gives
-    1 x 32-bit load per thread; BLOCK 1024 gives 2 x 128-bit.)
+    launch and index overhead dominates. (fp32 on sm_90: BLOCK 128 with 4 warps gives 1 x 32-bit
+    load per thread; BLOCK 1024 gives 2 x 128-bit.)
 
     ## Example
     ```python
@@ -25,11 +29,23 @@ class TooFewElementsPerThread(Rule):
     add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024)  # 8 elements per thread
     ```
 
+    ## Known false positives
+    Now accepted (6 of the 9 false among 25 labelled findings on FlagGems and TritonBench): a kernel
+    whose only block access is a store and whose loads are per-program scalars (`ptr + pid`, one short
+    run per program, e.g. repeat_interleave); loads that are data-dependent gathers (a binary search
+    over a CDF in multinomial); a `tl.arange(0, 1)` broadcast helper next to a tile whose size is
+    unknown (heuristics, autotune), which used to be reported as "size 1". A per-program start offset
+    loaded as a scalar (`start = tl.load(starts + pid)`) does not make the copy a gather and stays
+    flagged. Still misread: a diagonal walk (`row * stride0 + col * stride1` with row and col the same
+    arange), a strided gather no block size vectorizes; and a block that is the window of an imported
+    helper (a sort from another module). Debatable: tiny metadata kernels over a batch, and kernels
+    whose one contiguous load sits next to gathers and scattered stores (nll_loss, diag).
+
     ## Targets
     cuda, hip (wavefronts of 64 on AMD).
 
     ## References
-    notes/triton-internals.md section 3a; Triton tutorial 01-vector-add.
+    Triton tutorial 01-vector-add.
     """
 
     code = "TRI001"
@@ -41,14 +57,52 @@ class TooFewElementsPerThread(Rule):
 
     def check(self, ctx):
         for kernel in ctx.kernels.values():
-            if not kernel.is_elementwise or not kernel.calls("load"):
+            if not kernel.is_elementwise or not _contiguous_block_load(kernel) \
+                    or _calls_tile_helper(ctx, kernel, depth=3):
                 continue
+            n_aranges = len(kernel.calls("arange"))
 
             def per_thread(v):
                 sizes = arange_sizes(ctx, kernel, v)
+                if len(sizes) < n_aranges:
+                    return None  # a tile of unknown size (autotuned, heuristics): the largest is unknown
                 return max(s[0] for s in sizes) / (ctx.target.warp_size * v.num_warps) if sizes else None
 
             for v in ctx.failing(kernel, lambda v: (p := per_thread(v)) is not None and p < 4):
                 size, where, block = max(arange_sizes(ctx, kernel, v), key=lambda s: s[0])
                 yield self.hit(where, block=block, size=size, num_warps=v.num_warps,
                                per_thread=fmt(per_thread(v)))
+
+
+def _contiguous_block_load(kernel) -> bool:
+    """A `tl.load` indexed by an arange (a block, not a per-program scalar like `ptr + pid`) whose
+    index does not come from loaded blocks (not a gather such as a binary search; a loaded per-program
+    start offset is fine): the loads the vectorization argument is about."""
+    aranges = {id(c) for c in kernel.calls("arange")}
+    from_arange = {name for name, values in kernel.assigns.items()
+                   if any(id(n) in aranges for v in values for n in ast.walk(v))}
+    # loaded blocks used as indices make a gather; a loaded scalar (a per-program start) is only a base
+    loaded = kernel.loaded_names() & kernel.block_names
+    for call in kernel.calls("load"):
+        pointer = pointer_of(call)
+        if pointer is None:
+            continue
+        names = kernel.sources(pointer)
+        direct = any(id(n) in aranges for n in ast.walk(pointer))
+        if (direct or names & from_arange) and not names & loaded:
+            return True
+    return False
+
+
+def _calls_tile_helper(ctx, kernel, depth: int) -> bool:
+    """Whether the kernel calls a `@triton.jit` helper that reduces, sorts or works on 2-D tiles: then
+    the block is the helper's working set (a sort window, a scan), not a vector width."""
+    if depth == 0:
+        return False
+    for node in ast.walk(kernel.node):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            helper = ctx.kernels.get(node.func.id)
+            if helper is not None and helper is not kernel and (
+                    not helper.is_elementwise or _calls_tile_helper(ctx, helper, depth - 1)):
+                return True
+    return False

@@ -15,7 +15,7 @@ class UnpipelinedKLoop(Rule):
     With one stage the software pipeliner is off: each iteration waits for its global loads before
     the MMA starts, so memory latency is exposed on every K step. With 2-4 stages Triton issues
     `cp.async` (sm_80) / async copies (sm_90) for the next tiles while the current ones multiply
-    (notes/triton-internals.md 3d: ns=1 has no `cp.async`; ns=3 has 48).
+    (a 128x128x64 fp16 matmul with 4 warps: ns=1 has no `cp.async`; ns=3 has 48).
 
     ## Example
     ```python
@@ -27,11 +27,19 @@ class UnpipelinedKLoop(Rule):
     matmul_kernel[grid](a, b, c, M, N, K, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=3)
     ```
 
+    ## Known false positives
+    None known wrong in 15 findings on TritonBench (LightLLM-style attention forwards and
+    flash-linear-attention chunk kernels launched with `num_stages=1`). Doubtful as advice, and
+    still reported: a loop over a head dimension (`range(tl.cdiv(K, BK))` with
+    `BK = min(64, triton.next_power_of_2(K))`) runs one or two iterations, so there is little to
+    overlap; and a backward kernel with nested loops whose author chose one stage to fit its tiles
+    in shared memory.
+
     ## Targets
     cuda, hip.
 
     ## References
-    notes/triton-internals.md section 3d; Triton `tl.range` documentation (`num_stages`).
+    Triton `tl.range` documentation (`num_stages`).
     """
 
     code = "TRI006"
