@@ -24,14 +24,16 @@ INDEX_SPAN = 1 << 31
 FLOAT_SPAN = 1e6
 
 
-def describe_call(named: list[tuple[str, Any]], ranges: bool = True) -> list[tuple[str, Value]]:
+def describe_call(named: list[tuple[str, Any]], ranges: bool = True,
+                  unwritten: frozenset[str] = frozenset()) -> list[tuple[str, Value]]:
     """Specs of a call's arguments, in order, aliases between them resolved; `ranges`: also read value
-    ranges (reductions over the tensors, which wait for the device)."""
+    ranges (reductions over the tensors, which wait for the device), except of the arguments named in
+    `unwritten` (outputs the call has not written yet: their memory holds nothing)."""
     seen: dict[tuple, str] = {}  # (storage pointer, device) -> name of the first argument on it
     views: dict[tuple, str] = {}  # the full view key -> name
     out = []
     for name, value in named:
-        out.append((name, _describe(name, value, seen, views, ranges)))
+        out.append((name, _describe(name, value, seen, views, ranges and name not in unwritten)))
     return out
 
 

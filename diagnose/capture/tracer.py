@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from diagnose.capture.describe import describe_call
+from diagnose.capture.written import written_only
 from diagnose.task.replay import decided_by
 from diagnose.task.specs import CallSpec, Opaque
 
@@ -226,7 +227,7 @@ class Tracer:
                 self.counts[key] += 1
                 return
             self.counts[key] = 1
-        launch_spec = CallSpec(target, tuple(), tuple(describe_call(named)), grid_value)
+        launch_spec = CallSpec(target, tuple(), tuple(describe_call(named, unwritten=written_only(fn))), grid_value)
         host = self.host_call(module_file, hosts, ranges=True)
         record = {
             "key": key, "module_file": str(Path(module_file).resolve()), "line": site.f_lineno,
