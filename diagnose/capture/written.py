@@ -14,6 +14,8 @@ import inspect
 import textwrap
 from functools import lru_cache
 
+from diagnose import syntax
+
 WRITES = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
           "atomic_or", "atomic_xor")
 
@@ -25,7 +27,7 @@ TYPE_ATTRIBUTES = ("dtype", "element_ty", "type")
 def written_only(fn) -> frozenset[str]:
     """The parameters of the Python function behind a `@triton.jit` kernel that it only writes."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = syntax.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return frozenset()
     func = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
