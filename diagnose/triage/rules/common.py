@@ -192,3 +192,67 @@ def program_id_calls(kernel: Kernel) -> list[ast.Call]:
     """Every `program_id` call in the kernel, whatever module it is called through, in source order."""
     return sorted((n for n in ast.walk(kernel.node) if is_program_id(n)),
                   key=lambda c: (c.lineno, c.col_offset))
+
+
+def is_compile_time(expr: ast.AST | None, kernel: Kernel, ctx: Context, _seen: frozenset[str] = frozenset()) -> bool:
+    """Whether `expr` is known when the kernel is compiled: literals, constexpr parameters (also
+    `"tl.constexpr"` strings), module constants, locals annotated `tl.constexpr`, locals whose every
+    assignment is itself compile-time (`per_word = 8`, `half = HEAD_DIM // 2`, `bs = BLOCK`), and
+    arithmetic, `.to(...)` casts and `min`/`max` of those."""
+    if expr is None:
+        return False
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, (int, float, bool))
+    if isinstance(expr, ast.Name):
+        name = expr.id
+        if name in constexpr_params(kernel) or name in _local_constexprs(kernel):
+            return True
+        if name in kernel.params:
+            return False
+        values = kernel.assigns.get(name)
+        if not values:
+            return name in ctx.constants
+        if name in _seen or name in _augmented(kernel):
+            return False
+        return all(is_compile_time(v, kernel, ctx, _seen | {name}) for v in values)
+    if isinstance(expr, ast.BinOp):
+        return is_compile_time(expr.left, kernel, ctx, _seen) and is_compile_time(expr.right, kernel, ctx, _seen)
+    if isinstance(expr, ast.UnaryOp):
+        return is_compile_time(expr.operand, kernel, ctx, _seen)
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr == "to":
+            return is_compile_time(func.value, kernel, ctx, _seen)
+        if isinstance(func, ast.Name) and func.id in ("min", "max") and expr.args:
+            return all(is_compile_time(a, kernel, ctx, _seen) for a in expr.args)
+    return False
+
+
+def jit_callees(ctx: Context, kernel: Kernel) -> list[Kernel]:
+    """The `@triton.jit` functions of this file that `kernel` calls, directly or through each
+    other (`acc = _attn_fwd_inner(...)`), in the order first reached; not `kernel` itself."""
+    out: list[Kernel] = []
+    todo = [kernel]
+    while todo:
+        current = todo.pop()
+        for node in ast.walk(current.node):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = ctx.kernels.get(node.func.id) if isinstance(node.func, ast.Name) else None
+            if callee is not None and callee is not kernel and callee not in out:
+                out.append(callee)
+                todo.append(callee)
+    return out
+
+
+def _local_constexprs(kernel: Kernel) -> frozenset[str]:
+    """Locals annotated `tl.constexpr` in the body (`half: tl.constexpr = D // 2`)."""
+    return frozenset(n.target.id for n in ast.walk(kernel.node)
+                     if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                     and "constexpr" in ast.unparse(n.annotation))
+
+
+def _augmented(kernel: Kernel) -> frozenset[str]:
+    """Names updated in place (`x += ...`): their value changes as the kernel runs."""
+    return frozenset(n.target.id for n in ast.walk(kernel.node)
+                     if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name))

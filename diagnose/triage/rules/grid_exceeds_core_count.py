@@ -29,13 +29,13 @@ class GridExceedsCoreCount(Rule):
     ```
 
     ## Known false positives
-
-    Not yet read against real code: on Liger-Kernel, FlagGems, TritonBench and the Triton tutorials
-
-    (825 files with kernels) it gave 4 findings at ascend:910b, none of them labelled yet, so its
-
-    precision there is unknown.
-
+    None known: all 4 findings on Liger-Kernel, FlagGems, TritonBench and the Triton tutorials
+    read (`benchmarks/triage_precision/ASC002.csv`; 3 true, 1 debatable). Three are persistent
+    kernels sized for a GPU (stream-K's `sm_count=108` first wave, the grouped-GEMM tutorial's
+    `NUM_SM` of 84/128): the kernel loops already, its grid should be the NPU's core count. The
+    debatable one is the TMA-descriptor variant of that tutorial, which has no Ascend lowering. It
+    fires only where the grid evaluates from the file (literal grids, `get_inputs()` shapes,
+    defaults), so it is silent on most library launchers.
 
     ## Targets
     ascend.
