@@ -74,11 +74,8 @@ def resident_bytes(pid: int) -> int:
     return total
 
 
-def kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def kill_group(proc: subprocess.Popen | zygote.ForkedWorker) -> None:
+    zygote.end_group(proc.pid)
     proc.wait()
 
 
@@ -184,8 +181,5 @@ def watch(proc: subprocess.Popen, timeout_s: float, memory_limit: int) -> Failur
             )
         time.sleep(POLL_S)
     # The worker is gone; anything it left in its group (a stray child) goes too.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    zygote.end_group(proc.pid)
     return None

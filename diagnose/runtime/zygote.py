@@ -42,6 +42,14 @@ POLL_S = 0.05
 OWN_VARIABLES = "DIAGNOSE_"
 
 
+def end_group(pid: int) -> None:
+    """Kill the process group led by `pid`, if any of it is left (a worker and what it started)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 class ForkedWorker:
     """A worker forked by a zygote, seen as `runner.call` sees a `subprocess.Popen`: `pid`, `poll()`,
     `wait()`, `returncode` (the zygote reaps it and reports how it ended)."""
@@ -113,10 +121,7 @@ class Zygote:
             self.changed.wait(timeout)
 
     def close(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        end_group(self.proc.pid)
         self.proc.wait()
 
 
@@ -227,10 +232,7 @@ def serve() -> None:
             children.discard(pid)
             say({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
     for pid in children:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        end_group(pid)
 
 
 if __name__ == "__main__":
