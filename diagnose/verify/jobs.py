@@ -61,13 +61,30 @@ def input_bytes(values: list) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
-def run_forward(model, inputs: list, device: str) -> list:
+def run_forward(model, inputs: list, device: str, plain: bool = False) -> list:
+    """The forward's outputs as CPU tensors; `plain`: each must be a plain dense `torch.Tensor` (a
+    candidate's), so that what is judged was computed by the call and not on first inspection."""
     import torch
 
     with torch.no_grad():
         out = model(*inputs)
+    outputs = tensors.flatten(out)
+    if plain:
+        tensors.require_plain(outputs)
     synchronize(device)
-    return tensors.to_cpu(tensors.flatten(out))
+    return tensors.to_cpu(outputs)
+
+
+def fill_uninitialized() -> None:
+    """Every `torch.empty` of this process filled with NaN (integers with their maximum): an output a
+    kernel only partly writes fails, however large, instead of passing on fresh zeroed pages (torch's
+    own switch; `warn_only` keeps nondeterministic ops running). Check cases only: not in timing."""
+    import torch
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    import torch.utils.deterministic  # the submodule holds the switch; on by default, set for clarity
+
+    torch.utils.deterministic.fill_uninitialized_memory = True
 
 
 def reference_job(payload: dict) -> dict:
@@ -129,7 +146,7 @@ def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrume
         inputs = tensors.copy_to(pristine, torch_device(device))
         # Memory a kernel forgets to write should read as NaN, not as zeros or an earlier result.
         poison_allocator(device, 4 * input_bytes(inputs))
-        outputs = run_forward(model, inputs, device)
+        outputs = run_forward(model, inputs, device, plain=True)
         post = tensors.to_cpu(inputs)
     stem = f"{mode}_{case['group']}_{case['seed']}"
     return {
@@ -147,7 +164,7 @@ def recheck_in_place(model, inputs: list, case: dict, device: str, out: Path, lo
     before = log.total()
     with device_lock.shared(lock):
         apply_perturbation(inputs, tensors.load(case["perturbation"]))
-        outputs = run_forward(model, inputs, device)
+        outputs = run_forward(model, inputs, device, plain=True)
     return {"group": case["group"], "seed": case["seed"], "role": case["role"],
             "outputs": tensors.save(outputs, out / f"out_recheck_{case['group']}_{case['seed']}.pt"),
             "post_inputs": None, "launches": log.total() - before}
@@ -157,10 +174,10 @@ def candidate_job(payload: dict) -> dict:
     """Run ModelNew on every saved case; `mode` is `check` (launches counted) or `ghost` (no-ops)."""
     device, job, mode = payload["device"], Path(payload["job_dir"]), payload["mode"]
     out, lock = out_dir(payload), payload.get("device_lock")
-    module = import_task_file(payload["candidate"])
     log = instrument.LaunchLog()
-    kernels = instrument.user_kernels()
-    (instrument.ghost if mode == "ghost" else instrument.count_launches)(kernels, log)
+    watched = instrument.watch_launches(log, ghost=mode == "ghost")
+    fill_uninitialized()
+    module = import_task_file(payload["candidate"])
     instrument.trap_reference(module, log)
     init_inputs = tensors.load(job / "init_inputs.pt")
     model = build_model(module.ModelNew, init_inputs, device, tensors.load(job / "state.pt"))
@@ -182,8 +199,11 @@ def candidate_job(payload: dict) -> dict:
             results.append(recheck_in_place(model, soaked, case, device, out, log, lock))
         else:
             results.append(run_case(model, case, device, out, mode, log, lock))
+    if not instrument.intact(watched):
+        raise RuntimeError("the candidate replaced the harness's launch wrapper on Triton's kernels "
+                           "(`run`): its launches can be neither counted nor replayed")
     return {"cases": results, "reference_calls": log.reference_calls,
-            "kernels": sorted(instrument.kernel_name(k) for k in kernels), "launches": dict(log.launches)}
+            "kernels": sorted(log.launches), "launches": dict(log.launches)}
 
 
 def timing_job(payload: dict) -> dict:

@@ -53,14 +53,20 @@ def differs(a: list, b: list) -> bool:
 def mutated_differently(case: dict, result: dict, reference_post: list | None) -> list[int]:
     """Inputs the candidate left differently from how the reference leaves them.
 
-    The candidate job saves its post-call inputs only when it changed one; when neither side changed
-    anything there is nothing to load.
+    An input the reference leaves alone must stay bit for bit as it was (a change in its lowest bits is a
+    watermark a cache can key on, and within any tolerance); one the reference changes must end within
+    tolerance of the reference's result. The candidate job saves its post-call inputs only when it
+    changed one; when neither side changed anything there is nothing to load.
     """
     if result.get("post_inputs") is None:
         return list(case["mutated"])
-    expected = reference_post if reference_post is not None else tensors.load(case["inputs"])
+    pristine = tensors.load(case["inputs"])
+    expected = reference_post if reference_post is not None else pristine
     actual = take(result["post_inputs"])
-    return [i for i, (e, a) in enumerate(zip(expected, actual)) if hasattr(e, "shape") and not compare_one(e, a)[0]]
+    by_reference = set(case["mutated"])
+    untouched = set(tensors.changed(pristine, actual)) - by_reference
+    changed = {i for i in by_reference if hasattr(expected[i], "shape") and not compare_one(expected[i], actual[i])[0]}
+    return sorted(untouched | changed)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,18 @@ def flatten(value: Any) -> list:
     raise TypeError(f"forward returned a {type(value).__name__}, not tensors")
 
 
+def require_plain(values: list) -> None:
+    """Raise `TypeError` unless every value is a plain dense `torch.Tensor` (or a parameter): a subclass
+    can compute when it is first inspected, so that the calls being timed do no work."""
+    import torch
+
+    for index, value in enumerate(values):
+        if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided:
+            kind = type(value).__name__ if type(value) not in (torch.Tensor, torch.nn.Parameter) else str(value.layout)
+            raise TypeError(f"output {index} is a {kind}, not a plain dense torch.Tensor: outputs must be "
+                            "computed by the call, not when they are read")
+
+
 def to_device(values: list, device: str) -> list:
     import torch
 

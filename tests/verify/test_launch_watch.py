@@ -1,0 +1,60 @@
+"""The launch wrapper a candidate's worker runs under (`diagnose.verify.instrument.watch_launches`), in a
+fresh interpreter process as the worker is: it wraps Triton's classes for the whole process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent('''
+    import json
+    import torch
+    import triton
+    import triton.language as tl
+    from diagnose.verify import instrument
+
+    log = instrument.LaunchLog()
+    watched = instrument.watch_launches(log, ghost=GHOST)
+
+    def make():  # a kernel made after the wrapping, inside a function
+        @triton.jit
+        def fill(out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, 1.0, mask=offs < n)
+        return fill
+
+    fill = make()
+    out = torch.zeros(8)
+    fill[(1,)](out, 8, BLOCK=8)
+    try:
+        fill[(1,)](out, BLOCK=8)  # an argument missing: raises
+        raised = False
+    except Exception:
+        raised = True
+    report = {"launches": log.launches, "raised": raised, "written": float(out.sum()), "intact": instrument.intact(watched)}
+    fill.run = lambda *a, **k: None  # a kernel's own `run` shadows the wrapper
+    report["intact_after_shadowing"] = instrument.intact(watched)
+    print(json.dumps(report))
+''')
+
+
+def watch(ghost: bool) -> dict:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", SCRIPT.replace("GHOST", str(ghost))], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_kernel_made_after_the_wrapping_is_counted_and_a_launch_that_raised_is_not():
+    report = watch(ghost=False)
+    assert report["launches"] == {"fill": 1}
+    assert report["raised"] and report["written"] == 8.0
+    assert report["intact"] and not report["intact_after_shadowing"]
+
+
+def test_ghost_launches_are_counted_and_do_nothing():
+    report = watch(ghost=True)
+    assert report["launches"] == {"fill": 2}  # a ghost launch does not run, so it cannot raise
+    assert report["written"] == 0.0
