@@ -29,6 +29,9 @@ whose toolchain is missing here is reported "not available", not as a failure), 
 whether each kernel compiled and its key IR facts: global access widths (vector width in bits per
 load/store) and the MMA path of every `tl.dot` (`wgmma`, `mma`, `mfma`, `cube`, or scalar FMA).
 `portability_table(rows)` renders that as one Markdown table of tasks x targets.
+
+A checkout of KernelGenBench itself (a folder holding `src/kernelgenbench/dataset/kernel_list.py`) is
+listed from its own operator tables instead: `diagnose/bench/suites/kernelgen_repo.py`.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import tempfile
 from pathlib import Path
 
 from diagnose import syntax
+from diagnose.bench.suites import kernelgen_repo
 from diagnose.bench.suites.base import (
     Row, SuiteTask, failed, keep, make_entry, python_problem, read_json_object, verify_rows,
 )
@@ -128,6 +132,8 @@ def reference_source(spec: dict, spec_name: str, first: int = 0) -> str:
 
 
 def load(root: Path, options) -> list[SuiteTask]:
+    if kernelgen_repo.is_checkout(root):  # KernelGenBench's own repository, not a spec folder
+        return kernelgen_repo.load(root, options)
     if options.mode == "portability" and not options.targets:
         raise UsageError("portability mode needs --targets, e.g. cuda:sm90,hip:gfx942,ascend:950")
     tasks = []
@@ -150,6 +156,8 @@ def load(root: Path, options) -> list[SuiteTask]:
 
 
 def score(task: SuiteTask, options) -> list[Row]:
+    if kernelgen_repo.owns(task):
+        return kernelgen_repo.score(task, options)
     if task.problem:
         return failed("load_error", task.problem)
     spec = read_spec(task.entry.path)
