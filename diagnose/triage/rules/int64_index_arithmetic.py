@@ -72,6 +72,8 @@ def vector_use(kernel: Kernel, start: ast.AST, helpers: dict | None = None) -> a
             elif isinstance(parent, (ast.BinOp, ast.Compare)):
                 if isinstance(parent, ast.BinOp) and _leftmost(parent) in _pointers(kernel):
                     break  # base pointer + offsets: an address, wherever it is used (helpers too)
+                if isinstance(parent, ast.Compare) and _names_a_mask(kernel, parent):
+                    break  # a boolean the loads/stores need as their mask: what else reads it reads a bool
                 arith = arith or _is_block(kernel, parent)
                 node = parent
                 continue
@@ -145,6 +147,36 @@ def _in_call(kernel: Kernel, call: ast.Call, arg: ast.AST, kw: str | None, helpe
         if param is not None and param in _pointers(helper):
             return "address"  # a pointer block handed to a @triton.jit helper that loads through it
     return "sink"
+
+
+def _names_a_mask(kernel: Kernel, compare: ast.Compare) -> bool:
+    """`key_mask = key_offset < n`, with `key_mask` (or a mask built from it) the mask of a load,
+    store or atomic: the compare is a memory mask, which the rule accepts, and the boolean it gives
+    carries no int64 on to a `tl.where` or a `&` that reuses it."""
+    node: ast.AST = compare
+    while isinstance(parent := kernel.parent.get(node), (ast.BoolOp, ast.UnaryOp)) or (
+            isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.BitAnd, ast.BitOr))):
+        node = parent
+    if not isinstance(parent, (ast.Assign, ast.AnnAssign)) or node is not parent.value:
+        return False
+    targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+    names = {t.id for t in targets if isinstance(t, ast.Name)}
+    return bool(names) and bool(names & _mask_sources(kernel))
+
+
+def _mask_sources(kernel: Kernel) -> frozenset[str]:
+    """Every name the mask argument of a load, store or atomic depends on."""
+    cached = kernel.__dict__.get("_int64_mask_sources")
+    if cached is None:
+        names: set[str] = set()
+        for call in kernel.calls("load", "store", *(a.rsplit(".", 1)[-1] for a in ATOMICS)):
+            name = kernel.qualname(call.func) or ""
+            position = 1 if name == TL + "load" else None if name == TL + "atomic_cas" else 2
+            mask = keyword(call, "mask", position)
+            if mask is not None:
+                names |= kernel.sources(mask)
+        cached = kernel.__dict__["_int64_mask_sources"] = frozenset(names)
+    return cached
 
 
 def _name_uses(kernel: Kernel) -> dict[str, list[ast.Name]]:
@@ -273,8 +305,15 @@ class Int64IndexArithmetic(Rule):
     - int64 offsets folded into pointer blocks handed to a `@triton.jit` helper that loads through
       them (flash attention's `K_block_ptr = K + kv_offset + ...`), and int64 values narrowed with
       `.to(tl.uint32)`/`.to(tl.int32)` before any block arithmetic (philox counters).
-    Still misread: other `@triton.jit` helpers are opaque: an int64 block passed to one counts as
-    used there only after block arithmetic; int64 data (an int64 tensor's max) reads as index math;
+    After the held-out labels (2026-12, 8 findings: 5 true, 3 false), also accepted: an int64 offset
+    compared into a named mask that a load, store or atomic uses (`key_mask = key_offset < n`), then
+    reused as a boolean (`hit = (digit == b) & key_mask`, `tl.where(hit, rank - 1, 0)`): the compare
+    is the memory mask the rule accepts, and what reads the boolean does no int64 work. A compare
+    written straight into a `tl.where`, or named but needed by no load or store, is still flagged.
+    Still misread: the accepted mask may be one that triton-ascend folds into the DMA bounds for the
+    load, so reusing it in a `tl.where` can materialize the int64 compare after all; other
+    `@triton.jit` helpers are opaque: an int64 block passed to one counts as used there only after
+    block arithmetic; int64 data (an int64 tensor's max) reads as index math;
     int64 index math feeding a gather address is treated as an address although a gather
     materializes its offsets.
 
