@@ -329,7 +329,10 @@ def bench(
                                                                    "(cuda:sm90,hip:gfx942,ascend:950)."),
     solutions: Optional[Path] = typer.Option(None, "--solutions", help="Folder of solutions matched to the "
                                                                        "suite's tasks by name."),
-    tolerance: str = typer.Option("default", "--tolerance", help="Tolerance profile: default or kernelbench."),
+    tolerance: str = typer.Option("default", "--tolerance", help="Tolerance profile: default, kernelbench, "
+                                                                 "kernelbench-v0 or multikernelbench."),
+    memory_limit: float = typer.Option(16.0, "--memory-limit", callback=positive,
+                                       help="GiB of host memory each worker may use."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Optimize mode: candidates per entry."),
     max_wall: float = typer.Option(1800.0, "--max-wall", callback=positive,
                                    help="Optimize mode: seconds of wall time per entry."),
@@ -387,7 +390,7 @@ def bench(
                            timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"),
                            target=target, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), suite_format=suite_format,
                            solutions=solutions, targets=target_list, tolerance=tolerance,
-                           start_within_s=start_within)
+                           start_within_s=start_within, memory_limit=int(memory_limit * 2**30))
     if suite_format == DEFAULT:
         total = len(load_suite(folder, filter_))
     else:

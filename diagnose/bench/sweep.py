@@ -59,6 +59,7 @@ class SweepOptions:
     targets: tuple[str, ...] = ()
     tolerance: str = "default"
     device_lock: str | None = None  # set by the sweep for --jobs > 1 on a timed device
+    memory_limit: int = 16 * 2**30  # bytes of host memory each worker may use (--memory-limit)
     # No entry starts later than this many seconds after the sweep began (--start-within): a sweep
     # bounded from outside (a device call's time limit) ends with its runs finished, none killed.
     start_within_s: float | None = None

@@ -130,7 +130,8 @@ def verify_rows(reference: Path, candidate: Path | None, options) -> list[Row]:
         verdict = verify(task, CheckOptions(device=options.device, seeds=tuple(range(options.seeds)),
                                             timeout_s=options.timeout_s, baselines=options.baselines,
                                             tolerances=tolerance.overrides(options.tolerance),
-                                            device_lock=options.device_lock))
+                                            device_lock=options.device_lock,
+                                            memory_limit=getattr(options, "memory_limit", 16 * 2**30)))
     except DiagnoseError as exc:
         return failed("load_error", str(exc))
     return group_rows(verdict)

@@ -1,71 +1,176 @@
 """KernelBench (ScalingIntelligence/KernelBench): level folders of problem files, scored against a
-folder of solutions.
+folder of solutions, or against themselves.
 
-Layout, as in a KernelBench checkout (`KernelBench/level1/19_ReLU.py`, ...)::
+Layout, as in a KernelBench checkout; the suite folder may be the checkout's root (its
+`KernelBench/level*/` folders are the problems, and nothing of `scripts/`, `src/`, `results/` is), the
+`KernelBench/` folder, or one folder of problem files::
 
-    SUITE/level1/19_ReLU.py        class Model, get_inputs(), get_init_inputs()  (the problem)
-    SOLUTIONS/level1/19_ReLU.py    class ModelNew                                (the candidate)
+    ROOT/KernelBench/level1/19_ReLU.py   class Model, get_inputs(), get_init_inputs()  (the problem)
+    SOLUTIONS/level1/19_ReLU.py          class ModelNew                                (the candidate)
 
-`diagnose bench kernelbench SUITE --solutions SOLUTIONS` scores every problem with a solution matched
-to it by name (same relative path, same stem, or KernelBench's own run naming
-`level_1_problem_19_sample_0_kernel.py`; see `diagnose/bench/suites/base.py`). The problem file is
-the reference and the solution the candidate (two-file task): inputs and reference outputs always
-come from the problem, so a solution cannot change what it is checked on. The same harness as every
-other suite checks it (several seeds, anti-cheat, ghost replay) and, on a device, times it beside
-PyTorch eager and `torch.compile`.
+Entries are `level<L>/<N>_<name>`, KernelBench's level and problem id. `--solutions SOLUTIONS` matches
+a solution to each problem by name (same relative path, same stem, or KernelBench's run naming
+`level_1_problem_19_sample_0_kernel.py`; see `diagnose/bench/suites/base.py`); a problem without one
+is a failed row. Without `--solutions` each problem is scored against itself (a self-check: its
+`Model` as the candidate; does it load, run and compare at the sizes used); launching no Triton kernel
+and passing the ghost replay are then expected, so those two checks are waived on its rows
+(`waived_checks`). The problem is always the reference: inputs and reference outputs come from it.
 
-`--tolerance kernelbench` scores with KernelBench's own tolerance (`atol = rtol = 1e-2`, as its
-`eval.py`); the default is diagnose's per-dtype table. `summary(rows)` gives KernelBench's metrics:
-correctness and fast_p for p = 0, 1, 1.5, 2 over eager and over `torch.compile` (fast_p = the share of
-*all* problems that are correct and faster than p times the baseline; fast_0 = correctness rate; on a
-machine with no device nothing is timed and fast_p for p > 0 is unknown, not zero).
+On the CPU (Triton's interpreter) the problem's size constants are scaled down first
+(`diagnose/bench/suites/cpu_shapes.py`); each row says so (`cpu_shapes`: "batch_size 4096 -> 16").
+A level-4 problem that loads a Hugging Face model (`from_pretrained`) not in the local cache is an
+`unsupported` row saying which model; so is anything else that cannot load here, with its reason.
 
-A problem without a solution, or a file missing `Model`/`get_inputs`/`get_init_inputs` (or a
-solution missing `ModelNew`), is a failed row with a one-line reason; the sweep goes on.
+Scoring like KernelBench's own evaluator (`src/kernelbench/eval.py`): `--tolerance kernelbench` is its
+current per-precision tolerance (fp32 1e-4, fp16/bf16 1e-2; `kernelbench-v0` is v0/v0.1's 1e-2 for
+all) and runs at least its 5 correctness trials. Every row carries KernelBench's verdict beside
+diagnose's stricter one (`status`: correctness, then anti-cheat): `kernelbench.correct` is whether every
+trial matched under the tolerance used, as its `run_and_check_correctness` decides, without anti-cheat.
+`summary(rows)` gives its metrics: fast_p for p = 0, 0.5, 0.8, 1, 1.5, 2 over eager and over
+`torch.compile`, over all problems and per level (fast_p = the share of a level's problems that are
+correct and faster than p times the baseline; fast_0 = correctness rate). Our speedups are ratios of
+medians measured in the same run (KernelBench divides means by a saved baseline); on a machine with
+no device nothing is timed and fast_p for p > 0 is unknown, not zero.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import re
+import tempfile
 from pathlib import Path
 
 from diagnose.bench.suites.base import (Row, SuiteTask, failed, keep, make_entry, match_solution, python_problem,
                                         verify_rows, with_tokens)
-from diagnose.errors import UsageError
 
 MODES = ("score",)
-FAST_P = (0.0, 1.0, 1.5, 2.0)
+FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
+LEVEL = re.compile(r"level_?(\d+)")
+TRIALS = {"kernelbench": 5, "kernelbench-v0": 5, "multikernelbench": 5}
+SELF_WAIVED = ("launches_triton", "ghost_replay")
+UNSUPPORTED = "unsupported: "
+PRETRAINED = re.compile(r"""model_name\s*=\s*["']([^"']+)["']""")
+
+TASK = '''"""Generated by diagnose: {path} ({how})."""
+from diagnose.bench.suites.cpu_shapes import load_problem as _load
+
+_problem = _load({path!r}, {device!r}, {record!r})
+'''
+REFERENCE = "Model = _problem.Model\nget_inputs = _problem.get_inputs\nget_init_inputs = _problem.get_init_inputs\n"
+SELF = "ModelNew = _problem.Model\n"
+
+
+def problem_root(root: Path) -> Path:
+    """The folder holding the level folders: a checkout's `KernelBench/` where the root has one."""
+    inner = root / "KernelBench"
+    return inner if inner.is_dir() and any(inner.glob("level*")) else root
 
 
 def problem_files(root: Path, solutions: Path | None) -> list[Path]:
+    levels = [d for d in sorted(root.iterdir()) if d.is_dir() and LEVEL.fullmatch(d.name)]
     inside = solutions.resolve() if solutions else None
-    return [p for p in sorted(root.rglob("*.py"))
+    return [p for folder in levels or [root] for p in sorted(folder.rglob("*.py"))
             if not p.name.startswith("_") and not (inside and p.resolve().is_relative_to(inside))]
 
 
+def hub_model_missing(path: Path) -> str | None:
+    """Why a problem that loads a pretrained Hugging Face model cannot run here, or None."""
+    source = path.read_text(encoding="utf-8", errors="replace")
+    if "from_pretrained(" not in source:
+        return None
+    found = PRETRAINED.search(source)
+    name = found.group(1) if found else "a model"
+    hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache/huggingface")) / "hub")
+    if found and (hub / f"models--{name.replace('/', '--')}").is_dir():
+        return None
+    return (f"{UNSUPPORTED}{path.name} downloads {name} from the Hugging Face Hub (from_pretrained), "
+            f"which is not in the local cache {hub}")
+
+
 def load(root: Path, options) -> list[SuiteTask]:
-    if options.solutions is None:
-        raise UsageError("kernelbench needs --solutions DIR: a folder of ModelNew files named after the problems")
-    solutions = Path(options.solutions)
-    if not solutions.is_dir():
+    solutions = Path(options.solutions) if options.solutions else None
+    if solutions is not None and not solutions.is_dir():
+        from diagnose.errors import UsageError
+
         raise UsageError(f"{solutions}: not a folder of solutions")
+    root = problem_root(root)
     tasks = []
     for path in problem_files(root, solutions):
         solution = match_solution(root, path, solutions)
         files = [path] + ([solution] if solution else [])
-        problem = python_problem(path, PROBLEM_NAMES, "problem")
-        if problem is None and solution is None:
+        problem = python_problem(path, PROBLEM_NAMES, "problem") or hub_model_missing(path)
+        if problem is None and solutions is not None and solution is None:
             problem = f"{path.name}: no solution for it in {solutions}"
-        if problem is None:
+        if problem is None and solution is not None:
             problem = python_problem(solution, ("ModelNew",), "solution")
         tasks.append(SuiteTask(make_entry(root, path, files), tuple(files), solution, problem))
     return keep(tasks, options.pattern)
 
 
+def unsupported(message: str) -> list[Row]:
+    """The one row of a task that cannot run here, and why (it does not count as a wrong kernel)."""
+    return [("*", "unsupported", {"failure": {"kind": "unsupported", "message": message.removeprefix(UNSUPPORTED),
+                                              "log_tail": ""}, "failed_checks": []})]
+
+
 def score(task: SuiteTask, options) -> list[Row]:
     if task.problem:
-        return failed("load_error", task.problem)
-    return with_tokens(verify_rows(task.entry.path, task.solution, options), task.solution)
+        return unsupported(task.problem) if task.problem.startswith(UNSUPPORTED) else failed("load_error", task.problem)
+    return with_tokens(score_problem(task.entry.path, task.solution, options, "kernelbench"), task.solution)
+
+
+def score_problem(problem: Path, solution: Path | None, options, suite: str) -> list[Row]:
+    """Rows of one problem in the KernelBench format (its sizes scaled down on the CPU), scored against
+    `solution`, or against itself when None; `suite`'s own verdict beside ours on every row."""
+    if options.tolerance in TRIALS:
+        options = dataclasses.replace(options, seeds=max(options.seeds, TRIALS[options.tolerance]))
+    with tempfile.TemporaryDirectory(prefix="diagnose-kb-") as scratch:
+        record = str(Path(scratch, "cpu_shapes.json"))
+        how = "its sizes scaled down for the CPU" if options.device == "cpu" else "as written"
+        head = TASK.format(path=str(problem.resolve()), device=options.device, record=record, how=how)
+        reference = Path(scratch, f"{problem.stem}.py")
+        reference.write_text(head + REFERENCE)
+        candidate = solution
+        if solution is None:
+            candidate = Path(scratch, f"{problem.stem}_self.py")
+            candidate.write_text(head + SELF)
+        rows = verify_rows(reference, candidate, options)
+        shapes = cpu_note(Path(record))
+    return [annotate(row, suite, options, shapes, self_check=solution is None) for row in rows]
+
+
+def cpu_note(record: Path) -> str | None:
+    if not record.is_file():
+        return None
+    changed = json.loads(record.read_text())["changed"]
+    if not changed:
+        return "as written (small enough for the CPU)"
+    return "scaled for the CPU: " + ", ".join(f"{k} {v}" for k, v in changed.items())
+
+
+def annotate(row: Row, suite: str, options, shapes: str | None, self_check: bool) -> Row:
+    """A row with the suite's own verdict, the CPU sizes used, and a self-check's waived checks."""
+    group, status, data = row
+    data = dict(data)
+    if shapes:
+        data["cpu_shapes"] = shapes
+    if "correct" in data:
+        data[suite] = {"correct": data["correct"], "trials": options.seeds, "tolerance": options.tolerance}
+    if self_check and group != "*":
+        waived = [c for c in data.get("failed_checks", []) if c.split(":")[0] in SELF_WAIVED]
+        data["failed_checks"] = [c for c in data.get("failed_checks", []) if c not in waived]
+        data["waived_checks"] = waived
+        data["self_check"] = True
+        status = "passed" if data["correct"] and not data["failed_checks"] else "failed"
+    return group, status, data
+
+
+def level_of(entry: str) -> str:
+    found = LEVEL.search(entry)
+    return f"level{found.group(1)}" if found else "other"
 
 
 def fast_p(rows: list, baseline: str) -> dict[str, float | None]:
@@ -84,12 +189,17 @@ def fast_p(rows: list, baseline: str) -> dict[str, float | None]:
 
 
 def summary(rows: list) -> dict:
-    """Correctness and fast_p over eager and torch.compile for one KernelBench sweep's rows."""
+    """Correctness and fast_p over eager and torch.compile for one KernelBench sweep's rows, overall and
+    per level (KernelBench reports each level over its own problems)."""
+    levels = sorted({level_of(r.entry) for r in rows})
     return {
         "problems": len({r.entry for r in rows}),
         "correct": sum(r.status == "passed" for r in rows),
+        "unsupported": sum(r.status == "unsupported" for r in rows),
         "rows": len(rows),
         "fast_p": {b: fast_p(rows, b) for b in ("eager", "compile")},
+        "levels": {lv: {b: fast_p([r for r in rows if level_of(r.entry) == lv], b) for b in ("eager", "compile")}
+                   for lv in levels},
     }
 
 
@@ -97,8 +207,11 @@ def render_summary(data: dict) -> str:
     def cell(v):
         return "-" if v is None else f"{v:.3g}"
 
-    lines = [f"KernelBench: {data['correct']}/{data['rows']} correct over {data['problems']} problems",
-             f"{'over':8}" + "".join(f"{'fast_' + format(p, 'g'):>10}" for p in FAST_P)]
-    for baseline, values in data["fast_p"].items():
-        lines.append(f"{baseline:8}" + "".join(f"{cell(values[str(p)]):>10}" for p in FAST_P))
+    unsupported = f", {data['unsupported']} unsupported here" if data.get("unsupported") else ""
+    lines = [f"KernelBench: {data['correct']}/{data['rows']} correct over {data['problems']} problems{unsupported}",
+             f"{'over':16}" + "".join(f"{'fast_' + format(p, 'g'):>10}" for p in FAST_P)]
+    scopes = [("", data["fast_p"])] + [(f"{lv} ", v) for lv, v in data.get("levels", {}).items()]
+    for scope, values in scopes:
+        for baseline, row in values.items():
+            lines.append(f"{scope + baseline:16}" + "".join(f"{cell(row[str(p)]):>10}" for p in FAST_P))
     return "\n".join(lines)

@@ -1,8 +1,13 @@
 """Tolerance profiles for scoring a suite the way its own evaluation does.
 
 - `default`: diagnose's table (`diagnose/verify/tolerances.py`: fp32 1e-4, fp16/bf16 1e-2).
-- `kernelbench`: `atol = rtol = 1e-2` for every floating dtype, as KernelBench's `eval.py` calls
-  `torch.allclose` (v0/v0.1 used 1e-2 for fp32 too); integers and booleans stay exact.
+- `kernelbench`: KernelBench's current `src/kernelbench/eval.py` (`get_tolerance_for_precision`:
+  `atol = rtol` = 1e-4 for fp32, 1e-2 for fp16 and bf16; it runs in fp32 by default, so fp64 gets fp32's);
+- `kernelbench-v0`: KernelBench v0/v0.1, `atol = rtol = 1e-2` for every floating dtype;
+- `multikernelbench`: MultiKernelBench's checker (`utils/correctness.py`), `atol = rtol = 1e-4` for
+  every floating dtype, booleans exact.
+
+Integers and booleans stay exact in every profile.
 
 `overrides(name)` gives the profile as `CheckOptions.tolerances` takes it (dtype name, (atol, rtol))
 pairs: the harness compares with them, in the parent process, for that verification only.
@@ -15,7 +20,10 @@ from diagnose.errors import UsageError
 FLOATS = ("float64", "float32", "float16", "bfloat16", "complex64")
 PROFILES: dict[str, dict[str, tuple[float, float]]] = {
     "default": {},
-    "kernelbench": {name: (1e-2, 1e-2) for name in FLOATS},
+    "kernelbench": {"float64": (1e-4, 1e-4), "float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2),
+                    "bfloat16": (1e-2, 1e-2), "complex64": (1e-4, 1e-4)},
+    "kernelbench-v0": {name: (1e-2, 1e-2) for name in FLOATS},
+    "multikernelbench": {name: (1e-4, 1e-4) for name in FLOATS},
 }
 
 

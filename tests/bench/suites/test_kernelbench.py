@@ -47,16 +47,16 @@ def test_default_tolerance_rejects_an_fp16_solution(swept):
 @pytest.mark.slow
 def test_kernelbench_tolerance_profile_accepts_it(tmp_path):
     summary, rows = run_sweep("kernelbench", SUITE, tmp_path / "r.sqlite", solutions=SOLUTIONS,
-                              pattern="Sigmoid", tolerance="kernelbench")
+                              pattern="Sigmoid", tolerance="kernelbench-v0")
     assert summary.failed == 0
     assert [r.status for r in rows["level2/1_Sigmoid"]] == ["passed"]
-    assert "tolerance kernelbench" in rows["level2/1_Sigmoid"][0].version
+    assert "tolerance kernelbench-v0" in rows["level2/1_Sigmoid"][0].version
 
 
 def test_fast_p_on_the_cpu_is_correctness_only(swept):
     data = kernelbench.summary([r for rs in swept[1].values() for r in rs])
     assert data["problems"] == 6 and data["correct"] == 3
-    assert data["fast_p"]["eager"] == {"0.0": 0.5, "1.0": None, "1.5": None, "2.0": None}
+    assert data["fast_p"]["eager"] == {"0.0": 0.5, "0.5": None, "0.8": None, "1.0": None, "1.5": None, "2.0": None}
     assert "fast_0" in kernelbench.render_summary(data)
 
 
@@ -69,8 +69,10 @@ def test_fast_p_counts_over_all_problems():
 
     rows = [row("a", "passed", 2.5, 1.2), row("b", "passed", 1.2, 0.8), row("c", "failed", 9.0, 9.0),
             row("d", "passed", 0.5, 0.4)]
-    assert kernelbench.fast_p(rows, "eager") == {"0.0": 0.75, "1.0": 0.5, "1.5": 0.25, "2.0": 0.25}
-    assert kernelbench.fast_p(rows, "compile") == {"0.0": 0.75, "1.0": 0.25, "1.5": 0.0, "2.0": 0.0}
+    assert kernelbench.fast_p(rows, "eager") == {"0.0": 0.75, "0.5": 0.5, "0.8": 0.5, "1.0": 0.5, "1.5": 0.25,
+                                                 "2.0": 0.25}
+    assert kernelbench.fast_p(rows, "compile") == {"0.0": 0.75, "0.5": 0.5, "0.8": 0.25, "1.0": 0.25, "1.5": 0.0,
+                                                   "2.0": 0.0}
 
 
 def test_token_side_file_reaches_the_report(swept):
@@ -92,6 +94,8 @@ def test_a_sweep_without_llm_says_so():
     assert report.summary(rows)["tokens"] == {"llm_used": False, "note": "no LLM used"}
 
 
-def test_solutions_are_required():
-    with pytest.raises(UsageError, match="--solutions"):
-        kernelbench.load(SUITE, SweepOptions())
+def test_without_solutions_each_problem_is_its_own_candidate():
+    tasks = {t.entry.id: t for t in kernelbench.load(SUITE, SweepOptions())}
+    assert tasks["level1/5_Unsolved"].problem is None and tasks["level1/5_Unsolved"].solution is None
+    with pytest.raises(UsageError, match="not a folder of solutions"):
+        kernelbench.load(SUITE, SweepOptions(solutions=SUITE / "nowhere"))

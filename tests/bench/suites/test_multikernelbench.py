@@ -65,7 +65,7 @@ def test_missing_cases_file_is_reported(tmp_path):
     (tmp_path / "op.py").write_text((SUITE / "axpy.py").read_text())
     (tmp_path / "op_triton.py").write_text((SUITE / "axpy_triton.py").read_text())
     [task] = multikernelbench.load(tmp_path, SweepOptions())
-    assert task.problem == "op.py: no op.jsonl of input cases beside it"
+    assert task.problem == "op.py: no op.jsonl or op.json of input cases beside it"
     (tmp_path / "op.jsonl").write_text(json.dumps({"name": "test_x", "inputs": [{"value": 1}]}) + "\n")
     [task] = multikernelbench.load(tmp_path, SweepOptions())
     assert task.problem is None and task.solution == tmp_path / "op_triton.py"
