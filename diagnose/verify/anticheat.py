@@ -5,7 +5,8 @@ only when every check passes. Without such layers, agents' reported speedups hav
 Sakana AI's CUDA Engineer skipped correctness checks through a memory bug in its evaluation, and 4 of 6
 exploits bypassed gpu-mode/pygpubench (its PR #7). Ghost replay is KernelGenBench's (flagos-ai). The layers:
 
-- `launches_triton`: every forward launched at least one of the candidate's own Triton kernels.
+- `launches_triton`: every forward launched at least one of the candidate's own Triton kernels, except
+  where the reference's outputs hold no element (an empty input correctly launches nothing).
 - `ghost_replay`: with the candidate's Triton launches turned into no-ops (in a fresh process, allocator
   poisoned), its output must no longer be correct; if it still is, the answer came from somewhere else.
 - `no_reference_call`: the candidate never constructed or called the reference `Model`.
@@ -29,8 +30,9 @@ SIDE_STREAM_RATIO = 1.5
 SIDE_STREAM_MIN_MS = 0.05
 
 
-def launches_triton(cases: list[dict]) -> CheckResult:
-    silent = [f"{c['group']}/{c['seed']}" for c in cases if c["launches"] < 1]
+def launches_triton(cases: list[dict], empty: frozenset[tuple[str, int]] = frozenset()) -> CheckResult:
+    """`empty`: the (group, seed) of cases whose reference outputs hold no element: no launch needed."""
+    silent = [f"{c['group']}/{c['seed']}" for c in cases if c["launches"] < 1 and (c["group"], c["seed"]) not in empty]
     if silent:
         return CheckResult("launches_triton", False, f"no Triton kernel launched in case {', '.join(silent)}")
     return CheckResult("launches_triton", True, f"{sum(c['launches'] for c in cases)} launches")

@@ -36,7 +36,7 @@ from pathlib import Path
 from diagnose.runtime import device_lock
 from diagnose.runtime.devices import empty_cache, poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
-from diagnose.verify import instrument, tensors
+from diagnose.verify import instrument, tensors, torch_state
 from diagnose.verify.inputs import apply_perturbation, draw, group_table, perturbation_for, select_groups
 
 INIT_SEED = 42
@@ -90,7 +90,10 @@ def fill_uninitialized() -> None:
 def reference_job(payload: dict) -> dict:
     """Draw the inputs of every case and compute the reference outputs."""
     device, job = payload["device"], Path(payload["job_dir"])
+    before = torch_state.snapshot()
     module = import_task_file(payload["reference"])
+    # A kernel module's reference is the user's own module: what it sets at import is its behaviour.
+    restored = [] if getattr(getattr(module, "Model", None), "replays_module", False) else torch_state.restore(before)
     names = list(group_table(module))
     groups = select_groups(names, device, payload.get("groups"))
     init_inputs = list(module.get_init_inputs())
@@ -99,7 +102,8 @@ def reference_job(payload: dict) -> dict:
     tensors.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, job / "state.pt")
     plan = [(g, s, "check") for g in groups for s in payload["seeds"]]
     plan.append((groups[0], payload["recheck_seed"], "recheck"))
-    cases, notes = [], []
+    cases = []
+    notes = [f"the task file changed {name} at import; the reference ran with torch's own" for name in restored]
     for group, seed, role in plan:
         perturbation = []
         if role == "recheck":  # the first check case's inputs with a few elements changed (`perturbation_for`)

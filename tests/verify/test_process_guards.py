@@ -1,5 +1,6 @@
-"""The launch wrapper a candidate's worker runs under (`diagnose.verify.instrument.watch_launches`), in a
-fresh interpreter process as the worker is: it wraps Triton's classes for the whole process."""
+"""The guards of the harness's processes, each in a fresh interpreter as the workers are: the launch wrapper
+a candidate runs under (`diagnose.verify.instrument.watch_launches` wraps Triton's classes for the whole
+process), and the parent that holds the reference outputs made non-dumpable."""
 
 import json
 import os
@@ -58,3 +59,10 @@ def test_ghost_launches_are_counted_and_do_nothing():
     report = watch(ghost=True)
     assert report["launches"] == {"fill": 2}  # a ghost launch does not run, so it cannot raise
     assert report["written"] == 0.0
+
+
+def test_the_process_holding_reference_outputs_is_not_dumpable():
+    script = ("import ctypes; from diagnose.verify.harness import hide_memory; libc = ctypes.CDLL(None); "
+              "before = libc.prctl(3, 0, 0, 0, 0); hide_memory(); print(before, libc.prctl(3, 0, 0, 0, 0))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["1", "0"], done.stderr[-1000:]  # PR_GET_DUMPABLE
