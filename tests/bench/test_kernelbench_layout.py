@@ -81,3 +81,15 @@ def test_checkout_scores_on_the_cpu_with_its_verdict_beside_ours(tmp_path):
     [add] = rows["level1/2_CudaAdd"]
     assert add.status == "passed" and "self_check" not in add.data and not add.data["failed_checks"]
     assert add.data["kernelbench"] == {"correct": True, "trials": 5, "tolerance": "kernelbench"}
+
+
+def test_sizes_derived_from_other_constants_follow_them(tmp_path):
+    path = tmp_path / "1_Gemm.py"
+    path.write_text("import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, n, shape):\n"
+                    "        super().__init__()\n        self.scale = torch.nn.Parameter(torch.ones(shape))\n\n"
+                    "    def forward(self, x):\n        return x * self.scale\n\n\n"
+                    "batch = 8192\nfeatures = 4096\nshape = (features,)\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(batch, features)]\n\n\n"
+                    "def get_init_inputs():\n    return [features, shape]\n")
+    module = cpu_shapes.load_problem(str(path), "cpu", str(tmp_path / "record.json"))
+    assert module.shape == (module.features,) and module.features < 4096

@@ -12,7 +12,8 @@ worker processes (the parent never runs a suite's code), the sizes are scaled do
   (at least 1; kernel sizes, strides and channel counts below `MIN_SIZE` are left alone). Factors are
   tried from 1 up: the first whose inputs and parameters hold at most `ELEMENTS` elements (counted on
   the `meta` device, nothing allocated) and whose reference forward runs at that size is kept; where
-  none fits, the smallest size whose forward runs. Model code is never changed;
+  none does, the smallest size up to `FALLBACK_ELEMENTS` whose forward runs, else the sizes as written
+  (the worker's memory limit and timeout then apply). Model code is never changed;
 - a `.json` case (`scale_case`): every dimension of at least `MIN_SIZE` in any input's shape is
   divided by the factor, and an integer attribute equal to such a dimension (`normalized_shape`)
   follows it, so shapes stay consistent; the case is then built by the reference's own
@@ -35,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 
 ELEMENTS = 1 << 18
+FALLBACK_ELEMENTS = 1 << 24  # where no factor within ELEMENTS runs: the most tried before keeping the sizes as written
 MIN_SIZE = 16
 FACTORS = tuple(2 ** i for i in range(17))
 PURE = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List,
@@ -53,7 +55,7 @@ def size_assignments(tree: ast.Module) -> list[tuple[str, ast.expr]]:
             continue
         known = {name for name, _ in out}
         nodes = list(ast.walk(node.value))
-        if all(isinstance(n, PURE) for n in nodes) and any(isinstance(n, ast.Constant) for n in nodes) and \
+        if all(isinstance(n, PURE) for n in nodes) and any(isinstance(n, (ast.Constant, ast.Name)) for n in nodes) and \
                 all(type(n.value) is int for n in nodes if isinstance(n, ast.Constant)) and \
                 all(n.id in known for n in nodes if isinstance(n, ast.Name)):
             out.append((node.targets[0].id, node.value))
@@ -162,7 +164,9 @@ def load_problem(path: str, device: str, record: str | None = None) -> ModuleTyp
         if size <= ELEMENTS and runs(module):
             chosen = factor
             break
-    for _, factor in sorted(tried) if chosen is None else ():  # nothing small enough runs: the smallest that does
+    for size, factor in sorted(tried) if chosen is None else ():  # nothing small enough runs: the smallest that does
+        if size != math.inf and size > FALLBACK_ELEMENTS:
+            break
         apply_factor(module, assignments, original, factor)
         if runs(module):
             chosen = factor
