@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import importlib.util
 import json
 import math
@@ -34,6 +35,8 @@ import sys
 import uuid
 from pathlib import Path
 from types import ModuleType
+
+from diagnose import syntax
 
 ELEMENTS = 1 << 18
 FALLBACK_ELEMENTS = 1 << 24  # where no factor within ELEMENTS runs: the most tried before keeping the sizes as written
@@ -74,7 +77,7 @@ def apply_factor(module: ModuleType, assignments: list[tuple[str, ast.expr]], or
     """Set the module's size constants for `factor` (1: as written); the ones that changed."""
     changed = {}
     for name, expr in assignments:
-        tree = ast.fix_missing_locations(ast.Expression(_Scale(factor).visit(ast.parse(ast.unparse(expr), mode="eval").body)))
+        tree = ast.fix_missing_locations(ast.Expression(_Scale(factor).visit(copy.deepcopy(expr))))
         value = eval(compile(tree, "<sizes>", "eval"), {"__builtins__": {}}, vars(module))  # noqa: S307 - literals only
         setattr(module, name, value)
         if value != original[name]:
@@ -147,7 +150,7 @@ def load_problem(path: str, device: str, record: str | None = None) -> ModuleTyp
         return _LOADED[path, device]
     module = import_file(Path(path))
     _LOADED[path, device] = module
-    assignments = size_assignments(ast.parse(Path(path).read_text(encoding="utf-8")))
+    assignments = size_assignments(syntax.parse(Path(path).read_text(encoding="utf-8"), filename=path))
     if device != "cpu" or not assignments:
         return module
     original = {name: getattr(module, name) for name, _ in assignments}
