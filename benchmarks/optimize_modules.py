@@ -23,25 +23,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def best_timing(report: dict) -> tuple[float | None, float | None, str | None]:
-    """(initial ms, best ms, group) of the best candidate, from its own timing run (the slowest group
-    of the initial kernel, where the run had to gain most)."""
-    best = report.get("best")
-    for entry in report.get("candidates", []):
-        if entry["candidate"]["id"] != best:
-            continue
-        timings = entry["verdict"].get("timings", [])
-        initial = {t["group"]: t["median_ms"] for t in timings if t["variant"] == "initial" and t.get("median_ms")}
-        mine = {t["group"]: t["median_ms"] for t in timings if t["variant"] == "candidate" and t.get("median_ms")}
+def best_timing(report) -> tuple[float | None, float | None, str | None]:
+    """(initial ms, best ms, group) of the best candidate (`report`: a `diagnose.records.Report`), from its
+    own timing run (the slowest group of the initial kernel, where the run had to gain most)."""
+    from diagnose.report.scores import medians
+
+    best = report.best_entry
+    if best is not None:
+        initial, mine = medians(best[1], "initial"), medians(best[1], "candidate")
         groups = [g for g in initial if g in mine]
         if groups:
             group = max(groups, key=lambda g: initial[g])
             return initial[group], mine[group], group
-    baseline = report.get("baseline") or {}
-    medians = [t for t in baseline.get("timings", []) if t["variant"] == "candidate" and t.get("median_ms")]
-    if medians:
-        slowest = max(medians, key=lambda t: t["median_ms"])
-        return slowest["median_ms"], None, slowest["group"]
+    baseline = medians(report.baseline, "candidate") if report.baseline is not None else {}
+    if baseline:
+        slowest = max(baseline, key=lambda g: baseline[g])
+        return baseline[slowest], None, slowest
     return None, None, None
 
 
@@ -63,16 +60,15 @@ def run_one(module: Path, args, lock: str) -> dict:
         return row
     report = result.report
     initial, best, group = best_timing(report)
-    passed = [c for c in report["candidates"] if c["verdict"]["passed"]]
+    passed = [c for c, v in report.candidates if v.passed]
     patch_lines = 0
     if result.diff is not None and result.diff.exists():
         patch_lines = sum(1 for line in result.diff.read_text().splitlines()
                           if line[:1] in "+-" and not line.startswith(("+++", "---")))
     row.update(run=result.run_id, group=group, initial_ms=initial, best_ms=best,
                speedup=round(initial / best, 3) if initial and best else None,
-               proposed=len(report["candidates"]), verified=len(passed), best=report.get("best"),
-               rewrites=next((c["candidate"]["made_by"] for c in report["candidates"]
-                              if c["candidate"]["id"] == report.get("best")), []),
+               proposed=len(report.candidates), verified=len(passed), best=report.best,
+               rewrites=list(report.best_entry[0].made_by) if report.best_entry else [],
                patch=str(result.diff) if result.diff else None, patch_lines=patch_lines,
                seconds=round(time.monotonic() - start))
     return row

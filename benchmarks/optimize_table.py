@@ -20,41 +20,41 @@ from pathlib import Path
 
 from diagnose.profiling.ceilings import Ceilings
 from diagnose.profiling.roofline import Roof, Work, bound, roof_for
+from diagnose.records import Report, report_from_dict
 from diagnose.report.scores import medians
 
 
-def work_of(report: dict) -> dict[str, Work]:
-    roofline = report.get("roofline") or {}
-    if roofline.get("work"):
-        return {w["group"]: Work(**w) for w in roofline["work"]}
+def work_of(report: Report) -> dict[str, Work]:
+    if report.roofline is not None and report.roofline.work:
+        return {w.group: w for w in report.roofline.work}
     from diagnose.profiling.work import count_work_offline
     from diagnose.task import import_task_file
 
-    task = Path(report["task"])
+    task = Path(report.task)
     if not task.is_file():  # a sweep's copy of the suite, gone since: the suite's own file by its id
         task = Path(__file__).parent / "npukernel" / task.parent.name / task.name
     if not task.is_file():
         return {}
     module = import_task_file(str(task))
-    groups = medians(report["baseline"], "candidate")
+    groups = medians(report.baseline, "candidate") if report.baseline is not None else {}
     return {g: count_work_offline(module, g)[0] for g in groups}
 
 
-def roof_of(report: dict, dtype: str, ceilings: Ceilings | None) -> tuple[Roof | None, str]:
-    roofline = report.get("roofline") or {}
-    if roofline.get("roof") and roofline["roof"]["dtype"] == dtype:
-        return Roof(**roofline["roof"]), "report"
+def roof_of(report: Report, dtype: str, ceilings: Ceilings | None) -> tuple[Roof | None, str]:
+    roof = report.roofline.roof if report.roofline is not None else None
+    if roof is not None and roof.dtype == dtype:
+        return roof, "report"
     if ceilings is not None:
         return roof_for(ceilings, dtype), "ceilings file"
     return None, "-"
 
 
-def rows(report: dict, ceilings: Ceilings | None) -> list[dict]:
-    best = next((c for c in report["candidates"] if c["candidate"]["id"] == report.get("best")), None)
-    initial = medians(report["baseline"], "candidate")
-    after = medians(best["verdict"], "candidate") if best else {}
+def rows(report: Report, ceilings: Ceilings | None) -> list[dict]:
+    best = report.best_entry
+    initial = medians(report.baseline, "candidate") if report.baseline is not None else {}
+    after = medians(best[1], "candidate") if best else {}
     # The best candidate's own run timed the initial kernel beside it: the speedup is that ratio.
-    initial_same_run = medians(best["verdict"], "initial") if best else {}
+    initial_same_run = medians(best[1], "initial") if best else {}
     work = work_of(report)
     out = []
     for group, initial_ms in initial.items():
@@ -64,12 +64,12 @@ def rows(report: dict, ceilings: Ceilings | None) -> list[dict]:
         best_ms = after.get(group)
         same = initial_same_run.get(group)
         out.append({
-            "task": Path(report["task"]).stem, "group": group, "initial_ms": initial_ms, "best_ms": best_ms,
+            "task": Path(report.task).stem, "group": group, "initial_ms": initial_ms, "best_ms": best_ms,
             "speedup": same / best_ms if (same and best_ms) else None,
             "initial_roofline": bound_ms / initial_ms if bound_ms else None,
             "best_roofline": bound_ms / best_ms if (bound_ms and best_ms) else None,
-            "roof": source, "rewrites": ", ".join(best["candidate"].get("made_by", [])) if best else "-",
-            "deepest_level": report.get("deepest_level") or "-", "wall_s": report.get("wall_s"),
+            "roof": source, "rewrites": ", ".join(best[0].made_by) if best else "-",
+            "deepest_level": report.deepest_level or "-", "wall_s": report.wall_s,
         })
     return out
 
@@ -92,7 +92,7 @@ def main() -> None:
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for path in args.reports:
-        for r in rows(json.loads(path.read_text()), ceilings):
+        for r in rows(report_from_dict(json.loads(path.read_text())), ceilings):
             print("| " + " | ".join([r["task"], r["group"], fmt(r["initial_ms"], ".4g"), fmt(r["best_ms"], ".4g"),
                                      fmt(r["speedup"], ".2f") + ("x" if r["speedup"] else ""),
                                      fmt(r["initial_roofline"] and 100 * r["initial_roofline"], ".0f"),

@@ -471,9 +471,9 @@ def optimize(
         where = resume_hint(progress.run_id) if progress.run_id else "no run was started"
         typer.echo(f"diagnose: interrupted; {where}", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    broken = broken_task(result.report.get("baseline"))
+    broken = broken_task(result.report.baseline)
     if broken:  # the user's code is to blame, not the rewrites: bad input, before any table
-        raise UsageError(f"{result.report['task']}: {broken}; nothing to optimize (run {result.run_id})")
+        raise UsageError(f"{result.report.task}: {broken}; nothing to optimize (run {result.run_id})")
     from diagnose.report.run_view import outcome
     from diagnose.report.summary import candidates_table
 
@@ -487,7 +487,7 @@ def optimize(
         from diagnose.task.patch import apply_command
 
         applied = f"applied to {result.optimized} (backup beside it)" if result.optimized else \
-            f"apply it with `{apply_command(result.diff, Path(result.report['module']))}` or rerun with --apply"
+            f"apply it with `{apply_command(result.diff, Path(result.report.module))}` or rerun with --apply"
         typer.echo(f"patch: {result.diff}; {applied}")
     elif result.optimized:
         typer.echo(f"optimized task: {result.optimized}; diff: {result.diff}")
@@ -513,9 +513,13 @@ def report(
     if not path.exists():
         raise UsageError(f"no report for run {run_id!r} ({path} does not exist)")
     data = json.loads(path.read_text())
-    if fmt == "json":
+    if fmt == "json":  # the file itself, as the run wrote it
         typer.echo(json.dumps(data, indent=2))
-    elif fmt == "md":
+        raise typer.Exit(EXIT_OK)
+    from diagnose.records import report_from_dict
+
+    data = report_from_dict(data)
+    if fmt == "md":
         from diagnose.report.markdown import render_markdown
 
         svg = folder / SVG_NAME

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from diagnose.records import Candidate, Verdict
+
 
 def geomean(values: Iterable[float]) -> float | None:
     """The geometric mean of the positive values (None when there are none)."""
@@ -33,3 +35,10 @@ def score(passed: bool, speedups: Iterable[float], predicted_gain: float | None)
     if measured is not None:
         return measured, "measured"
     return float(predicted_gain or 1.0), "estimated (nothing timed)"
+
+
+def candidate_score(candidate: Candidate, verdict: Verdict) -> tuple[float, str]:
+    """`score` of a candidate and its verdict: the speedup over the initial kernel measured in the verdict's
+    timing run (`Verdict.speedups`), else the candidate's predicted gain. The optimizer ranks by it and
+    the report shows it."""
+    return score(verdict.passed, verdict.speedups("initial").values(), candidate.predicted_gain)

@@ -20,7 +20,7 @@ from diagnose.agent.state import Context, State
 
 
 def route_after_baseline(state: State) -> Literal["triage", "finish"]:
-    return "finish" if policy.broken_task(state.get("baseline")) else "triage"
+    return "finish" if policy.broken_task(policy.baseline_of(state)) else "triage"
 
 
 def route_after_propose(state: State) -> Literal["verify", "escalate"]:

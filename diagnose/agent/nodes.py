@@ -133,7 +133,7 @@ def decide(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def finish(state: State, runtime: Runtime[Context]) -> dict:
-    broken = policy.broken_task(state.get("baseline"))
+    broken = policy.broken_task(policy.baseline_of(state))
     if broken:
         return {"trace": [step("baseline", "finish", f"nothing to optimize: {broken}")]}
     best = policy.best_result(state.get("results", []))

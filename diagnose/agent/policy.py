@@ -10,7 +10,8 @@ codemods that made its base is not proposed (`repeats_lineage`). Every decision 
 which the node writes into the trace.
 
 Ranking uses `diagnose/report/scores.py`: measured speedup over the initial kernel where timed, the
-predicted gain (an estimate, said so) where not.
+predicted gain (an estimate, said so) where not. The state holds results as dicts; they are scored as
+records (`score`, `baseline_of`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from __future__ import annotations
 import time
 
 from diagnose.agent.state import LEVELS, Budget, State
-from diagnose.report.scores import score, spread
+from diagnose.records import Roofline, Verdict, candidate_from_dict, roofline_from_dict, verdict_from_dict
+from diagnose.report import scores
 
 # The smallest measured gain worth a patch (as `diagnose.optimizer.search.MEASURED_TIE` is for a config).
 MIN_GAIN = 0.02
@@ -26,16 +28,28 @@ MIN_GAIN = 0.02
 LEVEL_NODES = {"profile": "profile", "ir": "inspect_ir", "passes": "analyze_passes"}
 
 
-def broken_task(baseline: dict | None) -> str | None:
+def score(result: dict) -> tuple[float, str]:
+    """(score, how it was obtained) of a result in the state (`{"candidate", "verdict", "path"}`), scored
+    on its records by `diagnose/report/scores.py`."""
+    return scores.score(candidate_from_dict(result["candidate"]), verdict_from_dict(result["verdict"]))
+
+
+def baseline_of(state: State) -> Verdict | None:
+    """The verdict of the task as given, once measured."""
+    baseline = state.get("baseline")
+    return verdict_from_dict(baseline) if baseline else None
+
+
+def broken_task(baseline: Verdict | None) -> str | None:
     """Why the task as given cannot be optimized, when its own code raised, crashed or hung in the
     baseline's verification (the verdict's `failure`); else None. A rewrite of a kernel that does not
     run cannot be verified against it, so the run finishes there, and the user's code is to blame (the
     command line exits 2), not the rewrites (a run where none helped exits 0)."""
-    failure = (baseline or {}).get("failure")
-    if not failure:
+    failure = baseline.failure if baseline is not None else None
+    if failure is None:
         return None
-    lines = (failure.get("message") or "").strip().splitlines()
-    return f"the task as given does not run: {lines[0] if lines else 'no message'} ({failure['kind']})"
+    lines = (failure.message or "").strip().splitlines()
+    return f"the task as given does not run: {lines[0] if lines else 'no message'} ({failure.kind})"
 
 
 def best_result(results: list[dict]) -> dict | None:
@@ -52,7 +66,7 @@ def best_result(results: list[dict]) -> dict | None:
 def margin(result: dict, how: str) -> float:
     """How much a measured speedup must exceed 1 to count: `MIN_GAIN`, or the timing run's own spread
     where it is wider (`scores.spread`); a source edit for a gain inside the noise is not a result."""
-    return max(MIN_GAIN, spread(result["verdict"])) if how == "measured" else 0.0
+    return max(MIN_GAIN, scores.spread(verdict_from_dict(result["verdict"]))) if how == "measured" else 0.0
 
 
 def base_lineage(state: State) -> list[str]:
@@ -85,8 +99,8 @@ def near_roofline(state: State, budget: Budget) -> str | None:
     """Why nothing is left to gain, when the best candidate (or, before any, the task as given) is within
     `roofline_fraction` of the bound on every input group the profile bounded; else None."""
     best = best_result(state.get("results", []))
-    measured = best["verdict"] if best else state.get("baseline") or {}
-    fractions = roofline_fractions(state.get("roofline") or {}, measured)
+    measured = verdict_from_dict(best["verdict"]) if best else baseline_of(state)
+    fractions = roofline_fractions(roofline_from_dict(state.get("roofline")), measured)
     if fractions and min(fractions.values()) >= budget.roofline_fraction:
         farthest = min(fractions, key=fractions.get)
         where = f" on every input group (farthest: {farthest})" if len(fractions) > 1 else ""
@@ -95,17 +109,18 @@ def near_roofline(state: State, budget: Budget) -> str | None:
     return None
 
 
-def roofline_bounds(roofline: dict) -> dict[str, float]:
-    """The roofline bound (ms) per input group: `bounds_ms`, or an older run's one `bound_ms`."""
-    return roofline.get("bounds_ms") or ({roofline["group"]: roofline["bound_ms"]} if roofline.get("bound_ms") else {})
+def roofline_bounds(roofline: dict | None) -> dict[str, float]:
+    """The roofline bound (ms) per input group of a roofline's JSON (`Roofline.bounds`)."""
+    record = roofline_from_dict(roofline)
+    return record.bounds if record is not None else {}
 
 
-def roofline_fractions(roofline: dict, verdict: dict) -> dict[str, float]:
+def roofline_fractions(roofline: Roofline | None, verdict: Verdict | None) -> dict[str, float]:
     """Bound over measured median, per input group with both."""
-    bounds = roofline_bounds(roofline)
-    medians = {t["group"]: t["median_ms"] for t in verdict.get("timings", [])
-               if t["variant"] == "candidate" and t.get("median_ms")}
-    return {group: bound / medians[group] for group, bound in bounds.items() if medians.get(group)}
+    if roofline is None or verdict is None:
+        return {}
+    medians = scores.medians(verdict, "candidate")
+    return {group: bound / medians[group] for group, bound in roofline.bounds.items() if medians.get(group)}
 
 
 def escalation(state: State, budget: Budget, now: float | None = None) -> tuple[str, str]:

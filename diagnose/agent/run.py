@@ -32,7 +32,8 @@ from diagnose.agent.state import LEVELS, Budget, Context
 from diagnose.agent.tools import Tools
 from diagnose.errors import UsageError
 from diagnose.report.reports import environment
-from diagnose.records import SCHEMA_VERSION
+from diagnose.records import (Report, candidate_from_dict, evidence_from_dict, finding_from_dict,
+                              roofline_from_dict, trace_step_from_dict, verdict_from_dict)
 from diagnose.task.harness import header
 from diagnose.task.patch import apply_patch, write_patch
 
@@ -45,7 +46,7 @@ class RunResult:
 
     run_id: str
     run_dir: Path
-    report: dict
+    report: Report
     optimized: Path | None
     diff: Path | None
     module_source: str | None = None
@@ -170,29 +171,27 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
     return RunResult(run_id, folder, report, optimized, diff, module_source)
 
 
-def report_from_state(state: dict) -> dict:
-    """The run's report, in the schema of `diagnose/report/report.schema.json`."""
+def report_from_state(state: dict) -> Report:
+    """The run's `Report`, from the state's JSON-ready dicts: the one place they become records."""
     results = state.get("results", [])
     best = policy.best_result(results)
     module = header(Path(state["task"]).read_text(errors="replace")) if Path(state["task"]).is_file() else None
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "task": state["task"],
-        **({"module": str(module.origin)} if module else {}),
-        "target": state["target"],
-        "device": state["device"],
-        "findings": state.get("findings", []),
-        "trace": state.get("trace", []),
-        "candidates": [{"candidate": r["candidate"], "verdict": r["verdict"]} for r in results],
-        "best": best["candidate"]["id"] if best else None,
-        "environment": [list(pair) for pair in environment()],
-        "baseline": state.get("baseline"),
-        "evidence": state.get("evidence", []),
-        "roofline": state.get("roofline") or None,
-        "deepest_level": LEVELS[state["level"]] if state.get("level", -1) >= 0 else None,
+    baseline = state.get("baseline")
+    return Report(
+        task=state["task"], target=state["target"], device=state["device"],
+        findings=tuple(finding_from_dict(f) for f in state.get("findings", [])),
+        trace=tuple(trace_step_from_dict(s) for s in state.get("trace", [])),
+        candidates=tuple((candidate_from_dict(r["candidate"]), verdict_from_dict(r["verdict"])) for r in results),
+        best=best["candidate"]["id"] if best else None,
+        environment=environment(),
+        module=str(module.origin) if module else None,
+        baseline=verdict_from_dict(baseline) if baseline else None,
+        evidence=tuple(evidence_from_dict(e) for e in state.get("evidence", [])),
+        roofline=roofline_from_dict(state.get("roofline")),
+        deepest_level=LEVELS[state["level"]] if state.get("level", -1) >= 0 else None,
         # From the run's start to its report (a resumed run counts the time it lay stopped too).
-        "wall_s": round(time.time() - state["started"], 1) if state.get("started") else None,
-    }
+        wall_s=round(time.time() - state["started"], 1) if state.get("started") else None,
+    )
 
 
 def free_name(path: Path, run_id: str) -> Path:

@@ -3,6 +3,11 @@
 State travels through the LangGraph checkpointer, so it holds only JSON-ready values: records as
 dicts (`Finding.to_dict()`, `Evidence.to_dict()`, ...). Lists that grow over a run use an appending
 reducer; everything else is replaced by the node that owns it.
+
+The dicts become records at two boundaries only: the policy scores a result through
+`diagnose/report/scores.py` on its `Candidate` and `Verdict` (`policy.score`), and the finished run's
+state becomes its `Report` in `diagnose/agent/run.py:report_from_state` (`diagnose.records`'
+`*_from_dict`), from which every rendering is made.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ stays as it was. One row per input group of the baseline (the entry as given):
 - `speedup_vs_compile`: the baseline run's `torch.compile` median over the candidate's (two runs, one
   device, the same protocol);
 - `roofline_fraction` on each group the profile level bounded; `deepest_level`; `rewrites`; `run_id`.
+
+The rows are made from the report's JSON (`Report.to_dict()`, what `report.json` holds), the form the
+store keeps beside them; its timings are read with the geometric mean of `diagnose.scoring`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from diagnose.agent.policy import roofline_bounds
 from diagnose.agent.state import Budget
 from diagnose.bench.suite import Entry
-from diagnose.report.scores import measured_speedup, medians, speedups
+from diagnose.scoring import geomean
 
 Row = tuple[str, str, dict]
 
@@ -33,11 +36,23 @@ def optimize_entry(entry: Entry, device: str, target: str, budget: Budget, out_r
     out_dir = out_root / entry.id
     result = optimize(str(entry.path), target=target, device=device, budget=budget, out_dir=out_dir,
                       device_lock=device_lock)
-    return rows_from_report(result.report, result.run_id)
+    return rows_from_report(result.report.to_dict(), result.run_id)
+
+
+def medians(verdict: dict, variant: str) -> dict[str, float]:
+    """A variant's median per input group, from a verdict's JSON (groups not timed are left out)."""
+    return {t["group"]: t["median_ms"] for t in verdict.get("timings", [])
+            if t["variant"] == variant and t.get("median_ms")}
+
+
+def speedups(verdict: dict, over: str) -> dict[str, float]:
+    """Candidate over the `over` variant per group, both from the verdict's one timing run."""
+    mine, base = medians(verdict, "candidate"), medians(verdict, over)
+    return {g: base[g] / mine[g] for g in mine if g in base}
 
 
 def rows_from_report(report: dict, run_id: str) -> list[Row]:
-    """Store rows (group, status, data) from an agent report."""
+    """Store rows (group, status, data) from an agent report's JSON."""
     baseline = report.get("baseline") or {}
     best = next((c for c in report["candidates"] if c["candidate"]["id"] == report["best"]), None)
     common = {"deepest_level": report.get("deepest_level"), "run_id": run_id,
@@ -79,7 +94,7 @@ def why_unimproved(report: dict) -> str:
                   if line.strip().startswith("not verified (wall time over")]
     passed = [c["verdict"] for c in report.get("candidates", []) if c["verdict"]["passed"]]
     if passed:
-        timed = [s for s in map(measured_speedup, passed) if s is not None]
+        timed = [s for s in (geomean(speedups(v, "initial").values()) for v in passed) if s is not None]
         fastest = f" (the fastest {max(timed):.2f}x)" if timed else ""
         return f"{len(passed)} candidate(s) passed, none faster than the task as given{fastest}; the entry stays as given"
     if report.get("candidates"):

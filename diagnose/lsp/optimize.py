@@ -32,6 +32,7 @@ from diagnose.errors import DiagnoseError
 from diagnose.lsp.jobs import Cancelled, Job
 from diagnose.lsp.server import DiagnoseServer, document_path
 from diagnose.lsp.settings import Settings
+from diagnose.records import Report
 
 COMMAND = "diagnose.optimize"
 TICK_S = 1.0
@@ -69,12 +70,12 @@ def run_agent(path: str, settings: Settings, steps: list[str], checkpoint: Calla
                     on_start=checkpoint, on_candidate=checkpoint, out_dir=runs_root() / "editor")
 
 
-def summarize(name: str, report: dict, run_id: str) -> str:
+def summarize(name: str, report: Report, run_id: str) -> str:
     """One line for the message window: the outcome, the deepest level, the run to re-render."""
     from diagnose.report.run_view import outcome
 
-    level = report.get("deepest_level") or "baseline"
-    return f"diagnose optimize {name} on {report['device']}: {outcome(report)} Deepest level: {level}. Run {run_id}."
+    level = report.deepest_level or "baseline"
+    return f"diagnose optimize {name} on {report.device}: {outcome(report)} Deepest level: {level}. Run {run_id}."
 
 
 def progress_token() -> str:
@@ -138,7 +139,7 @@ async def _run(ls: DiagnoseServer, uri: str, path: str, settings: Settings, job:
         raise
     try:
         result = work.result()
-        passed = result.report["best"] is not None
+        passed = result.report.best is not None
         outcome = Outcome(passed, summarize(task_name(path), result.report, result.run_id), result.run_id)
         # A task file's optimized copy, or a kernel module's patched text (its patch stays in the runs folder).
         new_text = result.optimized.read_text() if result.optimized is not None else result.module_source

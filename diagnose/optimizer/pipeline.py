@@ -325,8 +325,8 @@ def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str
 
 
 def score(candidate: Candidate, verdict: Verdict) -> tuple[float, str]:
-    """`diagnose.scoring.score` of a candidate and its verdict."""
-    return scoring.score(verdict.passed, verdict.speedups("initial").values(), candidate.predicted_gain)
+    """`diagnose.scoring.candidate_score`: the one score, as the report shows it."""
+    return scoring.candidate_score(candidate, verdict)
 
 
 def rank(results: list[tuple[Candidate, Verdict]]) -> list[tuple[Candidate, Verdict]]:

@@ -18,45 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diagnose.profiling.ceilings import Ceilings
-from diagnose.records import Record
+# `Work` and `Roof` are records of the report (`diagnose/records.py`); this module computes with them.
+from diagnose.records import Record, Roof, Work
 
 MEMORY_BOUND = "memory-bound"
 COMPUTE_BOUND = "compute-bound"
-
-
-@dataclass(frozen=True)
-class Work(Record):
-    """What one input group asks for: minimal bytes, FLOPs, the dtype whose matmul rate applies.
-
-    `bytes_source` / `flops_source` say where each number came from (`inputs+outputs`,
-    `FlopCounterMode`, `ROOFLINE hint`, or `none` when nothing counted FLOPs).
-    """
-
-    group: str
-    bytes: float
-    flops: float
-    dtype: str
-    bytes_source: str = "inputs+outputs"
-    flops_source: str = "FlopCounterMode"
-
-    @property
-    def intensity(self) -> float:
-        return self.flops / self.bytes if self.bytes else 0.0
-
-
-@dataclass(frozen=True)
-class Roof(Record):
-    """The two ceilings a roofline needs, and whether they were measured."""
-
-    bytes_per_s: float
-    flops_per_s: float | None
-    dtype: str
-    measured: bool
-
-    @property
-    def ridge(self) -> float | None:
-        """Arithmetic intensity (FLOP/byte) where the two ceilings meet."""
-        return self.flops_per_s / self.bytes_per_s if self.flops_per_s else None
 
 
 def roof_for(ceilings: Ceilings, dtype: str) -> Roof:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 
+from diagnose.records import Report
 from diagnose.report import run_view
 from diagnose.report.roofline_plot import RooflinePlot
 
@@ -24,7 +25,7 @@ def roofline_section(plot: RooflinePlot, svg: str | None) -> str:
     return f"<h2>Roofline</h2><p class='note'>{e(plot.note)}</p>{figure}"
 
 
-def evidence_section(report: dict) -> str:
+def evidence_section(report: Report) -> str:
     items = []
     for line in run_view.evidence_by_line(report):
         text = f" <code class='src'>{e(line.text.strip())}</code>" if line.text and line.text.strip() else ""
@@ -33,7 +34,7 @@ def evidence_section(report: dict) -> str:
     return f"<h2>Evidence by source line</h2><ul>{''.join(items) or '<li>(none)</li>'}</ul>"
 
 
-def candidates_section(report: dict) -> str:
+def candidates_section(report: Report) -> str:
     rows = run_view.candidate_rows(report)
     if not rows:
         return "<h2>Candidates</h2><p>(none proposed)</p>"
@@ -46,19 +47,20 @@ def candidates_section(report: dict) -> str:
     return f"<h2>Candidates</h2><table><tr>{head}</tr>{body}</table>{diffs}"
 
 
-def render_html(report: dict, plot: RooflinePlot | None = None, svg: str | None = None) -> str:
+def render_html(report: Report, plot: RooflinePlot | None = None, svg: str | None = None) -> str:
     """The page; `plot` and `svg` as `roofline_plot.svg_for` returns them (drawn here when not given)."""
     if plot is None:
         from diagnose.report.roofline_plot import svg_for
 
         plot, svg = svg_for(report)
-    trace = "".join(f"<li><b>{e(s['level'])}</b> {e(s['action'])}: {e(s['reason'])}</li>" for s in report["trace"])
-    findings = "".join(f"<li><code>{e(f['code'])}</code> line {f['location']['line']}: {e(f['message'])}</li>"
-                       for f in report["findings"]) or "<li>(none)</li>"
+    trace = "".join(f"<li><b>{e(s.level)}</b> {e(s.action)}: {e(s.reason)}</li>" for s in report.trace)
+    findings = "".join(f"<li><code>{e(f.code)}</code> line {f.location.line}: {e(f.message)}</li>"
+                       for f in report.findings) or "<li>(none)</li>"
+    name = report.module or report.task
     return ("<!doctype html><html><head><meta charset='utf-8'><title>diagnose optimize: "
-            f"{e(report.get('module') or report['task'])}</title><style>{STYLE}</style></head><body>"
-            f"<h1>diagnose optimize</h1><p>{e(report.get('module') or report['task'])}: target {e(report['target'])}, device {e(report['device'])}, "
-            f"deepest level {e(report.get('deepest_level') or '-')}</p>"
+            f"{e(name)}</title><style>{STYLE}</style></head><body>"
+            f"<h1>diagnose optimize</h1><p>{e(name)}: target {e(report.target)}, device {e(report.device)}, "
+            f"deepest level {e(report.deepest_level or '-')}</p>"
             f"<p><b>{e(run_view.outcome(report))}</b></p><p class='note'>{e(run_view.timing_note(report))}</p>"
             f"{roofline_section(plot, svg)}<h2>Escalation trace</h2><ol>{trace}</ol>"
             f"<h2>Findings</h2><ul>{findings}</ul>{evidence_section(report)}{candidates_section(report)}"

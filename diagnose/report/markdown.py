@@ -3,6 +3,7 @@ as a link to the SVG file in the run folder instead of inline."""
 
 from __future__ import annotations
 
+from diagnose.records import Report
 from diagnose.report import run_view
 from diagnose.report.roofline_plot import SVG_NAME, roofline_plot
 
@@ -11,21 +12,21 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(report: dict, plot_link: str | None = None) -> str:
+def render_markdown(report: Report, plot_link: str | None = None) -> str:
     """`plot_link`: where the roofline SVG was written (relative to the Markdown file), None when it was not."""
     plot = roofline_plot(report)
-    out = [f"# diagnose optimize: {report.get('module') or report['task']}", "",
-           f"target {report['target']}, device {report['device']}, deepest level {report.get('deepest_level') or '-'}"
-           + (f", wall time {report['wall_s']:g} s" if report.get("wall_s") is not None else ""), "",
+    out = [f"# diagnose optimize: {report.module or report.task}", "",
+           f"target {report.target}, device {report.device}, deepest level {report.deepest_level or '-'}"
+           + (f", wall time {report.wall_s:g} s" if report.wall_s is not None else ""), "",
            run_view.outcome(report), "", run_view.timing_note(report), "", "## Roofline", "", plot.note, ""]
     if plot.points and plot_link:
         out += [f"![roofline]({plot_link})", ""]
     elif plot.points:
         out += [f"(the plot is `{SVG_NAME}` in the run folder, and inline in `report.html`)", ""]
     out += ["## Escalation trace", ""]
-    out += [f"{i}. **{s['level']}** {s['action']}: {s['reason']}" for i, s in enumerate(report["trace"], 1)]
+    out += [f"{i}. **{s.level}** {s.action}: {s.reason}" for i, s in enumerate(report.trace, 1)]
     out += ["", "## Findings", ""]
-    out += [f"- `{f['code']}` line {f['location']['line']}: {f['message']}" for f in report["findings"]] or ["(none)"]
+    out += [f"- `{f.code}` line {f.location.line}: {f.message}" for f in report.findings] or ["(none)"]
     out += ["", "## Evidence by source line", ""]
     for line in run_view.evidence_by_line(report):
         out.append(f"- {line.where}" + (f": `{line.text.strip()}`" if line.text and line.text.strip() else ""))

@@ -7,16 +7,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from diagnose.records import Report
 from diagnose.report.html import render_html
 from diagnose.report.markdown import render_markdown
 from diagnose.report.roofline_plot import SVG_NAME, svg_for
 
 
-def write_report_files(report: dict, folder: str | Path) -> list[Path]:
-    """Write every rendering of `report` into `folder`; the paths written, JSON first."""
+def write_report_files(report: Report, folder: str | Path) -> list[Path]:
+    """Write every rendering of `report` into `folder`; the paths written, JSON first (`Report.to_dict()`)."""
     folder = Path(folder)
     written = [folder / "report.json"]
-    written[0].write_text(json.dumps(report, indent=2))
+    written[0].write_text(json.dumps(report.to_dict(), indent=2))
     plot, svg = svg_for(report, folder)
     if svg is not None:
         written.append(folder / SVG_NAME)

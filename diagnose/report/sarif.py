@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.profiling.codes import CODES as PROFILE_CODES
-from diagnose.records import Finding, finding_from_dict
+from diagnose.records import Finding, Report
 from diagnose.triage.codes import RULES
 from diagnose.triage.sarif import LEVEL, _line_hash, _location, render_sarif
 
@@ -36,9 +36,9 @@ def result(f: Finding, index: int, source: str, root: str, seen: dict[tuple[str,
             "properties": {"confidence": f.confidence}}
 
 
-def report_sarif(report: dict, root: str | Path) -> dict[str, Any]:
+def report_sarif(report: Report, root: str | Path) -> dict[str, Any]:
     """The SARIF log of a run's findings; URIs relative to `root` where they lie under it."""
-    findings = [finding_from_dict(f) for f in report["findings"]]
+    findings = list(report.findings)
     sources = {}
     for path in {f.location.path for f in findings}:
         try:

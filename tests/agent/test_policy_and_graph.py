@@ -5,6 +5,7 @@ from pathlib import Path
 from diagnose.agent import policy
 from diagnose.agent.graph import build_graph
 from diagnose.agent.state import Budget
+from diagnose.records import Candidate, Failure, Timing, Verdict, verdict_from_dict
 
 SNAPSHOT = Path(__file__).with_name("graph.mmd")
 
@@ -13,14 +14,18 @@ def test_graph_shape_matches_its_snapshot():
     assert build_graph().get_graph().draw_mermaid() == SNAPSHOT.read_text()
 
 
+def verdict_json(passed=True, *timings: Timing, failure: Failure | None = None) -> dict:
+    """A verdict as the state holds it (`Verdict.to_dict()`)."""
+    return Verdict(passed, "cuda", timings=timings, failure=failure).to_dict()
+
+
 def timed_verdict(candidate_ms, initial_ms=2.0, passed=True, group="g"):
-    return {"passed": passed, "timings": [
-        {"variant": "candidate", "group": group, "median_ms": candidate_ms},
-        {"variant": "initial", "group": group, "median_ms": initial_ms}]}
+    return verdict_json(passed, Timing("candidate", group, candidate_ms), Timing("initial", group, initial_ms))
 
 
-def result(id_, verdict, predicted=None):
-    return {"candidate": {"id": id_, "predicted_gain": predicted, "made_by": [id_]}, "verdict": verdict, "path": f"{id_}.py"}
+def result(id_, verdict, predicted=None, **fields):
+    candidate = Candidate(id_, "", "", (id_,), predicted_gain=predicted, **fields)
+    return {"candidate": candidate.to_dict(), "verdict": verdict, "path": f"{id_}.py"}
 
 
 def test_escalates_level_by_level_then_finishes():
@@ -51,8 +56,8 @@ def test_stops_near_the_roofline():
 
 def test_stops_only_when_every_bounded_group_is_near_the_roofline():
     def verdict(**ms):
-        return {"passed": True, "timings": [{"variant": v, "group": g, "median_ms": m * (2 if v == "initial" else 1)}
-                                            for g, m in ms.items() for v in ("candidate", "initial")]}
+        return verdict_json(True, *(Timing(v, g, m * (2 if v == "initial" else 1))
+                                    for g, m in ms.items() for v in ("candidate", "initial")))
 
     state = {"level": 1, "started": 0, "roofline": {"bound_ms": 0.6, "group": "b", "bounds_ms": {"a": 0.95, "b": 0.6}},
              "results": [result("fast", verdict(a=1.0, b=1.0))]}
@@ -71,7 +76,7 @@ def test_a_task_already_at_its_roof_gets_no_candidates():
         def propose(self, *args):
             raise AssertionError("nothing may be proposed for a kernel at its roof")
 
-    baseline = {"passed": True, "timings": [{"variant": "candidate", "group": g, "median_ms": 1.0} for g in "ab"]}
+    baseline = verdict_json(True, *(Timing("candidate", g, 1.0) for g in "ab"))
     state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0, "baseline": baseline,
              "roofline": {"bound_ms": 0.92, "group": "b", "bounds_ms": {"a": 0.97, "b": 0.92}}}
     runtime = SimpleNamespace(context=SimpleNamespace(budget=Budget(roofline_fraction=0.9), tools=NoProposals()))
@@ -97,7 +102,7 @@ def test_a_codemod_is_not_proposed_again_on_its_own_output():
             return [candidate("t-tiles-1-tiles-2", ["wgmma-tiles"]), candidate("t-tiles-1-swizzle-3", ["group-m-swizzle"]),
                     candidate("t-tiles-1-llm-4", ["llm:m"])]
 
-    best = {"candidate": {"id": "t-tiles-1", "made_by": ["wgmma-tiles"], "lineage": ["wgmma-tiles"]},
+    best = {"candidate": Candidate("t-tiles-1", "", "", ("wgmma-tiles",), lineage=("wgmma-tiles",)).to_dict(),
             "verdict": timed_verdict(1.0), "path": "t-tiles-1.py"}
     state = {"task": "t.py", "base": "t-tiles-1.py", "target": "cuda:sm90", "level": 1, "started": 0,
              "results": [best], "best": "t-tiles-1"}
@@ -119,13 +124,12 @@ def test_best_is_measured_where_timed_and_estimated_where_not():
     timed = [result("slow", timed_verdict(1.9)), result("fast", timed_verdict(0.5)),
              result("broken", timed_verdict(0.1, passed=False))]
     assert policy.best_result(timed)["candidate"]["id"] == "fast"
-    untimed = [result("a", {"passed": True, "timings": []}, predicted=1.5),
-               result("b", {"passed": True, "timings": []}, predicted=3.0)]
+    untimed = [result("a", verdict_json(True), predicted=1.5), result("b", verdict_json(True), predicted=3.0)]
     best = policy.best_result(untimed)
     assert best["candidate"]["id"] == "b" and policy.score(best) == (3.0, "estimated (nothing timed)")
     assert policy.best_result([result("x", timed_verdict(1.0, passed=False))]) is None
     # verified, nothing timed, no gain predicted: nothing to hand back
-    assert policy.best_result([result("c", {"passed": True, "timings": []})]) is None
+    assert policy.best_result([result("c", verdict_json(True))]) is None
 
 
 def test_a_candidate_timed_no_faster_than_the_task_as_given_is_never_best():
@@ -170,12 +174,12 @@ def test_a_round_past_the_wall_budget_leaves_its_candidates_unverified(tmp_path)
 def test_a_task_whose_own_code_does_not_run_finishes_after_the_baseline():
     from diagnose.agent.graph import route_after_baseline
 
-    raised = {"passed": False, "failure": {"kind": "exception", "message": "RuntimeError: boom\nmore", "log_tail": ""}}
-    assert policy.broken_task(raised) == "the task as given does not run: RuntimeError: boom (exception)"
+    raised = verdict_json(False, failure=Failure("exception", "RuntimeError: boom\nmore"))
+    assert policy.broken_task(verdict_from_dict(raised)) == "the task as given does not run: RuntimeError: boom (exception)"
     assert route_after_baseline({"baseline": raised}) == "finish"
-    wrong = {"passed": False, "failure": None, "timings": []}  # ran, and failed checks: rewrites may still help
-    assert policy.broken_task(wrong) is None and route_after_baseline({"baseline": wrong}) == "triage"
-    assert route_after_baseline({"baseline": {"passed": True}}) == "triage"
+    wrong = verdict_json(False)  # ran, and failed checks: rewrites may still help
+    assert policy.broken_task(verdict_from_dict(wrong)) is None and route_after_baseline({"baseline": wrong}) == "triage"
+    assert route_after_baseline({"baseline": verdict_json(True)}) == "triage" and policy.broken_task(None) is None
 
 
 def test_a_propose_step_with_nothing_says_why_the_answering_rewrites_declined():

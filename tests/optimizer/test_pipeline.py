@@ -155,16 +155,17 @@ def test_declined_names_the_rewrites_that_answer_a_finding_but_do_not_apply():
 
 
 def test_the_optimizer_and_the_report_score_a_result_alike():
-    """One score: the pipeline's (records) and the report's (a run's JSON) agree, failed ones score 0."""
+    """One score: the pipeline's, the report's and the agent's (on its state's JSON) agree, failed ones score 0."""
     import doctest
 
     from diagnose import scoring
+    from diagnose.agent.policy import score as state_score
     from diagnose.report.scores import score as report_score
 
     assert doctest.testmod(scoring).failed == 0
     for candidate, result in [(Candidate("a", "", "", ("x",)), verdict(True, 1.0, 4.0)),
                               (Candidate("e", "", "", ("v",), predicted_gain=1.5), verdict(True)),
                               (Candidate("d", "", "", ("w",), predicted_gain=3.0), verdict(False))]:
-        as_json = {"verdict": result.to_dict(), "candidate": candidate.to_dict()}
-        assert score(candidate, result) == report_score(as_json)
+        as_json = {"verdict": result.to_dict(), "candidate": candidate.to_dict(), "path": ""}
+        assert score(candidate, result) == report_score(candidate, result) == state_score(as_json)
     assert score(Candidate("d", "", "", ("w",), predicted_gain=3.0), verdict(False)) == (0.0, "failed verification")

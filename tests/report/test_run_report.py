@@ -1,9 +1,13 @@
-"""The run report's renderings from constructed report dicts (no agent run): the HTML page's roofline SVG,
-evidence with source lines and trace; the no-timing case; the summary table; `diagnose report` in every format."""
+"""The run report's renderings from constructed reports (no agent run): the JSON a run writes (checked
+against the schema) read back as a `Report`; the HTML page's roofline SVG, evidence with source lines and
+trace; the no-timing case; the summary table; `diagnose report` in every format."""
 
+import dataclasses
 import json
 
 import pytest
+
+from diagnose.records import report_from_dict
 
 from diagnose.report.html import render_html
 from diagnose.report.markdown import render_markdown
@@ -25,12 +29,13 @@ def timing(variant, median, group="g"):
 def verdict(timings, passed=True):
     checks = [{"name": "ghost_replay", "passed": passed, "detail": ""}]
     return {"passed": passed, "device": "cuda", "cases": [], "checks": checks, "timings": timings, "failure": None,
-            "versions": [], "notes": []}
+            "versions": [], "notes": [], "phases": [["candidate", 1.5], ["total", 3.0]]}
 
 
 def candidate(id_, made_by, predicted=None):
     return {"id": id_, "source": "", "diff": f"--- a\n+++ b\n@@ -1 +1 @@\n-old {id_}\n+new {id_}\n", "made_by": made_by,
-            "safety": "safe", "answers": ["TRI001"], "predicted_gain": predicted}
+            "safety": "safe", "answers": ["TRI001"], "predicted_gain": predicted, "searched": [],
+            "lineage": made_by}
 
 
 def evidence(path, line, name="GlobalAccessWidth"):
@@ -49,8 +54,9 @@ def make_report(task_path, timed=True):
     return {
         "schema_version": 1, "task": path, "target": "cuda:sm90", "device": "cuda" if timed else "cpu",
         "findings": [finding, triage],
-        "trace": [{"level": "baseline", "action": "verify the task as given", "reason": "passed=True"},
-                  {"level": "profile", "action": "roofline and bottleneck", "reason": "25% of the roofline bound on g"}],
+        "trace": [{"level": "baseline", "action": "verify the task as given", "reason": "passed=True", "at": 1.0},
+                  {"level": "profile", "action": "roofline and bottleneck", "reason": "25% of the roofline bound on g",
+                   "at": 2.5}],
         "candidates": [
             {"candidate": candidate("widen-abc", ["vectorization-hints"], 1.8),
              "verdict": verdict([timing("candidate", ms(1.0)), timing("initial", ms(2.0)), timing("eager", ms(1.5))])},
@@ -61,12 +67,18 @@ def make_report(task_path, timed=True):
         "environment": [["diagnose", "0"]],
         "baseline": verdict([timing("candidate", ms(2.0)), timing("eager", ms(1.5)), timing("compile", ms(1.2))]),
         "evidence": [evidence(path, 3)],
-        "roofline": {"bound_ms": 0.5, "group": "g", "timed": timed, "profiled": "task", "estimate_ms": {"g": 0.8},
-                     "work": [{"group": "g", "bytes": 1.5e9, "flops": 0.0, "dtype": "float32",
+        "roofline": {"work": [{"group": "g", "bytes": 1.5e9, "flops": 0.0, "dtype": "float32",
                                "bytes_source": "inputs+outputs", "flops_source": "none"}],
-                     "roof": {"bytes_per_s": 3e12, "flops_per_s": 6e14, "dtype": "float32", "measured": True}},
+                     "roof": {"bytes_per_s": 3e12, "flops_per_s": 6e14, "dtype": "float32", "measured": True},
+                     "timed": timed, "profiled": "task", "estimate_ms": {"g": 0.8}, "bound_ms": 0.5, "group": "g"},
         "deepest_level": "profile",
+        "wall_s": 12.5,
     }
+
+
+def make_record(task_path, timed=True):
+    """`make_report` as the renderers take it: a `Report`, read back from its JSON."""
+    return report_from_dict(make_report(task_path, timed))
 
 
 @pytest.fixture
@@ -81,8 +93,14 @@ def test_constructed_reports_follow_the_schema(task_file):
     validate(make_report(task_file, timed=False))
 
 
+def test_a_report_reads_back_from_its_json_unchanged(task_file):
+    for timed in (True, False):
+        data = make_report(task_file, timed)
+        assert json.dumps(make_record(task_file, timed).to_dict()) == json.dumps(data)  # keys, values, order
+
+
 def test_html_has_the_roofline_with_every_timed_variant_and_the_evidence_with_its_line(task_file):
-    report = make_report(task_file)
+    report = make_record(task_file)
     plot = roofline_plot(report)
     assert [label for label, _ in plot.points] == ["initial", "eager", "compile", "widen-abc"]
     assert not plot.estimated
@@ -100,7 +118,7 @@ def test_html_has_the_roofline_with_every_timed_variant_and_the_evidence_with_it
 
 
 def test_markdown_has_the_same_sections_and_links_the_plot(task_file):
-    text = render_markdown(make_report(task_file), "roofline.svg")
+    text = render_markdown(make_record(task_file), "roofline.svg")
     for heading in ("## Roofline", "## Escalation trace", "## Findings", "## Evidence by source line", "## Candidates"):
         assert heading in text
     assert "![roofline](roofline.svg)" in text and "<svg" not in text
@@ -109,28 +127,28 @@ def test_markdown_has_the_same_sections_and_links_the_plot(task_file):
 
 
 def test_without_timings_the_report_says_so_and_plots_the_estimate(task_file):
-    report = make_report(task_file, timed=False)
+    report = make_record(task_file, timed=False)
     plot = roofline_plot(report)
     assert plot.estimated and [label for label, _ in plot.points] == ["task (estimate)"]
     page = render_html(report)
     assert "Nothing was timed" in page and "every gain shown is an estimate" in page
     assert "task (estimate) [g] 62%" in page and "(estimated)" in page
-    report["roofline"] = None
+    report = dataclasses.replace(report, roofline=None)
     page = render_html(report)
     assert "Nothing to plot" in page and "<svg" not in page
     assert "Nothing to plot" in render_markdown(report)
 
 
 def test_summary_table_lists_each_candidate(task_file):
-    text = summary_text(make_report(task_file))
+    text = summary_text(make_record(task_file))
     assert "passed, best" in text and "widen-abc" in text and "vectorization-hints" in text and "2.00x" in text and "1 ms" in text
     assert "tile-def" in text and "failed: ghost_replay" in text
-    untimed = summary_text(make_report(task_file, timed=False))
+    untimed = summary_text(make_record(task_file, timed=False))
     assert "nothing timed" in untimed and "1.80x (estimate)" in untimed
 
 
 def test_sarif_carries_findings_of_every_level(task_file):
-    log = report_sarif(make_report(task_file), task_file.parent)
+    log = report_sarif(make_record(task_file), task_file.parent)
     results = log["runs"][0]["results"]
     rules = [r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]]
     assert sorted(r["ruleId"] for r in results) == ["PRF001", "TRI001"]
