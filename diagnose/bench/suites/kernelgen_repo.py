@@ -29,6 +29,7 @@ import re
 import tempfile
 from pathlib import Path
 
+from diagnose import syntax
 from diagnose.bench.suite import Entry
 from diagnose.bench.suites.base import Row, SuiteTask, digest, failed, group_rows, keep
 
@@ -84,7 +85,7 @@ def is_checkout(root: Path) -> bool:
 def tables(root: Path) -> dict:
     """The literal tables of `kernel_list.py` (lists and dicts assigned at its top level), by name."""
     out = {}
-    for node in ast.parse((root / KERNEL_LIST).read_text(encoding="utf-8")).body:
+    for node in syntax.parse((root / KERNEL_LIST).read_text(encoding="utf-8"), filename=KERNEL_LIST).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 out[node.targets[0].id] = ast.literal_eval(node.value)

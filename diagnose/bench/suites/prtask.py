@@ -1,5 +1,7 @@
 """PR-derived end-to-end tasks in the style of RealisticTritonBench: change a kernel inside a real
-project, judged by that project's own tests.
+project, judged by that project's own tests. RealisticTritonBench has a public release
+(github.com/ZJU-CTAG/RealisticTritonBench: vLLM pull requests in `data/problems.json`, judged in
+SWE-bench-style Docker images); this format is diagnose's own and does not read that release.
 
 Layout::
 

@@ -19,6 +19,8 @@ import json
 import re
 from pathlib import Path
 
+from diagnose import syntax
+
 # The chat-template tokens TritonBench's evaluator strips from LLM output.
 CHAT_TOKENS = ("<|im_end|>", "<|EOT|>")
 
@@ -46,7 +48,7 @@ def tritonbench_code(predict: str, kind: str) -> str:
     if kind != "G":
         return code
     try:
-        tree = ast.parse(code)
+        tree = syntax.parse(code)
     except (SyntaxError, ValueError):
         return code
     imports = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
