@@ -31,6 +31,7 @@ A candidate's inputs after the call travel only when the call changed one.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from diagnose.runtime import device_lock
@@ -87,6 +88,12 @@ def fill_uninitialized() -> None:
     torch.utils.deterministic.fill_uninitialized_memory = True
 
 
+def salted(payload: dict, seed: int) -> int:
+    """The generator seed of case `seed`: mixed with the verification's secret salt (`reference.prepared`)."""
+    digest = hashlib.sha256(f"{payload.get('salt', 0)}:{seed}".encode()).digest()
+    return int.from_bytes(digest[:7], "little")
+
+
 def reference_job(payload: dict) -> dict:
     """Draw the inputs of every case and compute the reference outputs."""
     device, job = payload["device"], Path(payload["job_dir"])
@@ -108,10 +115,10 @@ def reference_job(payload: dict) -> dict:
         perturbation = []
         if role == "recheck":  # the first check case's inputs with a few elements changed (`perturbation_for`)
             inputs, drawn_notes = tensors.load(cases[0]["inputs"]), []  # as drawn for it: read, not drawn again
-            perturbation = perturbation_for(inputs, seed)
+            perturbation = perturbation_for(inputs, salted(payload, seed))
             apply_perturbation(inputs, perturbation)
         if not perturbation:
-            inputs, drawn_notes = draw(module, group, seed)
+            inputs, drawn_notes = draw(module, group, salted(payload, seed))
         notes += drawn_notes
         stem = f"{group}_{seed}"
         pristine = tensors.to_cpu([v.clone() if hasattr(v, "clone") else v for v in inputs])

@@ -17,6 +17,7 @@ deletes its folder. On the H200 the reference job took 12-144 s of a run's 360 s
 
 from __future__ import annotations
 
+import secrets
 import tempfile
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -76,7 +77,9 @@ def prepared(task: Task, options: CheckOptions, where: Placement | None = None,
         payload = {"device": options.device, "job_dir": job, "reference": str(task.reference_path),
                    "groups": list(options.groups) if options.groups else None,
                    "seeds": list(options.seeds), "recheck_seed": options.recheck_seed,
-                   "device_lock": options.device_lock}
+                   # Seeds are public (the verdict names them); the salt is not: a candidate cannot
+                   # regenerate its cases' inputs from the seeds and precompute the answers.
+                   "salt": secrets.randbits(62), "device_lock": options.device_lock}
         before = identity(task, options)
         if clock is None:
             ref = run_job("reference_job", payload, options, where)
