@@ -91,30 +91,6 @@ def intact(installed: dict[type, Callable]) -> bool:
     return not any("run" in vars(kernel) for kernel in user_kernels())
 
 
-def count_launches(kernels: list, log: LaunchLog) -> None:
-    for kernel in kernels:
-        original = kernel.run
-        name = kernel_name(kernel)
-
-        def counted(*args, _original=original, _name=name, **kwargs):
-            log.launches[_name] = log.launches.get(_name, 0) + 1
-            return _original(*args, **kwargs)
-
-        kernel.run = counted
-
-
-def ghost(kernels: list, log: LaunchLog) -> None:
-    """Turn every launch into a no-op that is still counted."""
-    for kernel in kernels:
-        name = kernel_name(kernel)
-
-        def skipped(*args, _name=name, **kwargs):
-            log.launches[_name] = log.launches.get(_name, 0) + 1
-            return None
-
-        kernel.run = skipped
-
-
 @contextmanager
 def streams_noted(kernels: list, current_stream: Callable[[], Any]) -> Iterator[list]:
     """Within: each launch of `kernels` appends the stream current at the launch (the one Triton launches

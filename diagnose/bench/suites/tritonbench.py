@@ -191,10 +191,10 @@ def run_tests(payload: dict) -> dict:
     install_standin(payload["device"])
     sys.path.insert(0, payload["folder"])
     script = run_script(payload["script"]) if payload.get("script") else None
-    module = import_task_file(payload["path"])
     log = instrument.LaunchLog()
+    instrument.watch_launches(log)  # before the import: kernels made at any time count, once they returned
+    module = import_task_file(payload["path"])
     kernels = instrument.user_kernels()
-    instrument.count_launches(kernels, log)
     cases, times = [], {}
     for name in payload["tests"]:
         test = getattr(module, name)
