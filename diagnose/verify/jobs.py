@@ -32,6 +32,7 @@ A candidate's inputs after the call travel only when the call changed one.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from diagnose.runtime import device_lock
@@ -76,10 +77,14 @@ def run_forward(model, inputs: list, device: str, plain: bool = False) -> list:
     return tensors.to_cpu(outputs)
 
 
-def fill_uninitialized() -> None:
+def fill_uninitialized(job: Path) -> None:
     """Every `torch.empty` of this process filled with NaN (integers with their maximum): an output a
     kernel only partly writes fails, however large, instead of passing on fresh zeroed pages (torch's
-    own switch; `warn_only` keeps nondeterministic ops running). Check cases only: not in timing."""
+    own switch; `warn_only` keeps nondeterministic ops running). Check cases only: not in timing.
+
+    Torch's switch imports dynamo, which makes its cache folder at import; unless the user chose one,
+    that folder is the job's (deleted with it), not a `torchinductor_<user>` left in the user's TMPDIR."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(job / "torchinductor"))
     import torch
 
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -187,7 +192,7 @@ def candidate_job(payload: dict) -> dict:
     out, lock = out_dir(payload), payload.get("device_lock")
     log = instrument.LaunchLog()
     watched = instrument.watch_launches(log, ghost=mode == "ghost")
-    fill_uninitialized()
+    fill_uninitialized(job)
     module = import_task_file(payload["candidate"])
     instrument.trap_reference(module, log)
     init_inputs = tensors.load(job / "init_inputs.pt")
