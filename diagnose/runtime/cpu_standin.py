@@ -20,7 +20,10 @@ CPU tensors; `install(target)` makes the rest of that code run too, in a worker 
   are given as fp32 scalars, as the compiler does (`_implicit_cvt` is the interpreter's one conversion of
   launch arguments, and it has no hook; replaced only where it lacks the case);
 - libdevice math (`rsqrt`, `tanh`, `pow`, `erf`, ...) is computed with numpy
-  (`diagnose/runtime/interpreter_libdevice.py`).
+  (`diagnose/runtime/interpreter_libdevice.py`);
+- the interpreter's kernels are `JITFunction`s too, and a launch returns a kernel that launches again
+  with `kernel[grid](*args)`, for launchers that read a compiled kernel's shape (FlagGems' `LibEntry`;
+  `diagnose/runtime/interpreted_jit.py`).
 
 Nothing here runs in the parent process, and nothing here is timed: a CPU run is never a measurement.
 """
@@ -282,5 +285,8 @@ def install(target_name: str = "cuda:sm90", interpreter: bool = True) -> None:
     _tensor_mode().__enter__()
     driver.set_active(standin_driver(target))
     if interpreter:
+        from diagnose.runtime import interpreted_jit
+
         patch_interpreter_floats()
         interpreter_libdevice.install()
+        interpreted_jit.install()

@@ -76,6 +76,9 @@ def _lift(name: str, fn: Callable, kind: str | None) -> Callable:
         return tl.tensor(TensorHandle(out, result_type), shape_type)
 
     call.__name__ = name
+    # Marked as the declarations it replaces are (`core.extern`): Triton's dependency walk (a kernel's
+    # `cache_key`, which projects read) refuses any other plain function a kernel refers to.
+    call.__triton_builtin__ = True
     return call
 
 

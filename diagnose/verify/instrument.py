@@ -45,14 +45,16 @@ def kernel_name(kernel) -> str:
 
 def kernel_classes() -> list[type]:
     """Triton's classes whose `run` launches one kernel: `JITFunction`, and the interpreter's."""
-    from triton.runtime.jit import JITFunction
+    from triton.runtime.jit import JITFunction, KernelInterface
 
-    classes: list[type] = [JITFunction]
     try:
         from triton.runtime.interpreter import InterpretedFunction
     except ImportError:  # pragma: no cover - older layouts
-        return classes
-    return classes if issubclass(InterpretedFunction, JITFunction) else [*classes, InterpretedFunction]
+        return [JITFunction]
+    # Every class of the interpreter's kernels that defines a `run`: under the CPU stand-in they are
+    # `JITFunction`s with a `run` of their own, over the interpreter's (diagnose/runtime/interpreted_jit.py).
+    own = [c for c in InterpretedFunction.__mro__ if "run" in vars(c) and c is not KernelInterface]
+    return list(dict.fromkeys([JITFunction, *own]))
 
 
 def is_library(kernel) -> bool:

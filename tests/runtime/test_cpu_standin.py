@@ -3,20 +3,27 @@ Triton for the whole process)."""
 
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT
+
+LAUNCHER = FIXTURES / "modules" / "launcher"
 
 
-def _run(code: str, interpret: bool = True) -> subprocess.CompletedProcess:
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+def _run(code: str, interpret: bool = True, path: tuple = ()) -> subprocess.CompletedProcess:
+    """`code` run as a script file (kernels are defined in a file, as `triton.jit` expects)."""
+    env = {"PYTHONPATH": ":".join(map(str, (ROOT, *path))), "PATH": "/usr/bin:/bin"}
     if interpret:
         env["TRITON_INTERPRET"] = "1"
     prelude = f"from diagnose.runtime import cpu_standin\ncpu_standin.install(interpreter={interpret})\n"
-    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
-                          env=env, timeout=300)
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "script.py"
+        script.write_text(prelude + textwrap.dedent(code))
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
 
 
 @pytest.mark.slow
@@ -77,6 +84,7 @@ def test_float_arguments_and_libdevice_math_in_the_interpreter():
         k[(1,)](x, out, 1e-6, 100, B=128)
         expected = torch.rsqrt(x * x + 1e-6) + torch.tanh(x) + x ** 2
         assert torch.allclose(out, expected, atol=1e-5), (out - expected).abs().max()
+        assert k.cache_key  # Triton's dependency walk accepts the numpy libdevice as it does the declarations
         print("ok")
     """)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
@@ -90,6 +98,67 @@ def test_a_compiling_process_gets_the_device_answers_but_no_interpreter_changes(
         from triton.runtime import interpreter
         assert torch.randn(2, device="cuda").device.type == "cpu"
         assert not getattr(interpreter._implicit_cvt, "diagnose_floats", False)
+        assert interpreter.InterpretedFunction.__module__ == "triton.runtime.interpreter"
         print("ok")
     """, interpret=interpret)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_launcher_that_reads_the_compiled_kernels_shape_runs_in_the_interpreter():
+    """FlagGems' idiom (tests/fixtures/modules/launcher): a launcher that unwraps autotune/heuristics
+    objects down to the `JITFunction`, and launches again the kernel the first launch returned."""
+    done = _run("""
+        import torch
+        from triton.runtime.jit import JITFunction
+        from gems.norm import rms_norm, rms_norm_kernel, scale_kernel, scale_twice
+        x, w = torch.randn(6, 96, device="cuda"), torch.randn(96, device="cuda")
+        for _ in range(2):  # the second round launches only through the kept kernels
+            torch.testing.assert_close(rms_norm(x, w), x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w)
+            y = torch.randn(1000, device="cuda")
+            torch.testing.assert_close(scale_twice(y, 3.0), 9.0 * y)
+        kernel = scale_kernel.jit_function
+        assert isinstance(kernel, JITFunction) and kernel.__name__ == "scale_kernel"
+        assert [p.name for p in kernel.params if p.is_constexpr] == ["BLOCK", "EVEN"]
+        assert len(scale_kernel.kernels) == 1 and len(rms_norm_kernel.kernels) == 1
+        print("ok")
+    """, path=(LAUNCHER,))
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_an_interpreted_launch_returns_a_kernel_that_launches_again_and_counts_once():
+    done = _run("""
+        import torch, triton, triton.language as tl
+        from diagnose.verify.instrument import LaunchLog, watch_launches
+        log = LaunchLog()
+        watch_launches(log)
+        @triton.jit
+        def fill(out_ptr, value, n, B: tl.constexpr, OFFSET: tl.constexpr = 1):
+            o = tl.arange(0, B)
+            tl.store(out_ptr + o, value + OFFSET, mask=o < n)
+        a, b, c = torch.zeros(10), torch.zeros(10), torch.zeros(10)
+        kernel = fill[(1,)](a, 2.0, 10, B=16)
+        kernel[(1, 1, 1)](b, 5.0, 10)  # runtime arguments only, as Triton 3.6's compiled kernels take them
+        kernel[(1,)](c, 7.0, 10, 16, 3)  # every parameter, as Triton 3.3 to 3.5's did
+        assert a.tolist() == [3.0] * 10 and b.tolist() == [6.0] * 10 and c.tolist() == [10.0] * 10
+        assert kernel.name == "fill" and log.launches == {"fill": 3}, log.launches
+        assert fill.warmup(a, 2.0, 10, B=16, grid=(1,)) is not None and log.launches == {"fill": 3}
+        print("ok")
+    """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_kernel_without_source_stays_the_interpreters_own():
+    done = _run("""
+        import torch, triton, triton.language as tl
+        from triton.runtime.jit import JITFunction
+        scope = {"tl": tl}
+        exec("def one(out_ptr, B: tl.constexpr):\\n    o = tl.arange(0, B)\\n    tl.store(out_ptr + o, o * 0 + 1)\\n", scope)
+        one = triton.jit(scope["one"])
+        out = torch.zeros(8)
+        assert one[(1,)](out, B=8) is None and out.tolist() == [1.0] * 8 and not isinstance(one, JITFunction)
+        print("ok")
+    """)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]

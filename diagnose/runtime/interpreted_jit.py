@@ -1,0 +1,124 @@
+"""Interpreted kernels with the shape of compiled ones, for the project code that reads that shape.
+
+Under `TRITON_INTERPRET=1`, Triton 3.6's `triton.jit` returns an `InterpretedFunction`: it launches the
+kernel but is not a `JITFunction` and has none of its attributes (`params`, `signature`, `constexprs`,
+`device_caches`, `src`, `cache_key`), and its `run` returns nothing where a compiled kernel's returns
+the `CompiledKernel` it launched. Launchers that projects write around their kernels read both:
+FlagGems' `LibEntry` unwraps `autotune`/`heuristics` objects through `.fn` until it meets a
+`JITFunction` (Triton's own `Autotuner.check_disk_cache` does the same), reads `params` and
+`signature`, and caches what `run` returned to launch it again as `kernel[grid](*args)`. With the
+interpreter's kernels the unwrapping runs past the kernel onto the plain Python function
+(`'function' object has no attribute 'fn'`), so no such module even imports.
+
+`install()` makes the interpreter's kernels `InterpretedJITFunction`s: `InterpretedFunction`s that are
+also `JITFunction`s (built by `JITFunction.__init__`, so every attribute is Triton's own), whose `run`
+launches in the interpreter as before and returns an `InterpretedKernel`, which launches again in the
+interpreter when indexed with a grid and called with the kernel's runtime arguments, as a compiled
+kernel is. `triton.jit` looks the interpreter's class up when it decorates, so this takes effect for
+every kernel defined afterwards. Interpreter processes only (`cpu_standin.install`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from triton.runtime import interpreter
+from triton.runtime.interpreter import InterpretedFunction
+from triton.runtime.jit import JITFunction
+
+# Options `triton.jit` passes to the interpreter's class; `JITFunction.__init__` takes the same ones.
+JIT_OPTIONS = ("version", "do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline", "repr",
+               "launch_metadata")
+
+
+@dataclass(frozen=True)
+class InterpretedKernel:
+    """What an interpreted launch returns in place of a `CompiledKernel`: `kernel[grid](*args)` launches
+    the same kernel again with the constexpr values of the launch that made it. `args` are the
+    kernel's runtime (non-constexpr) arguments in order, as Triton 3.6's compiled kernels take them,
+    or every parameter in order, as Triton 3.3 to 3.5's did."""
+
+    function: "InterpretedJITFunction"
+    constants: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.function.__name__
+
+    def __getitem__(self, grid) -> Callable[..., None]:
+        def launch(*args, stream=None):
+            params = self.function.params
+            runtime = [p.name for p in params if not p.is_constexpr]
+            names = [p.name for p in params] if len(args) > len(runtime) else runtime
+            self.function.run(grid=grid, warmup=False, **{**self.constants, **dict(zip(names, args))})
+
+        return launch
+
+
+# The interpreter's own launch, as Triton defines it: `InterpretedJITFunction.run` calls it directly, so a
+# launch is one call of a `run` in Triton's interpreter module (what a capture's tracer looks for), and
+# a wrapper that counts launches on both classes (diagnose/verify/instrument.py) counts it once.
+_launch = vars(InterpretedFunction)["run"]
+
+
+def has_source(fn) -> bool:
+    try:
+        inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return False
+    return True
+
+
+class InterpretedJITFunction(InterpretedFunction, JITFunction):
+    """A kernel the interpreter runs that is also a `JITFunction`: its attributes are `JITFunction`'s
+    own, its launches (`run`, `kernel[grid](...)`, a device-function call) the interpreter's.
+
+    A function without source (made by `exec`, or typed at `python -c`) cannot be a `JITFunction`, which
+    reads its source when made; it stays the interpreter's plain kernel, as it was (no GPU would compile
+    it either, so no launcher written for one expects more)."""
+
+    def __new__(cls, fn, **kwargs):
+        if not has_source(fn):
+            return InterpretedFunction(fn, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(self, fn, **kwargs) -> None:
+        JITFunction.__init__(self, fn, **{k: v for k, v in kwargs.items() if k in JIT_OPTIONS})
+        InterpretedFunction.__init__(self, fn, **kwargs)
+
+    # `JITCallable.__init__` assigns `__name__`; the interpreter's class reads it from the function. Both
+    # are the function's name, so the assignment keeps nothing.
+    @property
+    def __name__(self) -> str:
+        return self.fn.__name__
+
+    @__name__.setter
+    def __name__(self, value: str) -> None:
+        pass
+
+    # A compiled kernel hashes by its compile cache key (its source and every global it reads, found by
+    # walking its code); the interpreter compiles nothing, so a kernel is itself.
+    __hash__ = object.__hash__
+
+    def run(self, *args, grid, warmup, **kwargs):
+        _launch(self, *args, grid=grid, warmup=warmup, **kwargs)
+        return InterpretedKernel(self, self._constants(args, kwargs))
+
+    def _constants(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """The constexpr parameters' values in a launch (given, from a config, or defaults)."""
+        bound = self.signature.bind_partial(*args, **{k: v for k, v in kwargs.items()
+                                                       if k in self.signature.parameters})
+        bound.apply_defaults()
+        values = bound.arguments
+        return {p.name: values[p.name] for p in self.params
+                if p.is_constexpr and p.name in values and values[p.name] is not inspect.Parameter.empty}
+
+
+def install() -> None:
+    """From now on, `triton.jit` under the interpreter makes `InterpretedJITFunction`s (nothing to do
+    where the interpreter's kernels already are `JITFunction`s)."""
+    if issubclass(interpreter.InterpretedFunction, JITFunction):
+        return
+    interpreter.InterpretedFunction = InterpretedJITFunction
