@@ -202,6 +202,8 @@ def check(
     memory_limit: float = typer.Option(16.0, "--memory-limit", callback=positive,
                                        help="GiB of host memory each worker may use."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
+    fixed_shapes: bool = typer.Option(False, "--fixed-shapes",
+                                      help="Check only the task's own sizes (as FIXED_SHAPES = True in the file)."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON report on stdout."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON report to this file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
@@ -231,7 +233,7 @@ def check(
                            timeout_s=timeout or CheckOptions.timeout_s, memory_limit=int(memory_limit * 2**30),
                            baselines=baselines if not module or reference else (),
                            initial=loaded.reference_path if module and candidate else None,
-                           on_phase=None if quiet else phase_line("check"))
+                           unseen_shapes=not fixed_shapes, on_phase=None if quiet else phase_line("check"))
     with worker_timeout(timeout):
         verdict = verify(loaded, options)
     report = check_report(loaded, verdict)

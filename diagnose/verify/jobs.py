@@ -38,7 +38,7 @@ from pathlib import Path
 from diagnose.runtime import device_lock
 from diagnose.runtime.devices import empty_cache, poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
-from diagnose.verify import instrument, tensors, torch_state
+from diagnose.verify import instrument, shapes, tensors, torch_state
 from diagnose.verify.inputs import apply_perturbation, draw, group_table, perturbation_for, select_groups
 
 INIT_SEED = 42
@@ -126,26 +126,62 @@ def reference_job(payload: dict) -> dict:
             inputs, drawn_notes = draw(module, group, salted(payload, seed))
         notes += drawn_notes
         stem = f"{group}_{seed}"
-        pristine = tensors.to_cpu([v.clone() if hasattr(v, "clone") else v for v in inputs])
         case = {"group": group, "seed": seed, "role": role,
-                "inputs": tensors.save(pristine, job / f"inputs_{stem}.pt")}
-        with device_lock.shared(payload.get("device_lock")):
-            device_inputs = tensors.to_device(inputs, torch_device(device))
-            outputs = run_forward(model, device_inputs, device)
-            post = tensors.to_cpu(device_inputs)
-        case["reference"] = tensors.save(outputs, job / f"ref_{stem}.pt")
-        case["mutated"] = tensors.changed(pristine, post)
-        if case["mutated"]:
-            case["reference_post_inputs"] = tensors.save(post, job / f"ref_post_{stem}.pt")
+                **reference_case(model, inputs, job, stem, device, payload.get("device_lock"))}
         if perturbation:
             case["perturbation"] = tensors.save(perturbation, job / f"perturb_{stem}.pt")
             case["base_seed"] = payload["seeds"][0]
             # In place on the timed buffers only where the reference leaves its inputs as they were.
             case["in_place"] = not cases[0]["mutated"]
         cases.append(case)
-        del inputs, device_inputs, post, pristine, outputs
-    return {"groups": names, "selected": groups, "cases": cases, "notes": sorted(set(notes)),
-            "versions": versions(device)}
+        del inputs
+    shape_cases, shape_notes = unseen_shape_cases(module, model, groups, payload)
+    return {"groups": names, "selected": groups, "cases": cases + shape_cases,
+            "notes": sorted(set(notes + shape_notes)), "versions": versions(device)}
+
+
+def reference_case(model, inputs: list, job: Path, stem: str, device: str, lock: str | None) -> dict:
+    """Run the reference on one case's inputs; the files a case names (inputs, outputs, the inputs as
+    the reference left them when it changed one)."""
+    pristine = tensors.to_cpu([v.clone() if hasattr(v, "clone") else v for v in inputs])
+    with device_lock.shared(lock):
+        device_inputs = tensors.to_device(inputs, torch_device(device))
+        outputs = run_forward(model, device_inputs, device)
+        post = tensors.to_cpu(device_inputs)
+    case = {"inputs": tensors.save(pristine, job / f"inputs_{stem}.pt"),
+            "reference": tensors.save(outputs, job / f"ref_{stem}.pt"),
+            "mutated": tensors.changed(pristine, post)}
+    if case["mutated"]:
+        case["reference_post_inputs"] = tensors.save(post, job / f"ref_post_{stem}.pt")
+    return case
+
+
+def unseen_shape_cases(module, model, groups: list[str], payload: dict) -> tuple[list[dict], list[str]]:
+    """One case per group at sizes the task did not name (`diagnose.verify.shapes`), and notes saying
+    which sizes were checked, or why a group's were not."""
+    if not payload.get("unseen_shapes", True):
+        return [], []
+    if getattr(module, shapes.FIXED, False) is True:
+        return [], [f"the task declares its shapes fixed ({shapes.FIXED} = True): no other sizes checked"]
+    device, job, seed = payload["device"], Path(payload["job_dir"]), payload["seeds"][0]
+    table, cases, notes = group_table(module), [], []
+    for group in groups:
+        changed = shapes.perturbation(module, table[group])
+        if not changed:
+            continue
+        sizes = ", ".join(f"{name} {old} -> {new}" for name, (old, new) in changed.items())
+        name = shapes.label(group, changed)
+        try:
+            with shapes.sizes_set(module, changed):
+                inputs, _ = draw(module, group, salted(payload, seed))
+            case = reference_case(model, inputs, job, f"{name}_{seed}", device, payload.get("device_lock"))
+        except Exception as exc:  # noqa: BLE001 - the reference's own limit: those sizes are fixed in fact
+            notes.append(f"group {group} not checked at other sizes ({sizes}): the reference fails there "
+                         f"({type(exc).__name__}: {str(exc)[:120]})")
+            continue
+        cases.append({"group": name, "seed": seed, "role": "shape", **case})
+        notes.append(f"group {group} also checked at sizes the task did not name: {sizes}")
+    return cases, notes
 
 
 def out_dir(payload: dict) -> Path:
@@ -198,8 +234,8 @@ def candidate_job(payload: dict) -> dict:
     init_inputs = tensors.load(job / "init_inputs.pt")
     model = build_model(module.ModelNew, init_inputs, device, tensors.load(job / "state.pt"))
     results = []
-    checks = [c for c in payload["cases"] if c["role"] == "check"]
-    rechecks = [c for c in payload["cases"] if c["role"] != "check"]
+    checks = [c for c in payload["cases"] if c["role"] != "recheck"]  # the seeds' cases, then unseen shapes
+    rechecks = [c for c in payload["cases"] if c["role"] == "recheck"]
     for case in checks:
         results.append(run_case(model, case, device, out, mode, log, lock))
     soaked = None

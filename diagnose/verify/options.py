@@ -27,6 +27,8 @@ class CheckOptions:
     baselines: tuple[str, ...] = ("eager", "compile")
     initial: Path | None = None
     recheck_seed: int = 1009
+    # Each input group also checked once at sizes the task did not name (`diagnose.verify.shapes`).
+    unseen_shapes: bool = True
     # Where the jobs run (interpreter, environment); None: where `device` runs here (`require`).
     placement: Placement | None = None
     # (dtype name, (atol, rtol)) pairs that replace the default table's (a suite's own tolerances).

@@ -39,7 +39,7 @@ def stamp(path: str | Path) -> tuple[str, int, int]:
 def identity(task: Task, options: CheckOptions) -> tuple:
     """What a reference's result depends on: the reference file as it is now, and what is drawn."""
     return (stamp(task.reference_path.resolve()), options.device, options.groups, options.seeds,
-            options.recheck_seed)
+            options.recheck_seed, options.unseen_shapes)
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,12 @@ class Reference:
 
     @property
     def cases(self) -> list[dict]:
-        return [c for c in self.value["cases"] if c["role"] == "check"]
+        """The judged cases: every group at every seed, then the groups at unseen shapes."""
+        return [c for c in self.value["cases"] if c["role"] != "recheck"]
 
     def inputs_of(self, seed: int) -> dict[str, str]:
         """The saved inputs of each group's case for `seed`, by group: what a timing job times on."""
-        return {c["group"]: c["inputs"] for c in self.cases if c["seed"] == seed}
+        return {c["group"]: c["inputs"] for c in self.cases if c["seed"] == seed and c["role"] == "check"}
 
     @property
     def spare(self) -> dict:
@@ -77,6 +78,7 @@ def prepared(task: Task, options: CheckOptions, where: Placement | None = None,
         payload = {"device": options.device, "job_dir": job, "reference": str(task.reference_path),
                    "groups": list(options.groups) if options.groups else None,
                    "seeds": list(options.seeds), "recheck_seed": options.recheck_seed,
+                   "unseen_shapes": options.unseen_shapes,
                    # Seeds are public (the verdict names them); the salt is not: a candidate cannot
                    # regenerate its cases' inputs from the seeds and precompute the answers.
                    "salt": secrets.randbits(62), "device_lock": options.device_lock}

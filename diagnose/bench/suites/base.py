@@ -28,6 +28,7 @@ from pathlib import Path
 
 from diagnose.bench.suite import Entry, matches
 from diagnose.records import Verdict
+from diagnose.verify.shapes import base_group
 
 Row = tuple[str, str, dict]
 RUN_NAME = re.compile(r"level_(\d+)_problem_(\d+)_sample_\d+_kernel$")
@@ -173,8 +174,8 @@ def group_rows(verdict: Verdict) -> list[tuple[str, str, dict]]:
         failure = verdict.failure.to_dict() if verdict.failure else None
         return [("*", "failed", {"failure": failure, "failed_checks": failed_checks})]
     out = []
-    for group in dict.fromkeys(c.group for c in verdict.cases):
-        cases = [c for c in verdict.cases if c.group == group]
+    for group in dict.fromkeys(base_group(c.group) for c in verdict.cases):
+        cases = [c for c in verdict.cases if base_group(c.group) == group]  # unseen shapes with their group
         correct = all(c.passed for c in cases)
         status = "passed" if verdict.passed else "failed"
         medians = {t.variant: t.median_ms for t in verdict.timings if t.group == group}
