@@ -14,7 +14,9 @@ interpreter's kernels the unwrapping runs past the kernel onto the plain Python 
 also `JITFunction`s (built by `JITFunction.__init__`, so every attribute is Triton's own), whose `run`
 launches in the interpreter as before and returns an `InterpretedKernel`, which launches again in the
 interpreter when indexed with a grid and called with the kernel's runtime arguments, as a compiled
-kernel is. `triton.jit` looks the interpreter's class up when it decorates, so this takes effect for
+kernel is. Called as a device function, one gets a dtype argument as a `tl.constexpr`, as compiled
+device code does; its `and`/`or`/`not` on tensors are elementwise, as compiled code's are
+(`interpreter_semantics.py`). `triton.jit` looks the interpreter's class up when it decorates, so this takes effect for
 every kernel defined afterwards. Interpreter processes only (`cpu_standin.install`).
 """
 
@@ -27,6 +29,8 @@ from typing import Any, Callable, Mapping
 from triton.runtime import interpreter
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
+
+from diagnose.runtime.interpreter_semantics import CompiledSemanticsRewriter
 
 # Options `triton.jit` passes to the interpreter's class; `JITFunction.__init__` takes the same ones.
 JIT_OPTIONS = ("version", "do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline", "repr",
@@ -87,6 +91,7 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
     def __init__(self, fn, **kwargs) -> None:
         JITFunction.__init__(self, fn, **{k: v for k, v in kwargs.items() if k in JIT_OPTIONS})
         InterpretedFunction.__init__(self, fn, **kwargs)
+        self.rewriter = CompiledSemanticsRewriter(fn, **kwargs)
 
     # `JITCallable.__init__` assigns `__name__`; the interpreter's class reads it from the function. Both
     # are the function's name, so the assignment keeps nothing.
@@ -102,6 +107,15 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
     # walking its code); the interpreter compiles nothing, so a kernel is itself.
     __hash__ = object.__hash__
 
+    def __call__(self, *args, **kwargs):
+        """A device-function call. The compiler hands a device function every argument that is not a
+        tensor as a `tl.constexpr`, so device code reads a dtype argument's `.value` (FlagGems'
+        `get_dtype_min(dtype)`: `dtype.value.is_floating()`); the interpreter passes the bare
+        `tl.dtype`. Dtypes are passed as the compiler passes them (other values stay as they were:
+        the interpreter's own arithmetic on them is what kernels rely on)."""
+        return InterpretedFunction.__call__(self, *map(_as_compiled, args),
+                                            **{k: _as_compiled(v) for k, v in kwargs.items()})
+
     def run(self, *args, grid, warmup, **kwargs):
         _launch(self, *args, grid=grid, warmup=warmup, **kwargs)
         return InterpretedKernel(self, self._constants(args, kwargs))
@@ -114,6 +128,12 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
         values = bound.arguments
         return {p.name: values[p.name] for p in self.params
                 if p.is_constexpr and p.name in values and values[p.name] is not inspect.Parameter.empty}
+
+
+def _as_compiled(value):
+    import triton.language as tl
+
+    return tl.constexpr(value) if isinstance(value, tl.dtype) else value
 
 
 def install() -> None:

@@ -162,3 +162,61 @@ def test_a_kernel_without_source_stays_the_interpreters_own():
         print("ok")
     """)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_device_function_gets_a_dtype_as_the_compiler_gives_it():
+    """Compiled device code gets every non-tensor argument as a `tl.constexpr` and reads a dtype's
+    `.value` (FlagGems' `get_dtype_min`); the interpreter passes the bare dtype."""
+    done = _run("""
+        import torch, triton, triton.language as tl
+        @triton.jit
+        def lowest(dtype):
+            d = dtype.value
+            if d.is_floating():
+                value: tl.constexpr = float("-inf")
+                return value
+            bits: tl.constexpr = -1 * 2 ** (d.int_bitwidth - 1)
+            return bits
+        @triton.jit
+        def floor_of(x, dtype):
+            return tl.full(x.shape, lowest(dtype), dtype=dtype) + x.to(dtype) * 0
+        @triton.jit
+        def k(x_ptr, out_ptr, B: tl.constexpr):
+            o = tl.arange(0, B)
+            x = tl.load(x_ptr + o)
+            tl.store(out_ptr + o, tl.maximum(floor_of(x, x_ptr.type.element_ty), x))
+        for x in (torch.randn(16), torch.randint(-5, 5, (16,), dtype=torch.int32)):
+            out = torch.empty_like(x)
+            k[(1,)](x, out, B=16)
+            assert torch.equal(out, x)
+        print("ok")
+    """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_and_or_not_on_tensors_are_elementwise_as_compiled():
+    """Compiled, `a and b` on tensors is `logical_and` (FlagGems masks 2-D loads so); in the plain
+    interpreter a block is always true, `a and b` is `b`, and the load reads past the row."""
+    done = _run("""
+        import torch, triton, triton.language as tl
+        @triton.jit
+        def row_sums(x_ptr, out_ptr, R, C, HAS_SCALE: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+            r = tl.arange(0, BR)[:, None]
+            c = tl.arange(0, BC)[None, :]
+            mask = r < R and c < C
+            x = tl.load(x_ptr + r * C + c, mask=mask, other=0.0)
+            keep = not (x < 0) or not HAS_SCALE
+            s = tl.sum(tl.where(keep, x, 0.0), axis=1)
+            if HAS_SCALE and R > 0:
+                s = s * 2
+            tl.store(out_ptr + tl.arange(0, BR), s, mask=tl.arange(0, BR) < R)
+        x = torch.randn(3, 5) + 10; x[1, 2] = -1.0
+        out = torch.empty(3)
+        row_sums[(1,)](x, out, 3, 5, HAS_SCALE=True, BR=4, BC=8)
+        expected = 2 * x.clamp(min=0).sum(1)
+        assert torch.allclose(out, expected), (out, expected)
+        print("ok")
+    """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
