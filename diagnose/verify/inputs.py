@@ -86,9 +86,10 @@ def perturbation_for(inputs: list, seed: int) -> list[tuple[int, Any, Any]]:
 
     The re-check after timing runs the candidate on the very buffers it was timed (or soaked) on, with
     these few elements changed in place: a candidate that caches its output under a fingerprint of its
-    inputs (their address, a few sampled values) returns a stale result and fails. The new values are
-    taken from other positions of the same tensor, so they stay in its range (positive stays positive).
-    Integer and boolean inputs are left alone: they are often indices or masks with rules of their own.
+    inputs (their address, a few sampled values) returns a stale result and fails. The change swaps
+    pairs of elements of the same tensor, so its values stay the same multiset: in range, positive stays
+    positive, and a task's own rules hold (distinct values stay distinct; copying values over others
+    made ties whose order a top-k's indices then broke either way). Integer and boolean inputs are left alone: they are often indices or masks with rules of their own.
     """
     import torch
 
@@ -99,10 +100,10 @@ def perturbation_for(inputs: list, seed: int) -> list[tuple[int, Any, Any]]:
                 and value.numel() >= 2):
             continue
         flat = value.reshape(-1)
-        count = min(PERTURBED, flat.numel())
-        positions = torch.randint(flat.numel(), (count,), generator=generator)
-        donors = torch.randint(flat.numel(), (count,), generator=generator)
-        out.append((i, positions, flat[donors].clone()))
+        count = min(PERTURBED, flat.numel() // 2)
+        chosen = torch.randperm(flat.numel(), generator=generator)[:2 * count]
+        first, second = chosen[:count], chosen[count:]
+        out.append((i, torch.cat([first, second]), torch.cat([flat[second], flat[first]]).clone()))
     return out
 
 

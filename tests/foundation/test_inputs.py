@@ -60,9 +60,10 @@ def test_the_recheck_perturbation_changes_floats_in_range_and_leaves_indices_alo
     inputs = [positive.clone(), index.clone(), strided, 3.0]
     perturbation = perturbation_for(inputs, seed=1009)
     assert [i for i, _, _ in perturbation] == [0], "only contiguous floating-point tensors are changed"
-    assert perturbation == [] or len(perturbation[0][1]) == PERTURBED
+    assert len(perturbation[0][1]) == 2 * PERTURBED, "pairs of elements swapped"
     apply_perturbation(inputs, perturbation)
     assert not torch.equal(inputs[0], positive) and bool((inputs[0] >= 0.5).all()), "values stay in range"
+    assert torch.equal(inputs[0].sort().values, positive.sort().values), "the same values: distinct stay distinct"
     assert torch.equal(inputs[1], index)
     again = perturbation_for([positive.clone(), index.clone(), strided, 3.0], seed=1009)
     assert all(torch.equal(a[1], b[1]) and torch.equal(a[2], b[2]) for a, b in zip(perturbation, again))

@@ -62,7 +62,7 @@ def test_cheats_on_the_comparison_fail_correctness(fixture):
     # reading the harness's files gains nothing.
     verdict = verdict_of(f"cheats/{fixture}.py")
     assert not verdict.passed
-    assert not all(c.passed for c in verdict.cases)
+    assert not all(c.passed for c in verdict.cases), (verdict.failure, verdict.cases)
 
 
 @pytest.mark.slow
