@@ -94,7 +94,7 @@ def test_optimize_runs_on_each_idiom_and_never_touches_the_module(captured_proje
     project, _ = captured_project
     path = project / "kernels" / f"{module}.py"
     before = path.read_text()
-    done = run_cli("optimize", str(path), "--max-candidates", "2", "--seeds", "2", "--max-wall", "300", "-q",
+    done = run_cli("optimize", str(path), "--max-candidates", "1", "--seeds", "2", "--max-wall", "300", "-q",
                    env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")}, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert path.read_text() == before
@@ -156,7 +156,7 @@ def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path)
 def test_optimize_from_a_call_spec(fresh_project, tmp_path, module):
     path = fresh_project / "kernels" / f"{module}.py"
     before = path.read_text()
-    done = run_cli("optimize", str(path), "--call", CALLS[module], "--max-candidates", "2", "--seeds", "2",
+    done = run_cli("optimize", str(path), "--call", CALLS[module], "--max-candidates", "1", "--seeds", "2",
                    "--max-wall", "300", "-q", env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert path.read_text() == before
