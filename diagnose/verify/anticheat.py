@@ -9,6 +9,7 @@ exploits bypassed gpu-mode/pygpubench (its PR #7). Ghost replay is KernelGenBenc
   where the reference's outputs hold no element (an empty input correctly launches nothing).
 - `ghost_replay`: with the candidate's Triton launches turned into no-ops (in a fresh process, allocator
   poisoned), its output must no longer be correct; if it still is, the answer came from somewhere else.
+  A case on which the task as given is just as correct with its launches made no-ops tells nothing.
 - `no_reference_call`: the candidate never constructed or called the reference `Model`.
 - `input_sensitivity`: outputs change when inputs change (no caching across calls).
 - `input_mutation`: inputs are left as the reference leaves them.
@@ -46,6 +47,13 @@ def ghost_replay(ghost_case: CaseResult | None, ghost_failure: str | None) -> Ch
         )
     how = f"ghost run failed ({ghost_failure})" if ghost_failure else f"ghost output wrong ({ghost_case.reason})"
     return CheckResult("ghost_replay", True, how)
+
+
+def ghost_uninformative(count: int) -> CheckResult:
+    """Every case's output is as correct with the task as given's own launches made no-ops: the replay
+    cannot tell where an output came from, and holds nothing against the candidate."""
+    return CheckResult("ghost_replay", True, f"not decided: on all {count} case(s) the task as given also "
+                       "gets the output right with its Triton launches made no-ops")
 
 
 def no_reference_call(reference_calls: int) -> CheckResult:

@@ -146,9 +146,9 @@ def verify_against(task: Task, options: CheckOptions, where: Placement, referenc
         timings: tuple[Timing, ...] = not_timed(reference.value["selected"], options)
         if correct:
             with clock("ghost"):
-                # On a case with something to compute: an empty output is as correct with no-ops as without.
-                ghost_case = next((c for c in cases if (c["group"], c["seed"]) not in empty), cases[0])
-                checks.append(ghost_check(ghost_case, held, common, task, options, where))
+                # On cases with something to compute: an empty output is as correct with no-ops as without.
+                computed = [c for c in cases if (c["group"], c["seed"]) not in empty] or cases[:1]
+                checks.append(ghost_check(computed, held, common, task, options, where))
             if on_device:
                 with clock("timing"):
                     timings, timing_checks, timing_notes = time_candidate(task, reference, common, options, where)
@@ -169,14 +169,32 @@ def empty_cases(cases: list[dict], held: Held) -> frozenset[tuple[str, int]]:
                      if all(getattr(out, "numel", lambda: 1)() == 0 for out in held[key(c)][0]))
 
 
-def ghost_check(case: dict, held: Held, common: dict, task: Task, options: CheckOptions,
+def ghost_check(cases: list[dict], held: Held, common: dict, task: Task, options: CheckOptions,
                 where: Placement) -> CheckResult:
-    ghost = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "ghost",
+    """The candidate's Triton launches made no-ops must break its output, judged on the first of `cases`
+    that can tell. A case whose output the task as given (`options.initial`) also gets right with its own
+    launches made no-ops tells nothing, and the next one is tried: Liger's JSD with every label ignored
+    returns the sum of a loss the host allocated as zeros, whatever its kernel does. Without an initial
+    kernel the first case decides, as it always did."""
+    for case in cases:
+        candidate = ghost_case(task.candidate_path, case, held, common, options, where)
+        if not isinstance(candidate, str) and candidate.passed and options.initial is not None:
+            initial = ghost_case(options.initial, case, held, common, options, where)
+            if not isinstance(initial, str) and initial.passed:
+                continue
+        return (anticheat.ghost_replay(None, candidate) if isinstance(candidate, str)
+                else anticheat.ghost_replay(candidate, None))
+    return anticheat.ghost_uninformative(len(cases))
+
+
+def ghost_case(path, case: dict, held: Held, common: dict, options: CheckOptions, where: Placement):
+    """The ghost replay of the `ModelNew` of the file at `path` on one case: its comparison with the
+    reference's output, or the failure's message when the run failed."""
+    ghost = run_job("candidate_job", {**common, "candidate": str(path), "mode": "ghost",
                                       "cases": [case], "soak": 0}, options, where)
     if not ghost.ok:
-        return anticheat.ghost_replay(None, ghost.failure.message)
-    outputs = ghost.value["cases"][0]["outputs"]
-    return anticheat.ghost_replay(compare_held(case, held, outputs, dict(options.tolerances)), None)
+        return ghost.failure.message
+    return compare_held(case, held, ghost.value["cases"][0]["outputs"], dict(options.tolerances))
 
 
 def time_candidate(task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement):
