@@ -20,9 +20,10 @@ LIMIT = "2**30"
 TWIN = "_i32"
 HELPER = '''
 def {name}(*tensors):
-    """Every element offset of these tensors fits in int32, with room for a block past the end."""
+    """Every element offset of these tensors fits in int32, with room for a block past the end (an
+    optional pointer passed as None addresses nothing)."""
     return all(t.storage_offset() + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride())) < {limit}
-               for t in tensors)
+               for t in tensors if t is not None)
 '''
 
 
@@ -42,7 +43,8 @@ class Int32Index(Rewrite):
     `if _offsets_fit_int32(x, out):` the twin, `else:` the original 64-bit kernel. The helper,
     added once before the launching function (or its class: `ModelNew`, an autograd `Function`),
     checks that the largest element offset of every tensor the kernel addresses is below 2**30 (room
-    for a block's overrun past the end).
+    for a block's overrun past the end); an optional pointer passed as None (Liger's DyT without a
+    bias) is skipped.
 
     ## When it is valid
     Always, thanks to the run-time check: int32 arithmetic over offsets below 2**30 cannot overflow,
