@@ -50,10 +50,16 @@ def inspect_command(
     if fmt not in ("text", "json"):
         raise UsageError(f"unknown format {fmt!r}; formats: text, json")
     result = ir_facts(path, target, passes, diff_pass, stage, kernel)
-    code = EXIT_FAILED if any("error" in k for k in result["kernels"]) else EXIT_OK
+    code = EXIT_FAILED if any("error" in k or cannot_launch(k) for k in result["kernels"]) else EXIT_OK
     if fmt == "json":
         return code, json.dumps({"schema": f"diagnose.ir.inspect/{RESULT_VERSION}", **result}, indent=1) + "\n"
     return code, render_text(result, passes=passes, diff_pass=diff_pass, stage=stage)
+
+
+def cannot_launch(kernel: dict) -> bool:
+    """Compiled, but the target would refuse to load it (Triton compiles a kernel over the shared memory
+    limit offline and raises `OutOfResources` only when it is launched): as much a failure as a compile error."""
+    return any(e.get("name") == "SharedMemoryOverLimit" for e in kernel.get("evidence", []))
 
 
 def ir_facts(

@@ -35,7 +35,8 @@ def phrase(e: Evidence) -> str:
         bits = _a(e, "bits")
         width = "TMA" if bits == "tma" else f"{bits}-bit"
         why = f" ({e.arg('reason')}: {e.arg('detail')})" if e.arg("detail") else f" ({e.arg('reason')})" if e.arg("reason") else ""
-        return f"{_a(e, 'access')} {width} x{_a(e, 'instructions')}{why}"
+        count = e.arg("widths") or f"{width} x{_a(e, 'instructions')}"
+        return f"{_a(e, 'access')} {count}{why}"
     if name == "DotLowering":
         base = f"dot -> {_a(e, 'engine')}"
         if e.arg("mma_instrShape"):

@@ -73,6 +73,12 @@ def test_compile_failure_is_exit_1(in_process):
     assert code == 1 and "compile failed" in out and "undefined_helper" in out
 
 
+def test_a_kernel_over_the_shared_memory_limit_is_exit_1(in_process):
+    code, out = cli.inspect_command(fixture("matmul_big_smem"))
+    assert code == 1 and "B over the 232448 B limit" in out
+    assert cli.inspect_command(fixture("vec_add_aligned"))[0] == 0
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -14,15 +14,21 @@ single value per program. `missed` otherwise, with the first reason that holds:
 
 - `accumulator_layout`: the value is stored straight from a dot's MMA/MFMA layout, whose threads
   hold only a few contiguous elements (no conversion to a blocked layout was made);
-- `elements_per_thread`: the layout gives each thread fewer contiguous elements than 128 bits
-  (BLOCK too small for `num_warps`, or a narrow dtype): the width already is the most it can be;
 - `gather`: the addresses come from values loaded from memory;
 - `non_contiguous`: the offsets along the fastest axis are multiplied by a runtime stride;
 - `pointer_not_divisible`: a pointer argument has no `tt.divisibility` (its launch value was not
   16-byte aligned, e.g. a view `x[1:]`);
 - `offset_not_divisible`: an integer argument in the address has no `tt.divisibility`;
 - `mask_bound_not_divisible`: the mask compares against an argument that is not a multiple of 16;
+- `elements_per_thread`: the layout gives each thread fewer contiguous elements than 128 bits
+  (BLOCK too small for `num_warps`, or a narrow dtype): the width already is the most it can be;
 - `unknown` when none of these can be told.
+
+The address reasons come before the layout's: with unproven divisibility the access stays narrow
+however many elements a thread holds (a 1000-column softmax at one element per thread is 32-bit for its
+row stride and `n_cols`; four elements per thread would not change that). Every reason that holds is in
+`reasons`, the first in `reason` and `detail`. Instructions of different widths on one line (a thread's
+six contiguous elements: one 128-bit and one 64-bit access) are counted per width in `widths`.
 
 On NVIDIA the compiler's own remark (`vectorization fails vec = 1 origin vec = 4 ... mask is 1`)
 is attached as `remark` when it was emitted for the line.
@@ -118,6 +124,8 @@ def _evidence(ctx: FactContext, direction: str, found: list[tuple[int | str, str
         "elem_bits": ttype.elem_bits if ttype else None,
         "per_thread": per_thread,
     }
+    if len(set(widths)) > 1:
+        args["widths"] = ", ".join(f"{b}-bit x{widths.count(b)}" for b in sorted(set(widths), reverse=True))
     location = op.location if op else None
     if op is not None and ttype is None:
         args["reason"] = "scalar"  # one value per program: nothing to vectorize
@@ -127,6 +135,8 @@ def _evidence(ctx: FactContext, direction: str, found: list[tuple[int | str, str
     reasons = _reasons(ctx, op, bits, ttype.elem_bits if ttype else None, per_thread) if op else []
     args["reason"] = reasons[0][0] if reasons else "unknown"
     args["detail"] = reasons[0][1] if reasons else None
+    if len(reasons) > 1:
+        args["reasons"] = "; ".join(f"{name} {detail}" for name, detail in reasons)
     remark = next(
         (d for d in ctx.diagnostics if location and d.line == location.line and VEC_REMARK.search(d.message)), None
     )
@@ -150,8 +160,6 @@ def _reasons(ctx: FactContext, op: IROp, bits: int, elem_bits: int | None, per_t
     ttype = tensor_type(op.raw)
     if ttype and ttype.layout and ttype.layout.startswith("#mma"):
         reasons.append(("accumulator_layout", f"written straight from the {ttype.layout} dot layout"))
-    if per_thread is not None and elem_bits and per_thread * elem_bits < 128 and bits >= per_thread * elem_bits:
-        reasons.append(("elements_per_thread", f"{per_thread} x {elem_bits}-bit elements per thread"))
     _, pointer_idx, mask_idx = MEMORY_OPS[op.name]
     pointer_chain = [x for i in pointer_idx if i < len(op.operands) for x in ctx.provenance(op.operands[i])]
     if any(isinstance(x, IROp) and x.name in LOAD_OPS for x in pointer_chain):
@@ -170,6 +178,8 @@ def _reasons(ctx: FactContext, op: IROp, bits: int, elem_bits: int | None, per_t
         for arg in ctx.provenance(op.operands[mask_idx]):
             if isinstance(arg, FuncArg) and not arg.is_pointer and arg.divisibility is None:
                 reasons.append(("mask_bound_not_divisible", f"mask bound {arg.name} is not a multiple of 16"))
+    if per_thread is not None and elem_bits and per_thread * elem_bits < 128 and bits >= per_thread * elem_bits:
+        reasons.append(("elements_per_thread", f"{per_thread} x {elem_bits}-bit elements per thread"))
     return reasons
 
 
