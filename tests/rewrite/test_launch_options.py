@@ -116,3 +116,29 @@ def test_on_a_device_the_search_times_the_current_values_against_the_nearest(tmp
     measured = [t for t in result.trials if t.measured]
     assert measured and measured[0].values == (("num_warps", 4), ("num_stages", 3))
     assert len(measured) <= REWRITE.timed_configs and "time on cuda" in result.ranked_by
+
+
+def test_a_kernel_parameter_named_num_stages_leaves_only_num_warps():
+    """Triton binds `num_stages` to the kernel's parameter of that name: a launch option of the same
+    name would be a second value for it (Liger's neighborhood mask kernel takes both as constexprs;
+    `rejected_option_named_param.py` is the one that takes num_warps too)."""
+    source = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rows(x_ptr, n_rows, n_cols, BLOCK: tl.constexpr, num_stages: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=num_stages):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + row * n_cols + offs, 1.0, mask=offs < n_cols)
+
+
+def fill(x):
+    _rows[(4,)](x, x.shape[0], x.shape[1], triton.next_power_of_2(x.shape[1]), 2)
+    return x
+'''
+    pre = REWRITE.check(RewriteContext(source))
+    assert pre.holds and pre.plan.stages is None, pre.reason
+    new = REWRITE.apply(RewriteContext(source, params=(("num_warps", 8), ("num_stages", 4))))
+    assert "triton.next_power_of_2(x.shape[1]), 2, num_warps=8)" in new

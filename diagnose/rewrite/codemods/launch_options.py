@@ -22,6 +22,9 @@ DEFAULTS = {"cuda": {"num_warps": 4, "num_stages": 3}, "hip": {"num_warps": 4, "
 MAX_WARPS = {"cuda": 32, "hip": 16}
 STAGES = (1, 2, 3, 4)
 SCALE = "num_warps_scale"
+# Triton binds a launch's arguments to the kernel's parameters first: where a parameter has an option's
+# name, the option can no longer be given (`got multiple values for argument 'num_warps'`).
+NAMED_PARAM = "the kernel takes a parameter named {param}: Triton binds the name to it, not to the launch option"
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,10 @@ class LaunchOptions(Rewrite):
     `Function.forward`, a method, a function nested in one; `diagnose/rewrite/reach.py`), the options
     are passed by keyword or not at all (a `**kwargs` that may set them is not guessed at), the kernel
     is not autotuned (its configs set the options: `add-autotune`'s business) and not a bare launch
-    replayed from a capture (its options are the capture's). A kernel that reads the warp count
+    replayed from a capture (its options are the capture's). A kernel with a parameter named
+    `num_warps` (Liger's neighborhood-attention mask kernel takes `num_stages` and `num_warps` as
+    constexprs) cannot have that option set at its launch: Triton binds the name to the parameter;
+    a parameter named `num_stages` leaves only num_warps to search. A kernel that reads the warp count
     itself (inline assembly written for one count) would be wrong to retune; none seen so far does.
 
     ## Why it is faster
@@ -187,11 +193,13 @@ def _plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite, sites: list[Lau
     index = next(i for i, s in enumerate(s for s in sites if s.kernel == kernel.name) if s.statement is site.statement)
     # the launches a name of the launching function reaches besides this one
     others = [s for s in sites if within(site, s) and s.statement is not site.statement]
+    if "num_warps" in kernel.params:
+        return NAMED_PARAM.format(param="num_warps")
     warps = _slot(ctx, site, others, "num_warps")
     if isinstance(warps, str):
         return warps
     stages = None
-    if any(isinstance(n, (cst.For, cst.While)) for n in walk(kernel.node.body)):
+    if "num_stages" not in kernel.params and any(isinstance(n, (cst.For, cst.While)) for n in walk(kernel.node.body)):
         found = _slot(ctx, site, others, "num_stages")
         # a `**kwargs` that may hold num_stages leaves it alone; num_warps is still worth timing
         stages = found if isinstance(found, OptionSlot) else None
