@@ -25,6 +25,7 @@ from diagnose.agent.policy import roofline_bounds
 from diagnose.agent.state import Budget
 from diagnose.bench.suite import Entry
 from diagnose.scoring import geomean
+from diagnose.verify.shapes import base_group
 
 Row = tuple[str, str, dict]
 
@@ -67,7 +68,7 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
     optimized = medians(best["verdict"], "candidate") if best else initial
     bounds = roofline_bounds(report.get("roofline") or {})
     out = []
-    for group in dict.fromkeys(c["group"] for c in baseline.get("cases", [])):
+    for group in dict.fromkeys(base_group(c["group"]) for c in baseline.get("cases", [])):
         mine = optimized.get(group)
         bound = bounds.get(group)
         out.append((group, "passed", {

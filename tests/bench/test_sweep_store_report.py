@@ -172,7 +172,8 @@ def test_optimize_rows_carry_medians_speedups_and_roofline():
     def timing(variant, ms):
         return {"variant": variant, "group": "g", "median_ms": ms}
 
-    baseline = {"passed": True, "cases": [{"group": "g"}], "checks": [],
+    # a case at unseen sizes belongs to its group's row
+    baseline = {"passed": True, "cases": [{"group": "g"}, {"group": "g@N=1001"}], "checks": [],
                 "timings": [timing("candidate", 4.0), timing("eager", 2.0), timing("compile", 1.5)]}
     best = {"candidate": {"id": "c1", "made_by": ["retune-launch"]},
             "verdict": {"passed": True, "timings": [timing("candidate", 1.0), timing("initial", 4.2), timing("eager", 2.1)]}}
