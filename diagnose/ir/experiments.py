@@ -28,14 +28,17 @@ COMPARED = (
 
 
 def default_variants(launch: ConcreteLaunch, record_metadata: dict) -> dict[str, tuple[Any, Any]]:
-    """The experiments worth running for a compile: `num_stages` 1 vs its own, `num_warps` 4 vs 8."""
+    """The experiments worth running for a compile: `num_stages` 1 vs its own, `num_warps` 4 vs 8. An
+    option named like one of the kernel's parameters is not varied: Triton binds the name to the
+    parameter (Liger's neighborhood mask kernel takes both as constexprs)."""
     stages = record_metadata.get("num_stages") or 3
     warps = record_metadata.get("num_warps") or 4
     out = {}
     if stages != 1:
         out["num_stages"] = (1, stages)
     out["num_warps"] = (warps, 8 if warps != 8 else 4)
-    return out
+    params = set(getattr(launch.jit, "arg_names", ()))
+    return {option: values for option, values in out.items() if option not in params}
 
 
 def compare_option(launch: ConcreteLaunch, target: Target, option: str, values: tuple[Any, Any]) -> list[Evidence]:

@@ -15,3 +15,15 @@ def test_num_stages_explains_pipelining_and_shared_memory():
     assert changed[("SoftwarePipelining", "pipelined")] == (False, True)
     assert changed[("SharedMemoryUsage", "shared")] == (32768, 98304)
     assert all(e.stage == "pass" and e.source == "option:num_stages" for e in effects)
+
+
+def test_an_option_named_like_a_kernel_parameter_is_not_varied():
+    """Liger's neighborhood mask kernel takes `num_stages` and `num_warps` as parameters: a recompile
+    that sets those options fails to bind ('got multiple values'), and took the whole passes level
+    down with it."""
+    from diagnose.ir.experiments import default_variants
+
+    ((launch, record),) = compiled("_option_named_params", "cuda:sm90")
+    assert default_variants(launch, record.metadata) == {}
+    ((plain, plain_record),) = compiled("small_grid", "cuda:sm90")
+    assert set(default_variants(plain, plain_record.metadata)) == {"num_stages", "num_warps"}
