@@ -77,9 +77,11 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     if done:  # candidates for a kernel at its roof would spend the budget on what cannot pay
         return {"pending": [], "trace": [step(level, "propose rewrites", f"nothing proposed: {done}")]}
     tried = set(state.get("tried", []))
-    candidates = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
-                                               state.get("evidence", []), state["target"], sorted(tried),
-                                               state.get("device", "cpu"))
+    made = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
+                                         state.get("evidence", []), state["target"], sorted(tried),
+                                         state.get("device", "cpu"))
+    candidates = [c for c in made if "dropped" not in c]
+    dropped = [f"{'+'.join(c['made_by'])} ({c['dropped'][:DECLINE_CHARS]})" for c in made if "dropped" in c]
     chain = policy.base_lineage(state)
     fresh = [{**c, "lineage": chain + list(c["made_by"])} for c in candidates if c["id"] not in tried]
     again = [c["id"] for c in fresh if policy.repeats_lineage(c, chain)]
@@ -94,6 +96,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
                                              state["target"])
         if why:
             reason += "; declined: " + "; ".join(f"{rid} ({text[:DECLINE_CHARS]})" for rid, text in why[:DECLINES])
+    if dropped:  # built, then found not to compile: without this line a run reads as if nothing applied
+        reason += "; dropped before verification: " + "; ".join(dropped[:DECLINES])
     if held:
         reason += f" ({len(held)} more left for the budget of {runtime.context.budget.max_candidates})"
     if again:

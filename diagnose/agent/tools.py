@@ -104,19 +104,19 @@ class Tools:
     def propose(self, task: str, base: str, findings: list[dict], evidence: list[dict], target: str,
                 tried: list[str], device: str = "cpu") -> list[dict]:
         """Candidates for the findings; a tunable rewrite's launch-config search times its configurations
-        on `device` where it can (sharing the device through this run's lock), else estimates them."""
-        from diagnose import optimizer
+        on `device` where it can (sharing the device through this run's lock), else estimates them.
+        A candidate dropped before verification comes as `{"made_by": [...], "dropped": why}`."""
+        from diagnose.optimizer.pipeline import proposal
 
-        candidates = optimizer.propose(base, findings, evidence, target, device=device, device_lock=self.device_lock,
-                                       tried=tried)
+        made = proposal(base, findings, evidence, target, device=device, device_lock=self.device_lock, tried=tried)
         out = []
         folder = Path(self.run_dir, "candidates")
         folder.mkdir(parents=True, exist_ok=True)
-        for candidate in candidates:
+        for candidate in made.candidates:
             path = folder / f"{candidate.id}.py"
             path.write_text(candidate.source)
             out.append({**candidate.to_dict(), "path": str(path)})
-        return out
+        return out + [{"made_by": list(d.made_by), "dropped": d.reason} for d in made.dropped]
 
     def declined(self, base: str, findings: list[dict], evidence: list[dict], target: str) -> list[tuple[str, str]]:
         """The rewrites that answer the findings but do not apply to `base`, each with why not."""

@@ -58,7 +58,7 @@ def rewrite_command(path: str, apply: list[str] | None = None, write: bool = Fal
     if not built.steps:
         why = "; ".join(f"{i}: {r}" for i, r in built.skipped) or "nothing calls for a rewrite"
         raise UsageError(f"{path}: no rewrite applied ({why})")
-    gains, broken = estimate_gains(ctx, [built.source], options) if options is not None else ({}, set())
+    gains, broken = estimate_gains(ctx, [built.source], options) if options is not None else ({}, {})
     candidate = make_candidate(ctx, built, gains.get(0))
     lines = [f"rewrites: {', '.join(built.steps)} ({candidate.safety})"]
     if candidate.answers:

@@ -193,12 +193,35 @@ def declined(task_path: str | Path, findings: Iterable[Finding | dict] | None = 
             if a.called_by and not a.precondition.holds]
 
 
+@dataclass(frozen=True)
+class Dropped:
+    """A candidate built and then dropped before verification: it does not compile for the target where
+    the original does (the int32 twin of Liger's DyT called its size check on a None pointer while
+    its host code ran for the offline compile). A run that proposes nothing says so, and why."""
+
+    made_by: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Proposal:
+    candidates: list[Candidate]
+    dropped: tuple[Dropped, ...] = ()
+
+
 def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
-            evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, *,
-            search_configs: bool = True, estimate: bool = True, device: str = "cpu", workers: int | None = None,
-            llm: Any = None, ledger: Any = None, device_lock: str | None = None,
-            tried: Iterable[str] = ()) -> list[Candidate]:
-    """Candidates for the task at `task_path` that answer `findings` / `evidence` (see the module docstring).
+            evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, **options) -> list[Candidate]:
+    """Candidates for the task at `task_path` that answer `findings` / `evidence`: `proposal(...)`'s."""
+    return proposal(task_path, findings, evidence, target, **options).candidates
+
+
+def proposal(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
+             evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, *,
+             search_configs: bool = True, estimate: bool = True, device: str = "cpu", workers: int | None = None,
+             llm: Any = None, ledger: Any = None, device_lock: str | None = None,
+             tried: Iterable[str] = ()) -> Proposal:
+    """Candidates for the task at `task_path` that answer `findings` / `evidence` (see the module
+    docstring), and those dropped before verification with why.
 
     `findings=None` triages the source here; dicts (`Finding.to_dict()`) are accepted, as the agent
     keeps them. `llm` (an `LLMConfig`) adds the LLM proposer's candidates (their token counts go to
@@ -221,17 +244,19 @@ def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = N
         if built.steps and built.source not in seen:
             seen.add(built.source)
             built_all.append(built)
-    gains, broken = estimate_gains(ctx, [b.source for b in built_all], options) if estimate and built_all else ({}, set())
+    gains, broken = estimate_gains(ctx, [b.source for b in built_all], options) if estimate and built_all else ({}, {})
     # a candidate that does not compile for the target (where the original does) is not worth verifying
     candidates = [make_candidate(ctx, b, gains.get(i)) for i, b in enumerate(built_all) if i not in broken]
+    dropped = tuple(Dropped(built_all[i].steps, f"does not compile for {ctx.target.name}: {why}")
+                    for i, why in sorted(broken.items()))
     if llm is not None:
         from diagnose.optimizer.llm import llm_propose
 
-        proposal = llm_propose(task_path, ctx.findings, ctx.evidence, target, llm)
+        suggested = llm_propose(task_path, ctx.findings, ctx.evidence, target, llm)
         if ledger is not None:
-            ledger.add(proposal)
-        candidates += list(proposal.candidates)
-    return candidates
+            ledger.add(suggested)
+        candidates += list(suggested.candidates)
+    return Proposal(candidates, dropped)
 
 
 def _search_options(task_path: str | Path, device: str, workers: int | None,
@@ -243,11 +268,11 @@ def _search_options(task_path: str | Path, device: str, workers: int | None,
 
 
 def estimate_gains(ctx: RewriteContext, sources: list[str],
-                   options: SearchOptions | None) -> tuple[dict[int, float], set[int]]:
-    """Estimated speedup of each source over the original (static estimate) by index, and the indices
-    of sources that do not compile for the target although the original does."""
+                   options: SearchOptions | None) -> tuple[dict[int, float], dict[int, str]]:
+    """Estimated speedup of each source over the original (static estimate) by index, and the first
+    error of each source that does not compile for the target although the original does."""
     if not ctx.target.can_compile_here or options is None:
-        return {}, set()
+        return {}, {}
     with tempfile.TemporaryDirectory(prefix="diagnose-estimate-") as folder:
         stem = Path(ctx.path).stem.replace(".", "_")
         paths = [str(Path(folder, f"{stem}_c{i:02d}.py")) for i in range(len(sources))]
@@ -257,15 +282,15 @@ def estimate_gains(ctx: RewriteContext, sources: list[str],
             Path(path).write_text(text)
         results = compile_batch(options.task_path, [base, *paths], ctx.target, options.workers, options.cache_root)
     if base not in results:
-        return {}, set()
+        return {}, {}
     original = ranking.view(results[base], ctx.target)
-    gains, broken = {}, set()
+    gains, broken = {}, {}
     for i, path in enumerate(paths):
         if path not in results:
             continue
         mine = ranking.view(results[path], ctx.target)
         if original.compiled and mine.errors:
-            broken.add(i)
+            broken[i] = str(mine.errors[0]).splitlines()[0][:200]
             continue
         value = ranking.gain(original, mine)
         if value is not None:

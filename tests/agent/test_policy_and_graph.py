@@ -199,3 +199,27 @@ def test_a_propose_step_with_nothing_says_why_the_answering_rewrites_declined():
     update = nodes.propose(state, SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools())))
     assert update["trace"][0]["reason"] == (
         "nothing untried; declined: launch-options (_k in op: autotuned: its configs set num_warps and num_stages)")
+
+
+def test_a_candidate_dropped_before_verification_is_named_with_why():
+    """A rewrite that held and was built, then dropped because its source does not compile for the
+    target, must not read as 'nothing applied' (Liger's DyT: the int32 twin's size check failed)."""
+    from types import SimpleNamespace
+
+    from diagnose.agent import nodes
+
+    class Tools:
+        def propose(self, *args):
+            return [{"made_by": ["int32-index"],
+                     "dropped": "does not compile for cuda:sm90: AttributeError: 'NoneType' object has no attribute"}]
+
+        def declined(self, base, findings, evidence, target):
+            return []
+
+    state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 2, "started": 0,
+             "evidence": [{"name": "Int64IndexArithmetic"}]}
+    update = nodes.propose(state, SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools())))
+    assert update["pending"] == []
+    assert update["trace"][0]["reason"] == (
+        "nothing untried; dropped before verification: int32-index (does not compile for cuda:sm90: "
+        "AttributeError: 'NoneType' object has no attribute)")
