@@ -36,7 +36,7 @@ import os
 from pathlib import Path
 
 from diagnose.runtime import device_lock
-from diagnose.runtime.devices import empty_cache, poison_allocator, synchronize, torch_device, versions
+from diagnose.runtime.devices import empty_cache, events, poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
 from diagnose.verify import instrument, shapes, tensors, torch_state
 from diagnose.verify.inputs import apply_perturbation, draw, group_table, perturbation_for, select_groups
@@ -265,6 +265,7 @@ def timing_job(payload: dict) -> dict:
     from diagnose.verify import timing
 
     device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    pinned = timing.PinnedEvents.of(events(device))  # before any task or candidate code runs here
     reference = import_task_file(payload["reference"])
     candidate = import_task_file(payload["candidate"])
     state = tensors.load(job / "state.pt")
@@ -276,7 +277,7 @@ def timing_job(payload: dict) -> dict:
     eager = build_model(reference.Model, init_inputs, device)
     # A kernel module's reference is its own original code: the initial kernel, not a PyTorch baseline.
     baselines = [] if getattr(reference.Model, "replays_module", False) else payload["baselines"]
-    timer = timing.EventTimer(device)
+    timer = timing.EventTimer(device, backend=pinned)
     timings, notes, side_streams, escapes = [], [], {}, {}
     kernels = instrument.user_kernels()
     recheck, timed_inputs = payload["recheck"], None
@@ -304,6 +305,7 @@ def timing_job(payload: dict) -> dict:
                 escapes[group] = timing.escaped_calls(timer, variants["candidate"], streams)
         del inputs, variants
         empty_cache(device)
+    timing.check_pinned(pinned)
     with device_lock.shared(lock):
         if timed_inputs is not None:
             apply_perturbation(timed_inputs, tensors.load(recheck["perturbation"]))
@@ -323,11 +325,12 @@ def side_by_side_job(payload: dict) -> dict:
     from diagnose.verify import timing
 
     device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    pinned = timing.PinnedEvents.of(events(device))  # before any variant's code runs here
     state = tensors.load(job / "state.pt")
     init_inputs = tensors.load(job / "init_inputs.pt")
     models = {name: build_model(import_task_file(path).ModelNew, init_inputs, device, state)
               for name, path in payload["variants"].items()}
-    timer = timing.EventTimer(device)
+    timer = timing.EventTimer(device, backend=pinned)
     timings = []
     for group in payload["groups"]:
         with device_lock.shared(lock):
@@ -337,4 +340,5 @@ def side_by_side_job(payload: dict) -> dict:
             timings += [t.to_dict() for t in timing.measure(timer, variants, group)]
         del inputs, variants
         empty_cache(device)
+    timing.check_pinned(pinned)
     return {"timings": timings}

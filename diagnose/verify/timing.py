@@ -126,6 +126,52 @@ class EventTimer:
             self.backend.synchronize()
 
 
+@dataclasses.dataclass(frozen=True)
+class PinnedEvents:
+    """A device's `Event` class, `synchronize` and `current_stream` as they were before any candidate code
+    ran in this process: the timer that uses them does not see a later `torch.cuda.Event = ...` or
+    `torch.cuda.synchronize = ...`. What it cannot hold apart is the class itself: a candidate that
+    patches a method on it (`torch.cuda.Event.elapsed_time = lambda s, e: 0.1 * real(s, e)`) changes the
+    pinned class too, so every method of every class in its MRO is recorded here, and `replaced()`
+    names those changed, removed or added since (the timing job fails on any: its times would be the
+    candidate's to choose). Torch's C base class cannot be patched at all."""
+
+    Event: Any
+    synchronize: Callable[[], Any]
+    current_stream: Callable[[], Any] | None
+    methods: tuple[tuple[type, tuple[tuple[str, Any], ...]], ...]
+
+    @classmethod
+    def of(cls, backend: Any) -> "PinnedEvents":
+        event = backend.Event
+        classes = [k for k in getattr(event, "__mro__", (event,)) if k is not object]
+        return cls(event, backend.synchronize, getattr(backend, "current_stream", None),
+                   tuple((k, tuple(vars(k).items())) for k in classes))
+
+    def replaced(self) -> list[str]:
+        out = []
+        for klass, members in self.methods:
+            now = dict(vars(klass))
+            before = dict(members)
+            for name in sorted(set(before) | set(now)):
+                if name in _CACHED or before.get(name, _MISSING) is now.get(name, _MISSING):
+                    continue
+                out.append(f"{klass.__name__}.{name}")
+        return out
+
+
+_MISSING = object()
+_CACHED = ("__doc__", "__slotnames__")  # set on a class by Python itself (copyreg caches `__slotnames__`)
+
+
+def check_pinned(pinned: PinnedEvents) -> None:
+    """Fail the timing job when the candidate patched the event class its times were read with."""
+    replaced = pinned.replaced()
+    if replaced:
+        raise RuntimeError(f"the candidate replaced {', '.join(replaced)} of the device's events: the times "
+                           "read with them would be its own to choose")
+
+
 def converged(samples: list[float], previous_median: float | None) -> bool:
     if len(samples) < MIN_REPS or previous_median is None:
         return False

@@ -270,3 +270,30 @@ def test_device_npu_without_an_npu_is_one_line_and_exit_2(cli, command, tmp_path
     assert "the Ascend toolchain is not set up" in lines[0]
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "no run is left behind"
+
+
+def test_the_timer_reads_the_events_pinned_before_the_candidate_ran():
+    backend = Clock()
+    pinned = timing.PinnedEvents.of(backend)
+    timer = timing.EventTimer("cpu", backend=pinned, flush_bytes=4096)
+
+    def fn():
+        backend.now_ms += 1.0
+
+    class Shorter(backend.Event):  # a candidate's module-level code replacing the module's names
+        def elapsed_time(self, end) -> float:
+            return 0.001
+
+    backend.Event, backend.synchronize = Shorter, lambda: None
+    (t,) = timing.measure(timer, {"candidate": fn}, "g")
+    assert t.median_ms == 1.0 and pinned.replaced() == []
+
+
+def test_a_method_patched_on_the_pinned_event_class_fails_the_timing():
+    backend = Clock()
+    pinned = timing.PinnedEvents.of(backend)
+    real = backend.Event.elapsed_time
+    backend.Event.elapsed_time = lambda self, end: 0.1 * real(self, end)
+    assert pinned.replaced() == ["Event.elapsed_time"]
+    with pytest.raises(RuntimeError, match="replaced Event.elapsed_time of the device's events"):
+        timing.check_pinned(pinned)

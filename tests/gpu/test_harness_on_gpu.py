@@ -48,6 +48,13 @@ def test_cheats_are_caught_on_the_device(fixture, check):
     assert check in {c.name for c in verdict.checks if not c.passed}, verdict.checks
 
 
+def test_events_patched_by_the_candidate_fail_its_timing():
+    verdict = verdict_of("patches_cuda_event")
+    assert not verdict.passed and all(c.passed for c in verdict.cases)
+    failed = {c.name: c.detail for c in verdict.checks if not c.passed}
+    assert "replaced Event.elapsed_time" in failed.get("recheck_after_timing", ""), failed
+
+
 @pytest.mark.parametrize("fixture", ["patches_allclose", "hunts_tensors", "empty_like_reuse"])
 def test_memory_and_comparison_cheats_fail_correctness(fixture):
     verdict = verdict_of(fixture)
