@@ -109,8 +109,10 @@ PROFILES: dict[str, dict] = {
         # FlagGems' own option: one small shape per test (`tests/accuracy_utils.py`, QUICK_MODE).
         "pytest_args": ["--mode", "quick"],
         "env": {"GEMS_VENDOR": "nvidia"},  # the project's documented setting to import without a GPU
-        # `LibEntry` (src/flag_gems/utils/libentry.py) unwraps its kernel until it finds a `JITFunction`;
-        # the interpreter's kernels are not, so no FlagGems module imports under TRITON_INTERPRET=1.
+        # Recorded, not run: chosen when no FlagGems module imported under TRITON_INTERPRET=1 (`LibEntry`,
+        # src/flag_gems/utils/libentry.py, unwraps its kernel until it finds a `JITFunction`). Since issue
+        # 26 the CPU stand-in's interpreted kernels are `JITFunction`s and FlagGems runs in the interpreter
+        # too (`cpu`); the whole suite has not been captured that way yet.
         "device": "none",
         "setup": {},
         "skip": {},

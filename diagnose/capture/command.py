@@ -7,7 +7,7 @@ on the GPU; on a machine without one (or with `--device cpu`) in Triton's interp
 stand-in (`diagnose/runtime/cpu_standin.py`); or, with `--device none`, nowhere: each launch is
 recorded and then skipped through Triton's `jit_cache_hook` (a hook that answers True tells
 `JITFunction.run` not to compile; it returns None), for projects whose code the interpreter cannot run
-(FlagGems' `LibEntry` wants a compiled `JITFunction`). The command's results are then meaningless and
+or runs too slowly. The command's results are then meaningless and
 its tests fail after their first launch; the shapes of what it launched are what is kept. The records, one JSON line each, are merged afterwards into
 `.diagnose/launches/` of the project folder (`diagnose/task/launches.py`). A command that fails after
 launching kernels (a test that asserts something the CPU cannot give) still leaves its launches.

@@ -37,7 +37,7 @@ JIT_OPTIONS = ("version", "do_not_specialize", "do_not_specialize_on_alignment",
                "launch_metadata")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a kernel is itself, as a compiled one is (and its constants are a dict)
 class InterpretedKernel:
     """What an interpreted launch returns in place of a `CompiledKernel`: `kernel[grid](*args)` launches
     the same kernel again with the constexpr values of the launch that made it. `args` are the
