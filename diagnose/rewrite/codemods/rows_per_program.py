@@ -9,13 +9,16 @@ import libcst as cst
 
 from diagnose import syntax
 from diagnose.rewrite.edit import fit_launch, replace, restarted_each_iteration, set_keyword, unique_name
+from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched, names,
-    program_id_names, resolve_grid, simple_assignment, sites_of, walk,
+    Kernel, LaunchSite, axis_of, calls, code, coupled_by_axis, dotted, grid_elements, grid_shared, is_tl_call, kernels,
+    launched, names, positional, program_id_names, resolve_grid, simple_assignment, sites_of, walk,
 )
+from diagnose.task.harness import replay_targets
 
 ROWS = 4
+WIDE = ("tl.int64", "triton.language.int64")
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class RowsPlan:
     grid: cst.BaseExpression                   # the grid tuple, where it is written
     grid_statement: cst.SimpleStatementLine | None
     rows: cst.BaseExpression                   # its one axis: the number of rows
+    widened: str | None = None                 # `tl.int64` where the row is widened where it is bound
 
 
 class RowsPerProgram(Rewrite):
@@ -41,7 +45,9 @@ class RowsPerProgram(Rewrite):
     launch, from any function of the module (a module-level `def op(x)`, an autograd
     `Function.forward`, `ModelNew.forward`, at any block depth), on a grid that is a 1-element tuple
     (written at the launch or bound once in that function, not shared with another launch),
-    exactly one `tl.program_id` in the kernel, axis 0, bound once at its top level and not multiplied
+    exactly one `tl.program_id` in the kernel, axis 0, bound once at its top level (as it is, or
+    widened where it is bound, as Liger-Kernel writes its rows: `program_id = tl.program_id(0).to(tl.int64)`,
+    `tl.cast(tl.program_id(0), tl.int64)`; the new binding widens the same way) and not multiplied
     by a constexpr (a row, not a tile of a flattened range), no `tl.num_programs`, no `return` in the
     kernel (it would end the rows after it), and not autotuned.
 
@@ -70,8 +76,11 @@ class RowsPerProgram(Rewrite):
     conflicts = ("persistent-grid",)
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
+        known = kernels(ctx.module)
+        # the kernels the task's call launches first: a forward and a backward both qualify, one is replayed
+        order = reached_kernels(ctx.module, replay_targets(ctx.source))
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), RowsPlan,
+            [known[k] for k in (known if order is None else order)], lambda k: _plan(ctx, k), RowsPlan,
             lambda p: f"one program per row of {code(p.rows)}",
             "no kernel launched on a 1-D grid of one program per row")
 
@@ -84,7 +93,8 @@ class RowsPerProgram(Rewrite):
         at = next(i for i, stmt in enumerate(body) if simple_assignment(stmt)[0] == plan.row)
         before, after = body[:at], body[at + 1:]
         saves, restores = restarted_each_iteration(after, kernel.params, taken | {n_rows, rows, step})
-        binding = cst.parse_statement(f"{plan.row} = tl.program_id(0) * {rows} + {step}\n")
+        first = f"tl.program_id(0) * {rows} + {step}"
+        binding = cst.parse_statement(f"{plan.row} = {f'({first}).to({plan.widened})' if plan.widened else first}\n")
         guarded = cst.If(test=cst.parse_expression(f"{plan.row} < {n_rows}"), body=cst.IndentedBlock(after))
         loop = cst.For(target=cst.Name(step), iter=cst.parse_expression(f"tl.static_range({rows})"),
                        body=cst.IndentedBlock([*restores, binding, guarded]),
@@ -112,6 +122,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     if not sites:
         return None
     pids = program_id_names(kernel)
+    widened = None
+    if not pids:
+        pids, widened = _widened_row(kernel)
     if len(calls(kernel.node.body, "program_id")) != 1 or len(pids) != 1 or set(pids.values()) != {0}:
         return "its one program id is not `row = tl.program_id(0)` at the kernel's top level"
     (row,) = pids
@@ -136,4 +149,22 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
         return "the grid is not a 1-element tuple"
     if grid_shared(ctx.module, site):
         return "the grid variable serves other launches"
-    return RowsPlan(kernel, site, row, grid, grid_statement, axes[0])
+    return RowsPlan(kernel, site, row, grid, grid_statement, axes[0], widened)
+
+
+def _widened_row(kernel: Kernel) -> tuple[dict[str, int], str | None]:
+    """`{row: 0}` and the dtype where the kernel binds its row widened at its top level:
+    `row = tl.program_id(0).to(tl.int64)` or `row = tl.cast(tl.program_id(0), tl.int64)`."""
+    for stmt in kernel.statements:
+        target, value = simple_assignment(stmt)
+        if not target or not isinstance(value, cst.Call):
+            continue
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value == "to" and len(value.args) == 1:
+            inner, dtype = value.func.value, value.args[0].value
+        elif is_tl_call(value, "cast") and len(positional(value)) == 2:
+            inner, dtype = positional(value)[0].value, positional(value)[1].value
+        else:
+            continue
+        if dotted(dtype) in WIDE and is_tl_call(inner, "program_id") and axis_of(inner) == 0:
+            return {target: 0}, dotted(dtype)
+    return {}, None
