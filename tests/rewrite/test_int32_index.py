@@ -10,11 +10,22 @@ from tests.rewrite.goldens import FIXTURES
 
 FOLDER = FIXTURES / "int32-index"
 # Liger's DyT without a bias: the optional pointer argument is None, and the size check must skip it.
-CALLS = {"optional": "dyt(x=f32[4,300], alpha=f32[1], gamma=f32[300], beta=None)"}
+# Liger's GRPO loss widens with the tensor method `.cast(tl.int64)`, its mask pointer None too.
+CALLS = {"optional": "dyt(x=f32[4,300], alpha=f32[1], gamma=f32[300], beta=None)",
+         "method_cast": "selective_log_softmax(logits=f32[2,5,100], input_ids=i64[2,5](range=(0, 100)), mask=None)"}
 
 
 @pytest.mark.slow
-def test_an_optional_pointer_left_none_keeps_the_module_correct(tmp_path):
-    verdict = verify_module_styles(FOLDER, CALLS, tmp_path)["optional"]
+@pytest.mark.parametrize("style", sorted(CALLS))
+def test_the_rewritten_module_stays_correct(tmp_path, style):
+    verdict = verify_module_styles(FOLDER, {style: CALLS[style]}, tmp_path)[style]
     assert verdict.failure is None, verdict.failure
     assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]
+
+
+def test_a_widening_by_the_tensor_method_cast_is_read():
+    from diagnose.rewrite.rewrite import RewriteContext
+    from diagnose.rewrite.table import REWRITES
+
+    pre = REWRITES["int32-index"].check(RewriteContext((FOLDER / "before_method_cast.py").read_text()))
+    assert pre.holds and pre.reason == "_selective_log_softmax_kernel: 2 index widening(s) to int64", pre.reason

@@ -16,6 +16,8 @@ from diagnose.rewrite.source import (
 )
 
 INT64 = ("tl.int64", "triton.language.int64")
+# `v.to(tl.int64)`, and `v.cast(tl.int64)` as Liger's GRPO loss writes it (`tl.program_id(0).cast(tl.int64)`)
+WIDENING_METHODS = ("to", "cast")
 LIMIT = "2**30"
 TWIN = "_i32"
 HELPER = '''
@@ -38,8 +40,8 @@ class IndexPlan:
 class Int32Index(Rewrite):
     """## What it changes
     A kernel that makes its index arithmetic 64-bit itself — `tl.program_id(0).to(tl.int64)`,
-    `tl.cast(offs, tl.int64)`, `tl.zeros(..., dtype=tl.int64)` for an offset — gets a twin with those
-    widenings removed (plain int32 indices), and the launch chooses:
+    `.cast(tl.int64)`, `tl.cast(offs, tl.int64)`, `tl.zeros(..., dtype=tl.int64)` for an offset — gets
+    a twin with those widenings removed (plain int32 indices), and the launch chooses:
     `if _offsets_fit_int32(x, out):` the twin, `else:` the original 64-bit kernel. The helper,
     added once before the launching function (or its class: `ModelNew`, an autograd `Function`),
     checks that the largest element offset of every tensor the kernel addresses is below 2**30 (room
@@ -114,8 +116,8 @@ class Int32Index(Rewrite):
             if isinstance(node, cst.Arg):
                 mapping[node.value] = cst.parse_expression("tl.int32")
             else:
-                mapping[node] = node.func.value if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" \
-                    else positional(node)[0].value
+                # `v.to(tl.int64)` / `v.cast(tl.int64)` become `v`; `tl.cast(v, tl.int64)` (two arguments) too
+                mapping[node] = positional(node)[0].value if is_tl_call(node, "cast") else node.func.value
         body = replace(cst.Module(body=[plan.kernel.node]), mapping).body[0]
         note = cst.EmptyLine(comment=cst.Comment(f"# {plan.kernel.name} with int32 indices (launched when offsets fit)."))
         twin_node = rename_function(body, twin).with_changes(leading_lines=[note])
@@ -139,7 +141,7 @@ def _index_widenings(kernel: Kernel) -> list[cst.CSTNode]:
     for node in walk(kernel.node.body):
         if not isinstance(node, cst.Call):
             continue
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and len(node.args) == 1:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in WIDENING_METHODS and len(node.args) == 1:
             if dotted(node.args[0].value) in INT64 and not names(node.func.value) & derived:
                 out.append(node)
         elif is_tl_call(node, "cast") and len(positional(node)) == 2 and dotted(positional(node)[1].value) in INT64:
