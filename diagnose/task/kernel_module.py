@@ -4,7 +4,7 @@ Where the inputs come from, in order (`Inputs`):
 
 1. `--call` specs given by the user: each is one input group, replayed as written;
 2. captured launches (`diagnose capture -- COMMAND`, `diagnose/task/launches.py`) made from this
-   module: the largest by default, `--launch N` for the N-th of `diagnose capture --list FILE`;
+   module: the largest host call by default (bare launches after), `--launch N` for the N-th of `diagnose capture --list FILE`;
    the calls of the same target become the task's input groups (the smallest ones, small enough for
    the CPU interpreter, named `test_...`; the chosen one and the largest others for a device);
 3. otherwise `NoLaunches`: the caller may run the module's own tests under capture

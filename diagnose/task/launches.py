@@ -180,5 +180,13 @@ def launches_of_kernels_in(path: Path, launches: str | None = None) -> list[Laun
 
 
 def listing(records: list[LaunchRecord]) -> list[LaunchRecord]:
-    """The records in the order `--launch N` counts them: largest replayed call first."""
-    return sorted(records, key=lambda r: (-parse_call(r.replay).nbytes, r.kernel, r.replay))
+    """The records in the order `--launch N` counts them: calls of a host function before bare kernel
+    launches, each largest first.
+
+    A bare launch is what is left when the host code that made it cannot be called again (an autograd
+    `backward`, which only the engine calls): replayed at the kernel, it has no host code for a rewrite
+    to edit and its launch options are fixed. A module whose largest launch is such a backward (the
+    tutorial's layer norm: `_layer_norm_bwd_dx_fused` moves more bytes than the forward) would then be
+    optimized where nothing can change, while its forward, through `LayerNorm.apply`, can."""
+    return sorted(records, key=lambda r: (parse_call(r.replay).is_launch, -parse_call(r.replay).nbytes,
+                                          r.kernel, r.replay))

@@ -35,6 +35,18 @@ def test_a_call_spec_makes_a_task_whose_source_is_the_module_line_for_line(proje
     assert load_task(task.reference_path) == task
 
 
+def test_a_host_call_is_listed_before_a_larger_bare_launch():
+    # an autograd backward cannot be called again, so its kernel is replayed bare: a task of it has no host
+    # code to rewrite, so the forward's host call, though it moves fewer bytes, comes first
+    bare = LaunchRecord("m.py", "bwd_kernel", 30, "bwd_kernel[(64,)](dx=f32[64,4096], dy=f32[64,4096], x=f32[64,4096])")
+    host = LaunchRecord("m.py", "fwd_kernel", 10, "fwd_kernel[(64,)](x=f32[64,1024])",
+                        call="Norm.apply(x=f32[64,1024], w=f32[1024])")
+    small_host = LaunchRecord("m.py", "fwd_kernel", 10, "fwd_kernel[(8,)](x=f32[8,1024])",
+                              call="Norm.apply(x=f32[8,1024], w=f32[1024])")
+    assert [r.kernel for r in listing([bare, small_host, host])] == ["fwd_kernel", "fwd_kernel", "bwd_kernel"]
+    assert listing([bare, small_host, host])[0] is host
+
+
 def test_captured_launches_make_input_groups_small_for_the_cpu_large_for_a_device(project, tmp_path):
     module = (project / "kernels" / "heuristics_add.py").resolve()
     sizes = [64, 1000, 1 << 20, 1 << 22]
