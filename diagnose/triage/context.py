@@ -110,6 +110,8 @@ class Context:
     target: Target
     tree: ast.Module | None = None
     syntax_error: SyntaxError | None = None
+    # What `ast` said of a file newer than this Python, which was then read through `syntax.lowered`.
+    newer_syntax: SyntaxError | None = None
     names: dict[str, str] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)
     kernels: dict[str, Kernel] = field(default_factory=dict)
@@ -191,7 +193,7 @@ def _lambda_args(fn: LambdaValue, args: list) -> dict[str, Any]:
 def build_context(source: str, path: str, target: Target) -> Context:
     ctx = Context(path=path, source=source, target=target)
     try:
-        ctx.tree = syntax.parse(source, filename=path)
+        ctx.tree, ctx.newer_syntax = syntax.parse_any(source, filename=path)
     except SyntaxError as err:
         ctx.syntax_error = err
         return ctx

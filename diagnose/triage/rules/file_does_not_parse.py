@@ -10,9 +10,10 @@ class FileDoesNotParse(Rule):
     """## What it finds
     A file Python cannot parse: a syntax error, a null byte, or nesting too deep to analyse.
     A file that is valid Python of a newer version than the interpreter running diagnose (a 3.12
-    `type` alias, `def f[T]`, a PEP 701 f-string, under Python 3.11) is not an error: it is
-    reported once as `info`, naming the Python that can read it, since the rules need that
-    interpreter's `ast`.
+    `type` alias, `def f[T]`, a PEP 701 f-string, under Python 3.11) is not an error: it is read
+    with libcst's parser and written back in syntax this Python reads, line for line
+    (`diagnose.syntax.lowered`: f-strings as empty strings, type parameters dropped), every rule
+    runs on that, and this rule reports once, as `info`, which construct needed which Python.
 
     ## Why it is slow
     It is not slow; it is not a program yet. Triage says so once, at the error, instead of failing,
@@ -35,8 +36,9 @@ class FileDoesNotParse(Rule):
     now read again with libcst's parser, which knows the grammars of 3.0 to 3.14; if it parses there
     and uses a construct newer than the running Python (`match` 3.10; `except*`, `x[*ys]` 3.11;
     `type`, type parameters, PEP 701 f-strings 3.12; type-parameter defaults 3.13; t-strings 3.14),
-    the finding is `info` naming that version. Still an error: a newer-version file that also has
-    a real syntax error, and newer syntax libcst does not know.
+    the finding is `info` naming that version and the other rules run on the lowered text. Still an
+    error: a newer-version file that also has a real syntax error, and newer syntax libcst does not
+    know.
 
     ## Targets
     cuda, hip, ascend.
@@ -55,7 +57,7 @@ class FileDoesNotParse(Rule):
     evidence_kind = "analysis"
 
     def check(self, ctx):
-        err = ctx.syntax_error
+        err = ctx.syntax_error or ctx.newer_syntax
         if err is None:
             return
         line = max(1, err.lineno or 1)
@@ -67,6 +69,10 @@ class FileDoesNotParse(Rule):
             wanted = "%d.%d" % version
             message = (f"file needs Python {wanted} to parse ({feature}); this interpreter is Python {running}, "
                        f"so no rule could run: run diagnose under Python {wanted} or newer to analyse it")
+            if ctx.syntax_error is None:  # read through `syntax.lowered`: the rules did run
+                message = (f"file uses Python {wanted} syntax ({feature}) and this interpreter is Python {running}: "
+                           "it was read with libcst's parser and analysed with f-strings as empty strings and "
+                           "type parameters left out")
             yield Hit(Span(line, col), message, (("python", wanted), ("running", running), ("feature", feature)),
                       severity="info")
             return
