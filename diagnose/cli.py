@@ -348,7 +348,7 @@ def bench(
     from diagnose.bench import report as bench_report
     from diagnose.bench import store
     from diagnose.bench.suites import DEFAULT, FORMATS
-    from diagnose.bench.sweep import SweepOptions, sweep
+    from diagnose.bench.sweep import SweepOptions, check_mode, sweep
     from diagnose.outputs import check_file
 
     if out is not None:
@@ -393,6 +393,7 @@ def bench(
                            target=target, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), suite_format=suite_format,
                            solutions=solutions, targets=target_list, tolerance=tolerance,
                            start_within_s=start_within, memory_limit=int(memory_limit * 2**30))
+    check_mode(options)  # before the progress bar starts: a usage error is one line
     if suite_format == DEFAULT:
         total = len(load_suite(folder, filter_))
     else:

@@ -2,7 +2,11 @@
 
 The agent runs as `diagnose optimize` would (`diagnose.agent.run.optimize`), with its outputs kept in
 the sweep's own folder (`<store>.runs/<entry>/`), never next to the suite's files, so a suite folder
-stays as it was. One row per input group of the baseline (the entry as given):
+stays as it was. The file it runs on is the entry itself for the default suite format; an adapter of
+another format gives it through its `optimize_task` (`diagnose/bench/suites/__init__.py`): a task file
+it writes into that folder (a KernelBench solution with its problem as reference), or the suite's own
+kernel module (a TritonBench-G original). Either way the rows are made here, the same for every suite.
+One row per input group of the baseline (the entry as given):
 - `medians_ms.initial`: the entry's own kernel, timed in the best candidate's own timing run (beside it),
   else in the baseline verification;
 - `medians_ms.candidate`: the best verified candidate's, or the initial one when none beat it;
@@ -23,19 +27,18 @@ from pathlib import Path
 
 from diagnose.agent.policy import roofline_bounds
 from diagnose.agent.state import Budget
-from diagnose.bench.suite import Entry
 from diagnose.scoring import geomean
 from diagnose.verify.shapes import base_group
 
 Row = tuple[str, str, dict]
 
 
-def optimize_entry(entry: Entry, device: str, target: str, budget: Budget, out_root: Path,
-                   device_lock: str | None = None) -> list[Row]:
+def optimize_file(path: Path, device: str, target: str, budget: Budget, out_dir: Path,
+                  device_lock: str | None = None) -> list[Row]:
+    """The agent on one task file or kernel module, its outputs in `out_dir`; the store rows of its report."""
     from diagnose.agent.run import optimize
 
-    out_dir = out_root / entry.id
-    result = optimize(str(entry.path), target=target, device=device, budget=budget, out_dir=out_dir,
+    result = optimize(str(path), target=target, device=device, budget=budget, out_dir=out_dir,
                       device_lock=device_lock)
     return rows_from_report(result.report.to_dict(), result.run_id)
 

@@ -11,7 +11,12 @@ timing; entries sized well above launch overhead do not feel it.
 
 Other suite formats (`options.suite_format`: kernelbench, multikernelbench, tritonbench, kernelgen,
 prtask) are listed and scored by their adapters (`diagnose/bench/suites/`), into the same store under
-the suite name `FORMAT:FOLDER`; the loop, the resume rule and the store are the same. Rows of a target
+the suite name `FORMAT:FOLDER`; the loop, the resume rule and the store are the same. In optimize mode
+(kernelbench, multikernelbench, tritonbench) the adapter only says what the agent runs on (a task file
+it writes into `<store>.runs/<entry>/`: a solution with the suite's reference bound last; or a
+TritonBench-G original as it is), and the agent runs through the same `optimize_one` as the default
+format's entries, its rows made the same way, so one report and distribution table serve every suite.
+Optimize mode verifies with diagnose's own tolerances: `--tolerance` profiles are for score mode. Rows of a target
 that cannot be compiled for here (status `unavailable`) do not fail an entry. `options.tolerance`
 names the tolerance profile every comparison uses (`diagnose/bench/suites/tolerance.py`).
 """
@@ -29,7 +34,7 @@ from typing import Callable
 from diagnose import __version__
 from diagnose.agent.state import Budget
 from diagnose.bench import store
-from diagnose.bench.optimize import optimize_entry
+from diagnose.bench.optimize import optimize_file
 from diagnose.bench.suite import Entry, load_suite
 from diagnose.bench.suites import tolerance
 from diagnose.bench.suites.base import failed, verify_rows
@@ -93,13 +98,23 @@ def score_entry(entry: Entry, options: SweepOptions) -> list[tuple[str, str, dic
     return verify_rows(entry.path, None, options)
 
 
-def optimize_one(entry: Entry, options: SweepOptions, runs: Path) -> list[tuple[str, str, dict]]:
+def optimize_one(path: Path, options: SweepOptions, out_dir: Path) -> list[tuple[str, str, dict]]:
+    """The agent on one file (an entry, or what a suite adapter made of one), outputs in `out_dir`: the
+    one agent path of every suite format in optimize mode."""
     # The sweep's --seeds and --no-compile reach the agent's verifications as they reach score mode's.
     budget = dataclasses.replace(options.budget, seeds=options.seeds, compile_baseline="compile" in options.baselines)
     try:
-        return optimize_entry(entry, options.device, options.target, budget, runs, options.device_lock)
+        return optimize_file(path, options.device, options.target, budget, out_dir, options.device_lock)
     except DiagnoseError as exc:
         return failed("load_error", str(exc))
+
+
+def check_mode(options: SweepOptions) -> None:
+    """Optimize mode verifies with diagnose's own tolerances (the agent's harness): a suite's tolerance
+    profile is for score mode, where the suite's own verdict is reported beside diagnose's."""
+    if options.mode == "optimize" and options.tolerance != "default":
+        raise UsageError(f"--tolerance {options.tolerance} is for score mode; optimize mode verifies with "
+                         "diagnose's own tolerances")
 
 
 def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
@@ -108,6 +123,7 @@ def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
     from diagnose.bench.suites import DEFAULT
 
     tolerance.check(options.tolerance)
+    check_mode(options)
     if options.suite_format != DEFAULT:
         return sweep_suite(suite_dir, store_path, options, on_entry)
     if options.mode not in MODES:
@@ -120,7 +136,7 @@ def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
     runs = Path(store_path).with_suffix(".runs")
 
     def score_one(entry: Entry) -> list[tuple[str, str, dict]]:
-        return score_entry(entry, options) if options.mode == "score" else optimize_one(entry, options, runs)
+        return score_entry(entry, options) if options.mode == "score" else optimize_one(entry.path, options, runs / entry.id)
 
     return run_entries(suite, entries, score_one, store_path, options, on_entry)
 
@@ -153,10 +169,16 @@ def sweep_suite(suite_dir: str | Path, store_path: str | Path, options: SweepOpt
     options = sharing_device(options, store_path)
     by_id = {t.entry.id: t for t in tasks}
     suite = f"{options.suite_format}:{Path(suite_dir).resolve().name}"
+    runs = Path(store_path).with_suffix(".runs")
 
     def score_one(entry: Entry) -> list[tuple[str, str, dict]]:
         task = by_id[entry.id]
         try:
+            if options.mode == "optimize":
+                # The adapter says what the agent runs on (a file it writes into the entry's runs folder,
+                # or the suite's own file); the agent, its budget and its rows are the same for all.
+                folder = runs / entry.id
+                return module.optimize_task(task, options, folder, lambda path: optimize_one(path, options, folder))
             return module.score(task, options)
         except (DiagnoseError, ValueError, OSError) as exc:  # bad input found while scoring: this task only
             return [("*", "failed", {"failure": {"kind": "load_error", "message": str(exc).splitlines()[0],

@@ -7,7 +7,11 @@ format in its docstring and offers:
 - `MODES`: the sweep modes it supports;
 - `load(root, options) -> list[SuiteTask]`: the tasks, listed by reading files only;
 - `score(task, options) -> list[(group, status, data)]`: the store rows of one task, user code run only
-  in worker subprocesses with timeouts.
+  in worker subprocesses with timeouts;
+- `optimize_task(task, options, folder, agent) -> rows`, where `MODES` has "optimize": what the agent
+  runs on for one task, handed to `agent(path) -> rows` (the sweep's one agent path,
+  `diagnose/bench/sweep.py`), any file it needs written into `folder` (the entry's runs folder, never
+  the suite's); a task the agent cannot run on is its failed or unsupported row, with the reason.
 
 Results go to the same store and report as every sweep, under the suite name `FORMAT:FOLDER`.
 """

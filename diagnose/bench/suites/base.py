@@ -16,22 +16,34 @@ Tokens (the optional LLM path): a solution may have a side file `<stem>.tokens.j
 `{"prompt": int, "completion": int, "requests": int}` as the LLM server reported them; its rows then
 carry `tokens` (with `verified` 1 when the task passed). Without such a file a row carries none and the
 report says "no LLM used"; nothing is ever estimated.
+
+Optimize mode (`--mode optimize`, `diagnose/bench/optimize.py`): the agent needs one task file, and a
+suite whose task is a reference plus a solution has two. `merged_task` writes one into the sweep's runs
+folder (never the suite's): the solution's source as it is, less its own top-level `get_inputs`,
+`get_init_inputs` and `get_input_groups`, then the adapter's reference bindings last, so `Model` and
+the inputs are the reference's whatever the solution defines, and `ModelNew` (with its kernels, which
+the agent rewrites) is the solution's. The agent's harness takes reference and inputs from that file
+for the baseline and for every candidate, so no candidate can change them either.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from diagnose import syntax
 from diagnose.bench.suite import Entry, matches
 from diagnose.records import Verdict
 from diagnose.verify.shapes import base_group
 
 Row = tuple[str, str, dict]
 RUN_NAME = re.compile(r"level_(\d+)_problem_(\d+)_sample_\d+_kernel$")
+# A solution's own input functions: left out of a merged task file (the reference's are bound instead).
+INPUT_FUNCTIONS = ("get_inputs", "get_init_inputs", "get_input_groups")
 
 
 @dataclass(frozen=True)
@@ -89,10 +101,53 @@ def match_solution(root: Path, problem: Path, solutions: Path | None, suffix: st
     return None
 
 
+def hidden(path: Path, root: Path) -> bool:
+    """Whether `path` lies in a hidden folder under `root` (`.diagnose_cache/`, `.git/`): never a task."""
+    return any(part.startswith(".") for part in path.relative_to(root).parts[:-1])
+
+
 def failed(kind: str, message: str) -> list[Row]:
     """The one row of a task that could not be scored, with its one-line reason."""
     return [("*", "failed", {"failure": {"kind": kind, "message": message.splitlines()[0] if message else kind,
                                          "log_tail": ""}, "failed_checks": []})]
+
+
+def unsupported(message: str) -> list[Row]:
+    """The one row of a task that cannot run here, and why (it does not count as a wrong kernel)."""
+    return [("*", "unsupported", {"failure": {"kind": "unsupported", "message": message.splitlines()[0],
+                                              "log_tail": ""}, "failed_checks": []})]
+
+
+def without_input_functions(source: str, name: str) -> str:
+    """`source` less its top-level definitions and assignments of `INPUT_FUNCTIONS` (each left as a
+    comment line); ValueError when it does not parse."""
+    try:
+        tree = syntax.parse(source, filename=name)
+    except SyntaxError as exc:
+        raise ValueError(f"{name}:{exc.lineno}: syntax error: {exc.msg}") from None
+    lines = source.splitlines()
+    for node in reversed(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = {node.name}
+        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            names = {t.id for t in node.targets}
+        else:
+            continue
+        if names <= set(INPUT_FUNCTIONS):
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            lines[first - 1:node.end_lineno] = [f"# {', '.join(sorted(names))}: the reference's, bound below"]
+    return "\n".join(lines) + "\n"
+
+
+def merged_task(solution: Path, reference: str, out: Path) -> Path:
+    """Write the one task file the agent runs on (module docstring): `solution`'s code, then the
+    `reference` bindings (Python source binding `Model`, `get_init_inputs` and `get_inputs` and/or
+    `get_input_groups`) last. ValueError when the solution does not parse."""
+    code = without_input_functions(solution.read_text(encoding="utf-8"), solution.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"{code}\n\n# --- diagnose: the reference, bound last so that it is the reference whatever the "
+                   f"solution ({solution}) defines ---\n{reference}")
+    return out
 
 
 def read_tokens(solution: Path | None) -> dict | None:

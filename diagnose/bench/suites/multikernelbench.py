@@ -26,6 +26,12 @@ beside the task; with neither, the task is scored against itself (a self-check, 
 trials of a classic task; every row carries its verdict (`multikernelbench.correct`) beside ours.
 Its "launches a Triton kernel" check is ours, which does not ask a case whose outputs are empty to
 launch anything. The suite's files are never written: generated task files go to a scratch folder.
+
+Optimize mode (`--mode optimize`) runs the agent on each solution's `ModelNew` as it is, the task its
+reference, as KernelBench's adapter does (`diagnose/bench/suites/kernelbench.py`): one task file in the
+sweep's runs folder holds the solution's code and, bound last, the task's `Model`, `get_init_inputs`
+and its input groups (the same cases, and the same CPU scaling, as score mode), whatever the solution
+defines. A task without a solution is a failed row.
 """
 
 from __future__ import annotations
@@ -36,16 +42,19 @@ import re
 import tempfile
 from pathlib import Path
 
-from diagnose.bench.suites.base import (Row, SuiteTask, failed, keep, make_entry, match_solution, python_problem,
-                                        verify_rows, with_tokens)
-from diagnose.bench.suites.kernelbench import TASK, annotate, score_problem
+from diagnose.bench.suites.base import (Row, SuiteTask, failed, hidden, keep, make_entry, match_solution, merged_task,
+                                        python_problem, verify_rows, with_tokens)
+from diagnose.bench.suites.kernelbench import TASK, annotate, optimize_problem, score_problem
+from diagnose.bench.suites.multikernelbench_cases import (  # noqa: F401 - cpu_cases ... shipped_inputs: this adapter's API
+    CPU_CASES, DTYPES, cpu_cases, json_groups, make_input, read_cases, read_shipped, shipped_inputs,
+)
 
-MODES = ("score",)
+MODES = ("score", "optimize")
+NO_SOLUTION = ("optimize mode runs the agent on a solution's ModelNew and this task has none: give --solutions "
+               "or put <op>_triton.py beside it")
 GROUPS_NAMES = ("Model", "get_init_inputs", "get_input_groups")
 CLASSIC_NAMES = ("Model", "get_inputs", "get_init_inputs")
-DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
 SOLUTION_SUFFIX = "_triton"
-CPU_CASES = 3
 FENCED = re.compile(r"```(.*?)```", re.DOTALL)
 
 JSONL_GROUPS = '''CASES = {cases_json!r}
@@ -54,7 +63,7 @@ JSONL_GROUPS = '''CASES = {cases_json!r}
 def get_input_groups():
     import json
 
-    from diagnose.bench.suites.multikernelbench import make_input
+    from diagnose.bench.suites.multikernelbench_cases import make_input
 
     own = _problem.get_input_groups()
     groups = dict(own) if isinstance(own, dict) else {{str(i): g for i, g in enumerate(own)}}
@@ -65,7 +74,7 @@ def get_input_groups():
 JSON_GROUPS = '''
 
 def get_input_groups():
-    from diagnose.bench.suites.multikernelbench import json_groups
+    from diagnose.bench.suites.multikernelbench_cases import json_groups
 
     return json_groups(_problem, {cases!r}, {device!r}, {record!r})
 '''
@@ -76,128 +85,6 @@ def get_inputs():
     first = next(iter(get_input_groups().values()))
     return list(first() if callable(first) else first)
 """
-
-
-def check_input(spec, where: str) -> None:
-    if not isinstance(spec, dict):
-        raise ValueError(f"{where}: an input must be an object, not {type(spec).__name__}")
-    if "value" in spec:
-        return
-    shape = spec.get("shape")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
-        raise ValueError(f"{where}: `shape` must be a list of non-negative integers")
-    if spec.get("dtype", "float32") not in DTYPES:
-        raise ValueError(f"{where}: unknown dtype {spec.get('dtype')!r}; dtypes: {', '.join(DTYPES)}")
-
-
-def read_cases(path: Path) -> list[dict]:
-    """The cases of diagnose's JSON-lines file: `{"name": "test_small", "inputs": [{"shape": [4, 33],
-    "dtype": "float32"}, {"shape": [4], "dtype": "int64", "low": 0, "high": 33}, {"value": 0.5}]}` a line
-    (`test...` groups run on the CPU; floats standard normal times `scale`, integers in [`low`, `high`),
-    default [0, 100)); blank lines and `//` lines skipped; a bad line raises ValueError naming `file:line`."""
-    cases = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("//"):
-            continue
-        where = f"{path.name}:{number}"
-        try:
-            case = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where}: malformed JSON line: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(case, dict) or not isinstance(case.get("name"), str) or not isinstance(case.get("inputs"), list):
-            raise ValueError(f"{where}: a case needs a string `name` and a list `inputs`")
-        for i, spec in enumerate(case["inputs"]):
-            check_input(spec, f"{where}: input {i}")
-        cases.append({"name": case["name"], "inputs": case["inputs"]})
-    if not cases:
-        raise ValueError(f"{path.name}: no input cases")
-    return cases
-
-
-def read_shipped(path: Path) -> list[dict]:
-    """The cases of an NPUKernelBench `.json` (one JSON object a line, each with a list `inputs`)."""
-    cases = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            case = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path.name}:{number}: malformed JSON line: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(case, dict) or not isinstance(case.get("inputs"), list):
-            raise ValueError(f"{path.name}:{number}: a case needs a list `inputs`")
-        cases.append(case)
-    if not cases:
-        raise ValueError(f"{path.name}: no input cases")
-    return cases
-
-
-def cpu_cases(cases: list[dict]) -> list[int]:
-    """The cases run on the CPU: the first, the first with an empty tensor, then new dtype combinations."""
-    def dtypes(case):
-        return tuple(str(s.get("dtype")) for s in case["inputs"] if isinstance(s, dict) and "shape" in s)
-
-    empty = [i for i, c in enumerate(cases) if any(isinstance(s, dict) and 0 in (s.get("shape") or [1])
-                                                   for s in c["inputs"])]
-    chosen = [0] + empty[:1]
-    for i, case in enumerate(cases):
-        if len(chosen) >= CPU_CASES:
-            break
-        if i not in chosen and dtypes(case) not in {dtypes(cases[j]) for j in chosen}:
-            chosen.append(i)
-    return sorted(set(chosen))
-
-
-def make_input(spec: dict):
-    """One input of diagnose's JSON-lines format (worker side; called after the harness seeded torch)."""
-    import torch
-
-    if "value" in spec:
-        return spec["value"]
-    shape, dtype = tuple(spec["shape"]), getattr(torch, spec.get("dtype", "float32"))
-    if dtype == torch.bool:
-        return torch.rand(shape) < 0.5
-    if dtype.is_floating_point:
-        return (torch.randn(shape) * float(spec.get("scale", 1.0))).to(dtype)
-    return torch.randint(int(spec.get("low", 0)), int(spec.get("high", 100)), shape, dtype=dtype)
-
-
-def shipped_inputs(module, case: dict) -> list:
-    """The inputs the reference's own `get_input_groups()` builds from one case (worker side)."""
-    import builtins
-    import io
-
-    line = json.dumps(case) + "\n"
-    module.open = lambda path, *a, **k: io.StringIO(line) if str(path).endswith(".json") else builtins.open(path, *a, **k)
-    try:
-        groups = module.get_input_groups()
-        first = next(iter(groups.values())) if isinstance(groups, dict) else groups[0]
-        return list(first() if callable(first) else first)
-    finally:
-        del module.open
-
-
-def json_groups(module, cases_path: str, device: str, record: str) -> dict:
-    """The input groups of an NPUKernelBench task (worker side): every case on a device; on the CPU the
-    `cpu_cases`, scaled down, as `test_case<i>` (the scale chosen once, kept in `record`)."""
-    from diagnose.bench.suites import cpu_shapes
-
-    cases = read_shipped(Path(cases_path))
-    if device != "cpu":
-        return {f"case{i}": (lambda c=c: shipped_inputs(module, c)) for i, c in enumerate(cases)}
-    chosen = json.loads(Path(record).read_text()) if Path(record).is_file() else {}
-    if not chosen:
-        for i in cpu_cases(cases):
-            tries = [f for f in cpu_shapes.FACTORS if cpu_shapes.case_elements(cpu_shapes.scale_case(cases[i], f))
-                     <= cpu_shapes.ELEMENTS] + [1]
-            factor = next((f for f in tries if cpu_shapes.runs(module, shipped_inputs(module, cpu_shapes.scale_case(
-                cases[i], f)))), 1)
-            chosen[f"test_case{i}"] = {"index": i, "factor": factor, "shapes": [
-                s.get("shape") for s in cpu_shapes.scale_case(cases[i], factor)["inputs"] if isinstance(s, dict)
-                and "shape" in s]}
-        Path(record).write_text(json.dumps(chosen))
-    return {name: (lambda c=cpu_shapes.scale_case(cases[v["index"]], v["factor"]): shipped_inputs(module, c))
-            for name, v in chosen.items()}
 
 
 def suite_root(root: Path) -> Path:
@@ -249,7 +136,7 @@ def load(root: Path, options) -> list[SuiteTask]:
     root = suite_root(root)
     tasks = []
     for path in sorted(root.rglob("*.py")):
-        if path.name.startswith("_") or path.stem.endswith(SOLUTION_SUFFIX):
+        if path.name.startswith("_") or path.stem.endswith(SOLUTION_SUFFIX) or hidden(path, root):
             continue
         if solutions and path.resolve().is_relative_to(solutions.resolve()):
             continue
@@ -264,33 +151,68 @@ def load(root: Path, options) -> list[SuiteTask]:
     return keep(tasks, options.pattern)
 
 
-def score(task: SuiteTask, options) -> list[Row]:
-    if task.problem:
-        return failed("load_error", task.problem)
-    reference = task.files[0]
-    cases = next((f for f in task.files[1:] if f.suffix in (".json", ".jsonl")), None)
-    solution = code_of(task.solution) if task.solution else None
-    if cases is None:
-        return with_tokens(score_problem(reference, solution, options, "multikernelbench"), task.solution)
-    with tempfile.TemporaryDirectory(prefix="diagnose-mkb-") as scratch:
-        record = str(Path(scratch, "cpu_shapes.json"))
-        head = TASK.format(path=str(reference.resolve()), device="as written", record=None,
-                           how=f"with the cases of {cases.name}")
-        groups = (JSONL_GROUPS.format(cases_json=json.dumps(read_cases(cases))) if cases.suffix == ".jsonl"
-                  else JSON_GROUPS.format(cases=str(cases.resolve()), device=options.device, record=record))
-        wrapper = Path(scratch, f"{reference.stem}.py")
-        wrapper.write_text(head + "Model = _problem.Model\nget_init_inputs = _problem.get_init_inputs\n" + groups
-                           + FIRST_GROUP)
-        candidate = solution
-        if solution is None:
-            candidate = Path(scratch, f"{reference.stem}_self.py")
-            candidate.write_text(head + "ModelNew = _problem.Model\n")
-        rows = verify_rows(wrapper, candidate, options)
-        chosen = json.loads(Path(record).read_text()) if Path(record).is_file() else {}
-    rows = [annotate(row, "multikernelbench", options, None, solution is None) for row in rows]
+def cases_file(task: SuiteTask) -> Path | None:
+    """The task's file of input cases (`.json` as shipped, or diagnose's `.jsonl`), None for a classic task."""
+    return next((f for f in task.files[1:] if f.suffix in (".json", ".jsonl")), None)
+
+
+def reference_source(reference: Path, cases: Path, device: str, record: Path) -> str:
+    """A generated reference file over a task with a cases file: the task's `Model` and `get_init_inputs`,
+    a group per case (on the CPU the chosen cases scaled down, the choice kept in `record`)."""
+    head = TASK.format(path=str(reference.resolve()), device="as written", record=None,
+                       how=f"with the cases of {cases.name}")
+    groups = (JSONL_GROUPS.format(cases_json=json.dumps(read_cases(cases))) if cases.suffix == ".jsonl"
+              else JSON_GROUPS.format(cases=str(cases.resolve()), device=device, record=str(record)))
+    return head + "Model = _problem.Model\nget_init_inputs = _problem.get_init_inputs\n" + groups + FIRST_GROUP
+
+
+def with_case_shapes(rows: list[Row], record: Path) -> list[Row]:
+    """Rows of the CPU's scaled cases naming the shapes used (from `record`, as `json_groups` chose them)."""
+    chosen = json.loads(record.read_text()) if record.is_file() else {}
     for group, _, data in rows:
         if group in chosen:
             factor = chosen[group]["factor"]
             how = "as shipped (small enough for the CPU)" if factor == 1 else f"scaled for the CPU (1/{factor})"
             data["cpu_shapes"] = f"{how}: shapes {chosen[group]['shapes']}"
+    return rows
+
+
+def score(task: SuiteTask, options) -> list[Row]:
+    if task.problem:
+        return failed("load_error", task.problem)
+    reference = task.files[0]
+    cases = cases_file(task)
+    solution = code_of(task.solution) if task.solution else None
+    if cases is None:
+        return with_tokens(score_problem(reference, solution, options, "multikernelbench"), task.solution)
+    with tempfile.TemporaryDirectory(prefix="diagnose-mkb-") as scratch:
+        record = Path(scratch, "cpu_shapes.json")
+        wrapper = Path(scratch, f"{reference.stem}.py")
+        wrapper.write_text(reference_source(reference, cases, options.device, record))
+        candidate = solution
+        if solution is None:
+            candidate = Path(scratch, f"{reference.stem}_self.py")
+            candidate.write_text(TASK.format(path=str(reference.resolve()), device="as written", record=None,
+                                             how=f"with the cases of {cases.name}") + "ModelNew = _problem.Model\n")
+        rows = verify_rows(wrapper, candidate, options)
+        rows = [annotate(row, "multikernelbench", options, None, solution is None) for row in rows]
+        rows = with_case_shapes(rows, record)
     return with_tokens(rows, task.solution)
+
+
+def optimize_task(task: SuiteTask, options, folder: Path, agent) -> list[Row]:
+    """Optimize mode: the agent on the solution's `ModelNew` (a `.txt` response's code block), the task
+    its reference, through one merged task file in `folder` (`diagnose/bench/suites/base.py`); a task
+    without a solution is a failed row."""
+    if task.problem:
+        return failed("load_error", task.problem)
+    if task.solution is None:
+        return failed("no_solution", NO_SOLUTION)
+    reference, cases, solution = task.files[0], cases_file(task), code_of(task.solution)
+    if cases is None:
+        return optimize_problem(reference, solution, options, folder, agent)
+    record = folder / "cpu_shapes.json"
+    record.unlink(missing_ok=True)  # a rerun chooses its cases again: the task may have changed
+    path = merged_task(solution, reference_source(reference, cases, options.device, record),
+                       folder / f"{reference.stem}.py")
+    return with_case_shapes(agent(path), record)

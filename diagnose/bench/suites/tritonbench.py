@@ -43,6 +43,12 @@ timed device, where the checkout has `performance_metrics/perf_G/golden_metrics/
 are also timed at that script's own shapes, and `perf_g` carries the milliseconds and TritonBench's
 speedup (`diagnose/bench/suites/tritonbench_eval.py`); on the CPU it names the script, not run.
 
+Optimize mode (`--mode optimize`) runs the agent on each TritonBench-G original as it is: the file is
+a kernel module, so the agent replays the launches its own test part makes (`diagnose optimize
+FILE` does the same), the original code is the reference, and the best candidate comes back as a patch
+in the sweep's runs folder (`<store>.runs/<entry>/`), never beside the suite's file. A T original (PyTorch)
+and a sweep with `--solutions` are `unsupported` rows saying why.
+
 On a device each test is also timed: device events around its Triton launches, median over 20 calls of
 the summed kernel time; the speedup is the original's over the candidate's. A file without a separator
 or a `test_*` function is a failed row with a one-line reason; the sweep goes on.
@@ -51,27 +57,30 @@ or a `test_*` function is a failed row with a one-line reason; the sweep goes on
 from __future__ import annotations
 
 import ast
-import contextlib
-import io
 import re
 import tempfile
 from pathlib import Path
 
 from diagnose import syntax
 from diagnose.bench.suites import tolerance
-from diagnose.bench.suites.base import Row, SuiteTask, failed, keep, make_entry, match_solution, with_tokens
+from diagnose.bench.suites.base import (Row, SuiteTask, failed, hidden, keep, make_entry, match_solution, unsupported,
+                                        with_tokens)
 from diagnose.bench.suites.tritonbench_eval import (  # noqa: F401 - compare, flat: this adapter's API
     compare, flat, install_standin, kernel_ms, perf_script, perf_summary, perf_times, predict_text, run_script,
     suite_kind, tritonbench_verdict,
 )
 from diagnose.bench.suites.tritonbench_llm import match_lines, materialize, read_jsonl, tritonbench_code
 
-MODES = ("score",)
+MODES = ("score", "optimize")
 SEPARATOR = re.compile(r"^#{20,}\s*$", re.MULTILINE)
-ENTRY = "diagnose.bench.suites.tritonbench:run_tests"
+ENTRY = "diagnose.bench.suites.tritonbench_eval:run_tests"
 DATA = ("data/TritonBench_G_v1", "data/TritonBench_T_v1")
 # TritonBench's own separator, as its evaluator writes candidate files.
 TB_SEPARATOR = "#" * 146
+T_NOT_OPTIMIZED = ("optimize mode runs the agent on an original's Triton kernels, and a TritonBench-T original is a "
+                   "PyTorch function (an LLM output given as its candidate would become its own reference)")
+NOT_WITH_SOLUTIONS = ("optimize mode runs the agent on the originals as they are (their own test part supplies the "
+                      "launches); --solutions is for score mode")
 T_NEEDS_CANDIDATE = ("a TritonBench-T original is a PyTorch function and launches no Triton kernel: give "
                      "candidates with --solutions (a folder, or one of TritonBench's LLM_generated/*.jsonl)")
 
@@ -145,7 +154,7 @@ def load(root: Path, options) -> list[SuiteTask]:
     if solutions is not None and jsonl is None and not solutions.is_dir():
         raise ValueError(f"{solutions}: --solutions is a folder or a TritonBench .jsonl file")
     paths = [p for folder in task_folders(root) for p in sorted(folder.rglob("*.py"))
-             if not p.name.startswith("_")
+             if not p.name.startswith("_") and not hidden(p, folder)
              and not (solutions and solutions.is_dir() and p.resolve().is_relative_to(solutions.resolve()))]
     sources, problems = {}, {}
     for path in paths:
@@ -176,45 +185,17 @@ def load(root: Path, options) -> list[SuiteTask]:
     return keep(tasks, options.pattern)
 
 
-# --- worker side -------------------------------------------------------------------------------------
-
-def run_tests(payload: dict) -> dict:
-    """Worker side: run the TritonBench file as a script, import the combined file, call each test per
-    seed, save what they returned, and time the perf_G script's shapes on a device."""
-    import sys
-
-    import torch
-
-    from diagnose.task import import_task_file
-    from diagnose.verify import instrument, tensors
-
-    install_standin(payload["device"])
-    sys.path.insert(0, payload["folder"])
-    script = run_script(payload["script"]) if payload.get("script") else None
-    log = instrument.LaunchLog()
-    instrument.watch_launches(log)  # before the import: kernels made at any time count, once they returned
-    module = import_task_file(payload["path"])
-    kernels = instrument.user_kernels()
-    cases, times = [], {}
-    for name in payload["tests"]:
-        test = getattr(module, name)
-        for seed in payload["seeds"]:
-            torch.manual_seed(seed)
-            printed = io.StringIO()
-            before = log.total()
-            with contextlib.redirect_stdout(printed):
-                value = test()
-            value = printed.getvalue() if value is None else value
-            path = Path(payload["job_dir"], f"{payload['side']}_{name}_{seed}.pt")
-            cases.append({"group": name, "seed": seed, "launches": log.total() - before,
-                          "outputs": tensors.save(flat(value), path)})
-        if payload["timed"]:
-            with contextlib.redirect_stdout(io.StringIO()):
-                times[name] = kernel_ms(test, kernels, payload["device"])
-    perf = None
-    if payload.get("perf_script") and payload["timed"]:
-        perf = perf_times(module, payload["perf_script"], payload["stem"])
-    return {"cases": cases, "times_ms": times, "script": script, "perf_g": perf}
+def optimize_task(task: SuiteTask, options, folder: Path, agent) -> list[Row]:
+    """Optimize mode: the agent on a TritonBench-G original as it is, a kernel module whose own test part
+    supplies the launches (`diagnose.capture.own_tests`); T originals and `--solutions` are unsupported
+    rows saying why. `agent(path) -> rows` writes the module's patch to the entry's runs folder."""
+    if task.problem:
+        return failed("load_error", task.problem)
+    if suite_kind(task.entry.path.parent) == "T":
+        return unsupported(T_NOT_OPTIMIZED)
+    if task.solution != task.entry.path:
+        return unsupported(NOT_WITH_SOLUTIONS)
+    return agent(task.entry.path)
 
 
 # --- parent side -------------------------------------------------------------------------------------

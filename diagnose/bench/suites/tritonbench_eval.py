@@ -222,3 +222,42 @@ def compare(original: dict, candidate: dict, overrides: dict) -> tuple[bool, flo
             return False, max_abs, f"{key}: {reason}"
         worst = max(worst, max_abs)
     return True, worst, None
+
+
+def run_tests(payload: dict) -> dict:
+    """Worker side: run the TritonBench file as a script, import the combined file, call each test per
+    seed, save what they returned, and time the perf_G script's shapes on a device."""
+    import sys
+
+    import torch
+
+    from diagnose.task import import_task_file
+    from diagnose.verify import instrument, tensors
+
+    install_standin(payload["device"])
+    sys.path.insert(0, payload["folder"])
+    script = run_script(payload["script"]) if payload.get("script") else None
+    log = instrument.LaunchLog()
+    instrument.watch_launches(log)  # before the import: kernels made at any time count, once they returned
+    module = import_task_file(payload["path"])
+    kernels = instrument.user_kernels()
+    cases, times = [], {}
+    for name in payload["tests"]:
+        test = getattr(module, name)
+        for seed in payload["seeds"]:
+            torch.manual_seed(seed)
+            printed = io.StringIO()
+            before = log.total()
+            with contextlib.redirect_stdout(printed):
+                value = test()
+            value = printed.getvalue() if value is None else value
+            path = Path(payload["job_dir"], f"{payload['side']}_{name}_{seed}.pt")
+            cases.append({"group": name, "seed": seed, "launches": log.total() - before,
+                          "outputs": tensors.save(flat(value), path)})
+        if payload["timed"]:
+            with contextlib.redirect_stdout(io.StringIO()):
+                times[name] = kernel_ms(test, kernels, payload["device"])
+    perf = None
+    if payload.get("perf_script") and payload["timed"]:
+        perf = perf_times(module, payload["perf_script"], payload["stem"])
+    return {"cases": cases, "times_ms": times, "script": script, "perf_g": perf}

@@ -33,8 +33,10 @@ def test_cli_errors_are_one_line_with_usage_exit_code(cli):
                           (("bench", "nope", "x"), "unknown suite format"),
                           (("bench", "kernelgen", str(SUITES / "kernelgen" / "suite"), "--mode", "portability"),
                            "needs --targets"),
-                          (("bench", "tritonbench", str(SUITES / "tritonbench" / "suite"), "--mode", "optimize"),
+                          (("bench", "prtask", str(SUITES / "prtask" / "suite"), "--mode", "optimize"),
                            "support --mode score"),
+                          (("bench", "tritonbench", str(SUITES / "tritonbench" / "suite"), "--mode", "optimize",
+                            "--tolerance", "kernelbench"), "is for score mode"),
                           (("bench", "kernelbench", str(SUITES / "kernelbench" / "suite"), "--solutions",
                             str(SUITES / "kernelbench" / "solutions"), "--tolerance", "loose"),
                            "unknown tolerance profile")]:
