@@ -48,7 +48,8 @@ class RowsPerProgram(Rewrite):
     exactly one `tl.program_id` in the kernel, axis 0, bound once at its top level (as it is, or
     widened where it is bound, as Liger-Kernel writes its rows: `program_id = tl.program_id(0).to(tl.int64)`,
     `tl.cast(tl.program_id(0), tl.int64)`; the new binding widens the same way) and not multiplied
-    by a constexpr (a row, not a tile of a flattened range), no `tl.num_programs`, no `return` in the
+    by a constexpr (a row, not a tile of a flattened range), no loop whose range is computed from it
+    (a blocked or persistent kernel already handles a range of rows), no `tl.num_programs`, no `return` in the
     kernel (it would end the rows after it), and not autotuned.
 
     ## Why it is faster
@@ -134,6 +135,10 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
         return "reads tl.num_programs"
     if coupled_by_axis(kernel).get(0):
         return f"{row} is multiplied by a block size: a program handles a tile, not a row"
+    if _loops_from(kernel, row):
+        # a persistent or blocked kernel (`for r in range(pid * rows_per_program, ...)`): fewer of
+        # its programs would leave SMs idle, not save launches
+        return f"a loop's range is computed from {row}: a program handles a range of rows already"
     stores = [n for n in ast.walk(syntax.parse(code(kernel.node)))
               if isinstance(n, ast.Name) and n.id == row and isinstance(n.ctx, ast.Store)]
     if len(stores) != 1:
@@ -150,6 +155,16 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     if grid_shared(ctx.module, site):
         return "the grid variable serves other launches"
     return RowsPlan(kernel, site, row, grid, grid_statement, axes[0], widened)
+
+
+def _loops_from(kernel: Kernel, row: str) -> bool:
+    """Whether a `for` loop's range reads `row` or a name the kernel's top level derives from it."""
+    derived = {row}
+    for stmt in kernel.statements:
+        target, value = simple_assignment(stmt)
+        if target and value is not None and names(value) & derived:
+            derived.add(target)
+    return any(isinstance(node, cst.For) and names(node.iter) & derived for node in walk(kernel.node.body))
 
 
 def _widened_row(kernel: Kernel) -> tuple[dict[str, int], str | None]:
