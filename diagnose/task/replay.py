@@ -34,6 +34,8 @@ from diagnose.task.callspec import parse_call
 from diagnose.task.specs import DTYPES, CallSpec, DtypeValue, Opaque, Same, TensorSpec, Value
 
 DEFAULT_INT_RANGE = (0, 16)
+# The generator seed before each call that draws its own inputs (no tensor argument to replay).
+NO_TENSOR_SEED = 20261205
 
 
 class Layout:
@@ -336,6 +338,11 @@ class Harness:
                 key = id(layout)
                 first = key not in self.written
                 before = [s.clone() for s in storages] if first else None
+                if not layout.call.tensors():
+                    # A call with no tensor of ours (a project's `test_x()`) draws its own inputs: from the
+                    # same generator state in the reference and in a candidate, or the original disagrees
+                    # with itself (TritonBench-G's tests call torch.randn).
+                    torch.manual_seed(NO_TENSOR_SEED)
                 result = invoke(self.target(layout.call), layout.call, args, kwargs)
                 if first:
                     self.written[key] = [i for i, (b, s) in enumerate(zip(before, storages))

@@ -161,3 +161,17 @@ def test_optimize_from_a_call_spec(fresh_project, tmp_path, module):
     assert done.returncode == 0, done.stderr[-2000:]
     assert path.read_text() == before
     assert "run " in done.stdout and "report" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_test_that_draws_its_own_random_inputs_agrees_with_itself(tmp_path):
+    """TritonBench-G's tests take no arguments and call torch.randn: the reference and the candidate
+    replay them from the same generator state."""
+    from tests.conftest import FIXTURES
+
+    module = tmp_path / "noisy_scale.py"
+    module.write_text((FIXTURES / "modules" / "self_drawing" / "noisy_scale.py").read_text())
+    done = run_cli("check", str(module), "--call", "test_noisy_scale()", "--seeds", "2", "-q",
+                   env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "PASSED" in done.stdout
