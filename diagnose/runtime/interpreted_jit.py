@@ -64,7 +64,8 @@ class InterpretedKernel:
 # The interpreter's own launch, as Triton defines it: `InterpretedJITFunction.run` calls it directly, so a
 # launch is one call of a `run` in Triton's interpreter module (what a capture's tracer looks for), and
 # a wrapper that counts launches on both classes (diagnose/verify/instrument.py) counts it once.
-_launch = vars(InterpretedFunction)["run"]
+# Triton 3.2 (what triton-ascend ships) launches through `__getitem__` and has no `run`: left as it is.
+_launch = vars(InterpretedFunction).get("run")
 
 
 def has_source(fn) -> bool:
@@ -139,6 +140,6 @@ def _as_compiled(value):
 def install() -> None:
     """From now on, `triton.jit` under the interpreter makes `InterpretedJITFunction`s (nothing to do
     where the interpreter's kernels already are `JITFunction`s)."""
-    if issubclass(interpreter.InterpretedFunction, JITFunction):
+    if _launch is None or issubclass(interpreter.InterpretedFunction, JITFunction):
         return
     interpreter.InterpretedFunction = InterpretedJITFunction
