@@ -82,12 +82,18 @@ def fill_uninitialized(job: Path) -> None:
     kernel only partly writes fails, however large, instead of passing on fresh zeroed pages (torch's
     own switch; `warn_only` keeps nondeterministic ops running). Check cases only: not in timing.
 
-    Torch's switch imports dynamo, which makes its cache folder at import; unless the user chose one,
-    that folder is the job's (deleted with it), not a `torchinductor_<user>` left in the user's TMPDIR."""
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(job / "torchinductor"))
+    `torch.use_deterministic_algorithms` also sets inductor's `deterministic` option, which imports
+    inductor and dynamo: 1.1 s of every candidate job, for an option no check case uses, and a cache
+    folder made at import. The C switch underneath is set directly where torch has it; otherwise the
+    public call runs, its cache folder the job's (deleted with it) unless the user chose one."""
     import torch
 
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    switch = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if switch is not None:
+        switch(True, warn_only=True)
+    else:
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(job / "torchinductor"))
+        torch.use_deterministic_algorithms(True, warn_only=True)
     import torch.utils.deterministic  # the submodule holds the switch; on by default, set for clarity
 
     torch.utils.deterministic.fill_uninitialized_memory = True
