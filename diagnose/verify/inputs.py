@@ -100,11 +100,29 @@ def perturbation_for(inputs: list, seed: int) -> list[tuple[int, Any, Any]]:
                 and value.numel() >= 2):
             continue
         flat = value.reshape(-1)
-        count = min(PERTURBED, flat.numel() // 2)
-        chosen = torch.randperm(flat.numel(), generator=generator)[:2 * count]
-        first, second = chosen[:count], chosen[count:]
-        out.append((i, torch.cat([first, second]), torch.cat([flat[second], flat[first]]).clone()))
+        first, second = swapped_pairs(value, generator)
+        if len(first):
+            out.append((i, torch.cat([first, second]), torch.cat([flat[second], flat[first]]).clone()))
     return out
+
+
+def swapped_pairs(value, generator):
+    """Up to `PERTURBED` disjoint pairs of flat positions, each pair in one row of the last axis: a swap
+    keeps every row's values (rows that are each a permutation of the same values stay permutations;
+    a swap across rows would put a value twice in one). A tensor whose rows hold one element swaps
+    across them."""
+    import torch
+
+    width = value.shape[-1] if value.dim() and value.shape[-1] >= 2 else value.numel()
+    rows = value.numel() // width
+    chosen = torch.randperm(rows, generator=generator)[:PERTURBED]
+    per_row = min(width // 2, -(-PERTURBED // len(chosen)))
+    first, second = [], []
+    for row in chosen.tolist():
+        columns = torch.randperm(width, generator=generator)[:2 * per_row]
+        first.append(row * width + columns[:per_row])
+        second.append(row * width + columns[per_row:])
+    return torch.cat(first)[:PERTURBED], torch.cat(second)[:PERTURBED]
 
 
 def apply_perturbation(inputs: list, perturbation: list) -> None:

@@ -67,3 +67,17 @@ def test_the_recheck_perturbation_changes_floats_in_range_and_leaves_indices_alo
     assert torch.equal(inputs[1], index)
     again = perturbation_for([positive.clone(), index.clone(), strided, 3.0], seed=1009)
     assert all(torch.equal(a[1], b[1]) and torch.equal(a[2], b[2]) for a, b in zip(perturbation, again))
+
+
+def test_the_recheck_swaps_stay_inside_rows_so_rows_of_the_same_values_keep_them():
+    import torch
+
+    from diagnose.verify.inputs import apply_perturbation, perturbation_for
+
+    # each row a permutation of the same values (the top-k task's inputs): a swap across rows would
+    # put one value twice in a row, and a top-k's indices then break the tie either way
+    rows = torch.stack([torch.randperm(300).float() for _ in range(37)])
+    changed = rows.clone()
+    apply_perturbation([changed], perturbation_for([changed], seed=1009))
+    assert not torch.equal(changed, rows)
+    assert all(torch.equal(changed[r].sort().values, torch.arange(300).float()) for r in range(37))
