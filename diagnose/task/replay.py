@@ -338,7 +338,7 @@ class Harness:
                 key = id(layout)
                 first = key not in self.written
                 before = [s.clone() for s in storages] if first else None
-                if not layout.call.tensors():
+                if not layout.owners:
                     # A call with no tensor of ours (a project's `test_x()`) draws its own inputs: from the
                     # same generator state in the reference and in a candidate, or the original disagrees
                     # with itself (TritonBench-G's tests call torch.randn).

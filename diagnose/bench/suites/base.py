@@ -114,8 +114,8 @@ def failed(kind: str, message: str) -> list[Row]:
 
 def unsupported(message: str) -> list[Row]:
     """The one row of a task that cannot run here, and why (it does not count as a wrong kernel)."""
-    return [("*", "unsupported", {"failure": {"kind": "unsupported", "message": message.splitlines()[0],
-                                              "log_tail": ""}, "failed_checks": []})]
+    [(group, _, data)] = failed("unsupported", message)
+    return [(group, "unsupported", data)]
 
 
 def without_input_functions(source: str, name: str) -> str:
