@@ -1,0 +1,153 @@
+"""Where `diagnose check` and `diagnose optimize` spend their wall time, per phase, on the examples.
+
+    python benchmarks/phase_times.py [--device cpu|cuda] [--examples vector_add softmax ...] \
+        [--candidates 4] [--no-optimize] [--out phases.md]
+
+Runs each example through the command line as a user would (a fresh `python -m diagnose.cli` process,
+its own cache folder, so nothing is reused between examples) and reads the phases back from what the
+command wrote:
+
+- `check EXAMPLE --seeds 2`: the harness's steps from the verdict (`reference`, `candidate`, `compare`,
+  `ghost`; `other` is the rest of the verdict's total: the unseen-shape case, the re-check, timing), and
+  the process's whole wall time (imports and the report included).
+- `optimize EXAMPLE --max-candidates N --seeds 2`: the run's wall time split by the escalation's steps
+  (from its trace: each step's `at` minus the previous one's), and the candidates' harness phases summed.
+
+Prints two Markdown tables and, below them, each wall time against issue 25's targets: `check` of a small
+example within 10 s on 2 CPU cores and within 20 s on the H200; `optimize` within 60 s per entry for 4
+candidates on the H200. The targets are printed beside the numbers, never asserted: this is a benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ("vector_add", "softmax", "layernorm", "matmul")
+HARNESS = ("reference", "candidate", "compare", "ghost")
+TARGETS = {("check", "cpu"): 10.0, ("check", "cuda"): 20.0, ("optimize", "cuda"): 60.0}
+
+
+def run(args: list[str], cache: Path) -> tuple[float, int]:
+    """Wall seconds and exit code of one `diagnose` command in a fresh process and cache folder."""
+    env = dict(os.environ, DIAGNOSE_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "diagnose.cli", *args, "-q"], env=env, cwd=ROOT,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode not in (0, 1):
+        print(f"  {' '.join(args[:2])}: exit {done.returncode}: {done.stderr.strip()[-300:]}", file=sys.stderr)
+    return time.perf_counter() - start, done.returncode
+
+
+def harness_phases(phases: list) -> dict[str, float]:
+    """The verdict's (step, seconds) pairs folded into the columns: the named steps, `other`, `total`."""
+    seconds = defaultdict(float)
+    for name, value in phases:
+        key = "total" if name == "total" else next((h for h in HARNESS if name.startswith(h)), "other")
+        seconds[key] += value
+    seconds["other"] = max(0.0, seconds["total"] - sum(seconds[h] for h in HARNESS))
+    return seconds
+
+
+def check_row(example: str, device: str, work: Path) -> dict:
+    out = work / f"check_{example}.json"
+    wall, code = run(["check", f"examples/{example}.py", "--device", device, "--seeds", "2", "--out", str(out)],
+                     work / f"cache_check_{example}")
+    row = {"example": example, "wall": wall, "exit": code}
+    if out.exists():
+        verdict = json.loads(out.read_text())["candidates"][0]["verdict"]
+        row.update(harness_phases(verdict.get("phases") or []))
+    return row
+
+
+def step_seconds(trace: list[dict], started: float) -> dict[str, float]:
+    """Seconds per kind of step of the escalation (`run source rules`, `propose rewrites`, `verify and time`,
+    ...): each trace step's `at` minus the one before it, the process's start before the first."""
+    seconds, last = {}, started
+    for step in trace:
+        at = step.get("at")
+        if at is None:
+            continue
+        action = step["action"].split(":")[0]
+        seconds[action] = seconds.get(action, 0.0) + max(0.0, at - last)
+        last = at
+    return seconds
+
+
+def optimize_row(example: str, device: str, candidates: int, work: Path) -> dict:
+    cache = work / f"cache_optimize_{example}"
+    started = time.time()
+    wall, code = run(["optimize", f"examples/{example}.py", "--device", device, "--seeds", "2",
+                      "--max-candidates", str(candidates)], cache)
+    row = {"example": example, "wall": wall, "exit": code}
+    reports = sorted(cache.rglob("report.json"))
+    if reports:
+        report = json.loads(reports[-1].read_text())
+        row["steps"] = step_seconds(report.get("trace") or [], started)
+        row["candidates"] = len(report.get("candidates") or [])
+        summed = defaultdict(float)
+        for entry in report.get("candidates") or []:
+            for key, value in harness_phases((entry.get("verdict") or {}).get("phases") or []).items():
+                summed[key] += value
+        row["harness"] = summed
+    return row
+
+
+def check_table(rows: list[dict], device: str) -> list[str]:
+    target = TARGETS.get(("check", device))
+    lines = [f"### `diagnose check --device {device} --seeds 2` (seconds)", "",
+             "| example | " + " | ".join(HARNESS) + " | other | verdict total | process wall | target |",
+             "|---|" + "---|" * (len(HARNESS) + 4)]
+    for r in rows:
+        cells = [f"{r.get(h, 0.0):.1f}" for h in (*HARNESS, "other", "total")]
+        lines.append(f"| {r['example']} | " + " | ".join(cells) + f" | {r['wall']:.1f} | "
+                     + (f"{'within' if r['wall'] <= target else 'over'} {target:.0f} s" if target else "-") + " |")
+    return lines
+
+
+def optimize_table(rows: list[dict], device: str, candidates: int) -> list[str]:
+    target = TARGETS.get(("optimize", device))
+    steps = list(dict.fromkeys(step for r in rows for step in r.get("steps", {})))
+    lines = [f"### `diagnose optimize --device {device} --max-candidates {candidates} --seeds 2` (seconds)", "",
+             "| example | " + " | ".join(steps) + " | candidates | their harness total | process wall | target |",
+             "|---|" + "---|" * (len(steps) + 4)]
+    for r in rows:
+        cells = [f"{r.get('steps', {}).get(step, 0.0):.1f}" for step in steps]
+        lines.append(f"| {r['example']} | " + " | ".join(cells) + f" | {r.get('candidates', '-')} | "
+                     f"{r.get('harness', {}).get('total', 0.0):.1f} | {r['wall']:.1f} | "
+                     + (f"{'within' if r['wall'] <= target else 'over'} {target:.0f} s" if target else "-") + " |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--examples", nargs="+", default=list(EXAMPLES))
+    parser.add_argument("--candidates", type=int, default=4)
+    parser.add_argument("--no-optimize", action="store_true")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="phase_times_") as tmp:
+        work = Path(tmp)
+        checks = [check_row(e, args.device, work) for e in args.examples]
+        lines = check_table(checks, args.device)
+        if not args.no_optimize:
+            optimized = [optimize_row(e, args.device, args.candidates, work) for e in args.examples]
+            lines += [""] + optimize_table(optimized, args.device, args.candidates)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
