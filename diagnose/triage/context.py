@@ -18,7 +18,8 @@ from diagnose import syntax
 from diagnose.jit import is_triton_jit
 from diagnose.records import Location
 from diagnose.targets import Target
-from diagnose.triage.hosteval import UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec
+from diagnose.triage.hosteval import (UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec, _OutOfBudget,
+                                      _Return)
 from diagnose.triage.imports import import_map, qualname
 from diagnose.triage.kernel import Config, Kernel
 
@@ -146,6 +147,20 @@ class Context:
 
     def launches_of(self, kernel: Kernel) -> list[Launch]:
         return [launch for launch in self.launches if launch.kernel == kernel.name]
+
+    @cached_property
+    def _caller_records(self) -> dict[int, list[LaunchRecord] | None]:
+        return _caller_records(self)
+
+    def caller_records(self, launch: Launch) -> list[LaunchRecord] | None:
+        """The values this launch gets from the file's own callers: its top-level statements (a
+        `__main__` block, `result = test_x()`), the module functions nothing in the file calls (test
+        functions), and `ModelNew.forward` on `get_inputs()`, each followed down to the launch with
+        the tensors (shape, dtype) it builds. None when some in-file caller is not followed (a method,
+        a nested function, the launcher passed around as a value) or no evaluation reached the launch:
+        then the file does not say what the launch gets. Unlike `Launch.records`, which evaluate each
+        launcher on its own with unknown arguments, this is computed on first use, for rules that ask."""
+        return self._caller_records.get(id(launch.node))
 
     @property
     def hot_functions(self) -> list[HostFunction]:
@@ -367,6 +382,97 @@ def _evaluate_host(ctx: Context, ev: Evaluator) -> None:
         if any(id(launch.node) not in seen for launch in host.launches):
             ev.group, ev.steps = None, 0
             ev.call_function(host.node, [])
+
+
+CALLER_DEPTH = 4  # module statement -> test function -> wrapper -> helper that launches
+
+
+def _caller_records(ctx: Context) -> dict[int, list[LaunchRecord] | None]:
+    if ctx.tree is None or not ctx.launches or ctx.evaluator is None:
+        return {}
+    defs = {s.name: s for s in ctx.tree.body if isinstance(s, ast.FunctionDef) and s.name not in ctx.kernels}
+    # Who calls each module function: None for module level, else the innermost enclosing def.
+    callers: dict[str, list[ast.AST | None]] = {}
+    escaped: set[str] = set()
+
+    def walk(node: ast.AST, scope: ast.AST | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if not (isinstance(child, ast.FunctionDef) and child.name in ctx.kernels):
+                    walk(child, child)
+                continue
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in defs:
+                callers.setdefault(child.func.id, []).append(scope)
+                for sub in [*child.args, *child.keywords]:
+                    walk(sub, scope)
+                continue
+            if isinstance(child, ast.Name) and child.id in defs and isinstance(child.ctx, ast.Load):
+                escaped.add(child.id)  # passed as a value: called from somewhere not followed
+            walk(child, scope)
+
+    walk(ctx.tree, None)
+    module_nodes = {id(f): name for name, f in defs.items()}
+    forwards = [h for h in ctx.functions if h.is_forward]
+    evaluated = {id(h.node) for h in forwards} if ctx.inputs else set()
+    launching = {id(h.node) for h in ctx.functions if h.launches}
+    calls = {name: {n.func.id for n in ast.walk(f) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Name) and n.func.id in defs} for name, f in defs.items()}
+    reach: dict[str, bool] = {}
+
+    def reaches(name: str) -> bool:
+        """Whether calling this module function can launch a kernel."""
+        if name not in reach:
+            reach[name] = False
+            reach[name] = id(defs[name]) in launching or any(reaches(c) for c in calls[name])
+        return reach[name]
+    complete: dict[str, bool] = {}
+
+    def followed(name: str) -> bool:
+        if name not in complete:
+            complete[name] = False  # a cycle counts as not followed
+            complete[name] = name not in escaped and all(
+                scope is None or id(scope) in evaluated
+                or (id(scope) in module_nodes and followed(module_nodes[id(scope)]))
+                for scope in callers.get(name, ()))
+        return complete[name]
+
+    ev = Evaluator(ctx.names, ctx.constants, {n: f for n, f in defs.items()}, {id(l.node) for l in ctx.launches})
+    ev.max_depth = CALLER_DEPTH
+    env: dict[str, Any] = {}
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        ev.steps = 0
+        try:
+            ev.run([stmt], env)
+        except _OutOfBudget:
+            ev.cut = True
+        except _Return:  # a stray `return` at module level: the statement says nothing more
+            pass
+    for name, fn in defs.items():
+        if name not in callers and name not in escaped and reaches(name):
+            ev.steps = 0
+            ev.call_function(fn, [])
+    for host in forwards:
+        for group, tensors in ctx.inputs:
+            ev.group, ev.steps = group, 0
+            ev.call_function(host.node, [UNKNOWN, *tensors])
+    if ev.cut:
+        return {}  # some path went unfollowed: no launch's callers are all known
+    found: dict[int, list[LaunchRecord]] = {}
+    for record in ev.records:
+        found.setdefault(id(record.node), []).append(record)
+    out: dict[int, list[LaunchRecord] | None] = {}
+    for launch in ctx.launches:
+        fn = launch.function
+        if fn is None:
+            ok = True  # launched at module level
+        elif id(fn) in module_nodes:
+            ok = followed(module_nodes[id(fn)])
+        else:
+            ok = any(h.node is fn and h.is_forward for h in forwards) and bool(ctx.inputs)
+        out[id(launch.node)] = found.get(id(launch.node)) if ok else None
+    return out
 
 
 def _input_groups(ctx: Context, ev: Evaluator) -> list[tuple[str, list]]:

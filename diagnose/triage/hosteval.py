@@ -138,6 +138,8 @@ def _next_power_of_2(n: int) -> int:
 class Evaluator:
     """Interprets host statements over a small value domain; records every launch it passes."""
 
+    max_depth = 3  # nested function calls followed; deeper calls are UNKNOWN
+
     def __init__(self, names: dict[str, str], globals_: dict[str, Any],
                  functions: dict[str, ast.FunctionDef], launch_nodes: set[int]):
         self.names = names
@@ -148,12 +150,14 @@ class Evaluator:
         self.group: str | None = None
         self.steps = 0
         self.depth = 0
+        self.cut = False  # a call went unfollowed (too deep) or an evaluation ran out of budget
 
     # entry points -----------------------------------------------------------------------------
 
     def call_function(self, fn: ast.FunctionDef, args: list, kwargs: dict | None = None) -> Any:
         """Evaluate `fn` with bound arguments; its launches land in `records`. Returns its value."""
-        if self.depth >= 3:
+        if self.depth >= self.max_depth:
+            self.cut = True
             return UNKNOWN
         self.depth += 1
         try:
@@ -161,6 +165,7 @@ class Evaluator:
         except _Return as ret:
             return ret.value
         except _OutOfBudget:
+            self.cut = True
             return UNKNOWN
         finally:
             self.depth -= 1

@@ -1,0 +1,86 @@
+"""Rules that read host evidence from the same file: the operand dtypes the file's own callers pass
+(TRI004) and buffers the host pads to whole tiles (TRI017). Each fixture marks the flagged lines with
+`# error: [CODE]`, as the rule fixtures do."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import RULE_FIXTURES, expected_lines
+from diagnose.targets import lookup
+from diagnose.triage import triage_source
+from diagnose.triage.context import build_context
+
+FIXTURES = [("TRI004_host_dtypes.py", "TRI004", "cuda:sm90")]
+
+
+@pytest.mark.parametrize("name,code,target", FIXTURES)
+def test_fixture_flags_exactly_the_marked_lines(name, code, target):
+    path = RULE_FIXTURES / name
+    source = path.read_text()
+    findings = triage_source(source, str(path), target, select=[code])
+    expected = expected_lines(source, code)
+    assert expected
+    got = {f.location.line for f in findings}
+    assert got == expected, f"missing {sorted(expected - got)}, unexpected {sorted(got - expected)}"
+
+
+def _context(source: str):
+    return build_context(source, "t.py", lookup("cuda:sm90"))
+
+
+HEADER = """
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+def wrapper(x):
+    k[(1,)](x, x.numel(), BLOCK=32)
+"""
+
+
+def test_caller_records_carry_the_callers_tensors():
+    ctx = _context(HEADER + """
+def check():
+    wrapper(torch.randn(32, dtype=torch.float16))
+
+if __name__ == "__main__":
+    wrapper(torch.zeros(64, dtype=torch.bfloat16))
+""")
+    (launch,) = ctx.launches
+    records = ctx.caller_records(launch)
+    assert sorted((r.args[0].dtype, r.args[1]) for r in records) == [("bfloat16", 64), ("float16", 32)]
+    assert all(r.args[0] is not None for r in launch.records)  # the per-launcher records are unchanged
+
+
+def test_caller_records_unknown_without_a_caller():
+    ctx = _context(HEADER)  # nothing in the file calls the wrapper: its arguments are unknown
+    (launch,) = ctx.launches
+    assert all(not hasattr(r.args[0], "dtype") for r in ctx.caller_records(launch) or [])
+
+
+@pytest.mark.parametrize("callers", [
+    "class M:\n    def run(self, x):\n        return wrapper(x)\n",  # a method calls it: not followed
+    "table = {'k': wrapper}\n",  # passed around as a value
+])
+def test_caller_records_unknown_when_a_caller_is_not_followed(callers):
+    ctx = _context(HEADER + callers + "\ndef check():\n    wrapper(torch.randn(32, dtype=torch.float16))\n")
+    (launch,) = ctx.launches
+    records = ctx.caller_records(launch)
+    assert records is None or any(not hasattr(r.args[0], "dtype") for r in records)
+
+
+def test_caller_records_give_up_on_calls_too_deep_to_follow():
+    ctx = _context(HEADER + """
+def a(x): wrapper(x)
+def b(x): a(x)
+def c(x): b(x)
+def d(x): c(x)
+def check():
+    d(torch.randn(32, dtype=torch.float16))
+""")
+    assert ctx.caller_records(ctx.launches[0]) is None
