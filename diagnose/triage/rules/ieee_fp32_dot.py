@@ -67,6 +67,7 @@ class IeeeFp32Dot(Rule):
 
     def check(self, ctx):
         for kernel in ctx.kernels.values():
+            assigns = None
             for call in kernel.calls("dot"):
                 operands = [call.args[i] if len(call.args) > i else keyword(call, name)
                             for i, name in enumerate(("input", "other"))]
@@ -74,7 +75,8 @@ class IeeeFp32Dot(Rule):
                     continue  # 16-bit, 8-bit or fp64 operands: there is no tf32 to turn off
                 if not any(_has_setting(kw) for kw in call.keywords):
                     continue
-                if any(_not_fp32(host_dtypes(ctx, kernel, op)) for op in operands if op is not None):
+                assigns = assigns if assigns is not None else _plain_assigns(kernel)
+                if any(_not_fp32(host_dtypes(ctx, kernel, op, assigns)) for op in operands if op is not None):
                     continue  # every launch the file makes passes 16-bit tensors for this operand
                 for kw in call.keywords:
                     v = kw.value
@@ -148,13 +150,13 @@ def _not_fp32(dtypes: set[str] | None) -> bool:
     return bool(dtypes) and all(d in HOST_NOT_FP32 or d in NOT_FP32 for d in dtypes)
 
 
-def host_dtypes(ctx, kernel, expr: ast.AST) -> set[str] | None:
+def host_dtypes(ctx, kernel, expr: ast.AST, assigns=None) -> set[str] | None:
     """The element types an operand can have at run time, from the file's own host code: the operand is
     traced back through assignments, shape ops and `x.to(y.dtype)` to explicit casts (`"tl:<dtype>"`)
     and to loads of pointer parameters, and each parameter's tensor is read off every launch of the
     kernel as the file's callers make it (`Context.caller_records`) or from a host assert on the
     argument (`assert q.dtype in (torch.float16, torch.bfloat16)`). None when anything is unknown."""
-    assigns = _plain_assigns(kernel)
+    assigns = assigns if assigns is not None else _plain_assigns(kernel)
     sources = _value_sources(kernel, expr, assigns, set())
     if not sources:
         return None
@@ -211,12 +213,12 @@ def _reaching(kernel, defs: list[tuple[ast.stmt, ast.expr]], use: ast.AST) -> li
     """The values of a name that can reach `use`: the last assignment above it when that one is on
     every path to the use (in the same block or an enclosing one), plus later assignments in a loop
     around the use (the next iteration's value); every assignment otherwise."""
+    chain = set(kernel.ancestors(use)) | {use}
     above = [d for d in defs if (d[0].lineno, d[0].col_offset) < (use.lineno, use.col_offset)
-             and d[0] not in set(kernel.ancestors(use))]
+             and d[0] not in chain]
     if not above:
         return [v for _, v in defs]
     stmt, value = above[-1]
-    chain = set(kernel.ancestors(use)) | {use}
     holder = kernel.parent.get(stmt)
     if not any(isinstance(block, list) and stmt in block and any(x in chain for x in block)
                for block in (getattr(holder, f, None) for f in ("body", "orelse", "finalbody"))):
@@ -323,12 +325,22 @@ def _pointer_params(kernel, expr, assigns, seen: set) -> set[str] | None:
     return set()
 
 
+_ASSERTS: dict[int, tuple[ast.AST, list[ast.Assert]]] = {}  # host function -> its asserts
+
+
 def _asserted_dtypes(ctx, launch, kernel, params: set[str]) -> dict[str, set[str]]:
     """param -> dtypes a host assert in the launching function allows for its argument, e.g.
     `assert q.dtype in (torch.float16, torch.bfloat16)` above `kernel[grid](q, ...)`, with `q` not
     assigned again in between."""
     fn = launch.function
     if fn is None:
+        return {}
+    if id(fn) not in _ASSERTS or _ASSERTS[id(fn)][0] is not fn:
+        if len(_ASSERTS) > 64:
+            _ASSERTS.clear()
+        _ASSERTS[id(fn)] = (fn, [n for n in ast.walk(fn) if isinstance(n, ast.Assert)])
+    asserts = [n for n in _ASSERTS[id(fn)][1] if n.lineno < launch.node.lineno]
+    if not asserts:
         return {}
     args = launch.arg_nodes(kernel.params)
     out: dict[str, set[str]] = {}
@@ -339,9 +351,7 @@ def _asserted_dtypes(ctx, launch, kernel, params: set[str]) -> dict[str, set[str
             arg = arg.func.value
         if not isinstance(arg, ast.Name):
             continue
-        for node in ast.walk(fn):
-            if not (isinstance(node, ast.Assert) and node.lineno < launch.node.lineno):
-                continue
+        for node in asserts:
             found = _assert_allows(ctx, node.test, arg.id)
             if found and not any(
                     isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.lineno < a.lineno < launch.node.lineno

@@ -67,6 +67,7 @@ class UnmaskedLoadPastBound(Rule):
     confidence = "low"
 
     def check(self, ctx):
+        helper_calls: dict = {}  # filled on the first hit: @triton.jit function -> (caller, call)
         for kernel in ctx.kernels.values():
             if kernel.calls("make_block_ptr", "make_tensor_descriptor"):
                 continue
@@ -89,7 +90,7 @@ class UnmaskedLoadPastBound(Rule):
                 used = flow.facts(ptr, call)
                 hit = sorted(name for check in checks
                              for name in flow.guarded(check, call, used) if name in kernel.block_names)
-                if hit and not _host_padded(ctx, kernel, ptr, flow, used):
+                if hit and not _host_padded(ctx, kernel, ptr, flow, used, helper_calls):
                     yield self.hit(call, op=op, index=hit[0])
 
 
@@ -209,7 +210,7 @@ SAME_NUMEL = {"view", "reshape", "flatten", "contiguous", "clone", "to", "float"
               "cumsum", "cumprod", "empty_like", "zeros_like", "ones_like", "full_like"}
 
 
-def _host_padded(ctx, kernel, ptr, flow, used) -> bool:
+def _host_padded(ctx, kernel, ptr, flow, used, helper_calls: dict) -> bool:
     """Whether every buffer the access can read was sized by the host to a whole number of tiles:
     each pointer parameter of the address is passed, at every launch (through `@triton.jit` helpers
     up to the launched kernel), a tensor whose length the launching function rounds up to a multiple
@@ -220,11 +221,17 @@ def _host_padded(ctx, kernel, ptr, flow, used) -> bool:
     params = _pointer_params(kernel, ptr, set())
     if not params:
         return False
+    if not helper_calls:
+        helper_calls[None] = []
+        for other in ctx.kernels.values():
+            for call in ast.walk(other.node):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ctx.kernels:
+                    helper_calls.setdefault(call.func.id, []).append((other, call))
     tiles = {n.args[1].id for key in used if key[1] in flow.stmts for n in ast.walk(flow.stmts[key[1]])
              if isinstance(n, ast.Call) and (kernel.qualname(n.func) or "").endswith("language.arange")
              and len(n.args) == 2 and isinstance(n.args[1], ast.Name)}
     for param in params:
-        passed = _launch_args(ctx, kernel, param, 0)
+        passed = _launch_args(ctx, kernel, param, 0, helper_calls)
         if not passed:
             return False
         for launch, arg in passed:
@@ -259,7 +266,7 @@ def _pointer_params(kernel, expr, seen: set) -> set[str] | None:
     return set()
 
 
-def _launch_args(ctx, kernel, param: str, depth: int) -> list | None:
+def _launch_args(ctx, kernel, param: str, depth: int, helper_calls: dict) -> list | None:
     """(launch, host expression) for a parameter at every launch of the kernel and, for a
     `@triton.jit` helper, at every launch of the kernels that call it with one of their parameters.
     None when some caller passes anything else or nothing launches it."""
@@ -267,18 +274,14 @@ def _launch_args(ctx, kernel, param: str, depth: int) -> list | None:
     if any(arg is None for _, arg in out):
         return None
     index = kernel.params.index(param)
-    for other in ctx.kernels.values():
-        if other is kernel:
-            continue
-        for call in ast.walk(other.node):
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == kernel.name):
-                continue
+    for other, call in helper_calls.get(kernel.name, ()):
+        if other is not kernel:
             positional = [a for a in call.args if not isinstance(a, ast.Starred)]
             arg = positional[index] if index < len(positional) and len(positional) == len(call.args) \
                 else keyword(call, param)
             if depth >= 2 or not isinstance(arg, ast.Name) or arg.id not in other.params:
                 return None
-            found = _launch_args(ctx, other, arg.id, depth + 1)
+            found = _launch_args(ctx, other, arg.id, depth + 1, helper_calls)
             if not found:
                 return None
             out += found
@@ -358,14 +361,22 @@ def _ceil_div(ctx, x, c) -> bool:
     return False
 
 
+_ASSIGNMENTS: dict[int, tuple[ast.AST, dict[str, list[ast.Assign]]]] = {}
+
+
 def _assignment(scope, name: str, line: int):
-    best = None
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Assign) and node.lineno < line and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name:
-            if best is None or node.lineno > best.lineno:
-                best = node
-    return best
+    """The last `name = ...` above `line` in the host function (indexed once per function)."""
+    cached = _ASSIGNMENTS.get(id(scope))
+    if cached is None or cached[0] is not scope:
+        index: dict[str, list[ast.Assign]] = {}
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                index.setdefault(node.targets[0].id, []).append(node)
+        if len(_ASSIGNMENTS) > 64:
+            _ASSIGNMENTS.clear()
+        cached = _ASSIGNMENTS[id(scope)] = (scope, index)
+    above = [n for n in cached[1].get(name, ()) if n.lineno < line]
+    return max(above, key=lambda n: n.lineno) if above else None
 
 
 def _assigned(scope, name: str, line: int):
