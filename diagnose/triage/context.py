@@ -385,6 +385,7 @@ def _evaluate_host(ctx: Context, ev: Evaluator) -> None:
 
 
 CALLER_DEPTH = 4  # module statement -> test function -> wrapper -> helper that launches
+CALLER_BUDGET = 20_000  # host expressions for all of a file's callers together (real files: under 600)
 
 
 def _caller_records(ctx: Context) -> dict[int, list[LaunchRecord] | None]:
@@ -439,24 +440,32 @@ def _caller_records(ctx: Context) -> dict[int, list[LaunchRecord] | None]:
     ev = Evaluator(ctx.names, ctx.constants, {n: f for n, f in defs.items()}, {id(l.node) for l in ctx.launches})
     ev.max_depth = CALLER_DEPTH
     env: dict[str, Any] = {}
-    for stmt in ctx.tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
-            continue
+    spent = 0
+
+    def entry(run: Callable[[], Any]) -> None:
+        nonlocal spent
+        if spent > CALLER_BUDGET:
+            ev.cut = True  # a file of many entry points: stop, and say nothing
+            return
         ev.steps = 0
         try:
-            ev.run([stmt], env)
+            run()
         except _OutOfBudget:
             ev.cut = True
         except _Return:  # a stray `return` at module level: the statement says nothing more
             pass
+        spent += ev.steps
+
+    for stmt in ctx.tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            entry(lambda stmt=stmt: ev.run([stmt], env))
     for name, fn in defs.items():
         if name not in callers and name not in escaped and reaches(name):
-            ev.steps = 0
-            ev.call_function(fn, [])
+            entry(lambda fn=fn: ev.call_function(fn, []))
     for host in forwards:
         for group, tensors in ctx.inputs:
-            ev.group, ev.steps = group, 0
-            ev.call_function(host.node, [UNKNOWN, *tensors])
+            ev.group = group
+            entry(lambda host=host, tensors=tensors: ev.call_function(host.node, [UNKNOWN, *tensors]))
     if ev.cut:
         return {}  # some path went unfollowed: no launch's callers are all known
     found: dict[int, list[LaunchRecord]] = {}

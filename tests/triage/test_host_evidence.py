@@ -85,3 +85,15 @@ def check():
     d(torch.randn(32, dtype=torch.float16))
 """)
     assert ctx.caller_records(ctx.launches[0]) is None
+
+
+def test_caller_evaluation_is_bounded_on_many_entry_points():
+    import time
+
+    body = "def check():\n" + "".join(f"    x{i} = torch.randn(32, dtype=torch.float16)\n" for i in range(200)) \
+        + "    wrapper(x0)\n"
+    ctx = _context(HEADER + body + "check()\n" * 3000)
+    start = time.perf_counter()
+    records = ctx.caller_records(ctx.launches[0])
+    assert time.perf_counter() - start < 1.0
+    assert records is None  # stopped before the end: nothing is known
