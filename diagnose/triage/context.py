@@ -384,6 +384,35 @@ def _evaluate_host(ctx: Context, ev: Evaluator) -> None:
             ev.call_function(host.node, [])
 
 
+class _CallerEvaluator(Evaluator):
+    """The host evaluator, strict about dtypes where a rule decides on them: a cast to something it
+    cannot read (`x.to(dtype)` with `dtype` unknown, `empty_like(x, dtype=d)`) gives the dtype
+    "unknown" instead of keeping the source tensor's. Moves to a device keep the dtype."""
+
+    def tensor_method(self, t: TensorSpec, attr: str, args: list, node: ast.Call, env) -> Any:
+        out = super().tensor_method(t, attr, args, node, env)
+        if attr == "to" and isinstance(out, TensorSpec) and out.dtype == t.dtype:
+            casts = [a for a, n in zip(args, node.args) if a is UNKNOWN and not _is_device(n)]
+            casts += [k.value for k in node.keywords if k.arg == "dtype" and self.eval(k.value, env) is UNKNOWN]
+            if casts:
+                return TensorSpec(out.shape, "unknown")
+        return out
+
+    def builtin(self, name: str, args: list, kwargs: dict) -> Any:
+        out = super().builtin(name, args, kwargs)
+        if isinstance(out, TensorSpec) and "dtype" in kwargs and kwargs["dtype"] is UNKNOWN:
+            return TensorSpec(out.shape, "unknown")
+        return out
+
+
+def _is_device(node: ast.AST) -> bool:
+    """`x.to(y.device)`, `x.to(device)`, `x.to("cuda")`: a move, not a cast."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return "device" in name.lower() or name in ("dev", "DEVICE")
+
+
 CALLER_DEPTH = 4  # module statement -> test function -> wrapper -> helper that launches
 CALLER_BUDGET = 20_000  # host expressions for all of a file's callers together (real files: under 600)
 
@@ -437,7 +466,7 @@ def _caller_records(ctx: Context) -> dict[int, list[LaunchRecord] | None]:
                 for scope in callers.get(name, ()))
         return complete[name]
 
-    ev = Evaluator(ctx.names, ctx.constants, {n: f for n, f in defs.items()}, {id(l.node) for l in ctx.launches})
+    ev = _CallerEvaluator(ctx.names, ctx.constants, dict(defs), {id(l.node) for l in ctx.launches})
     ev.max_depth = CALLER_DEPTH
     env: dict[str, Any] = {}
     spent = 0

@@ -97,3 +97,16 @@ def test_caller_evaluation_is_bounded_on_many_entry_points():
     records = ctx.caller_records(ctx.launches[0])
     assert time.perf_counter() - start < 1.0
     assert records is None  # stopped before the end: nothing is known
+
+
+def test_caller_records_do_not_keep_a_dtype_through_an_unknown_cast():
+    ctx = _context(HEADER + """
+def check(dtype, device):
+    x = torch.randn(32, dtype=torch.float16).to(device)
+    wrapper(x.to(device=device))
+    wrapper(x.to(dtype))
+    wrapper(torch.empty_like(x, dtype=dtype))
+    wrapper(torch.randn(32, dtype=dtype))
+""")
+    records = ctx.caller_records(ctx.launches[0])
+    assert [r.args[0].dtype for r in records] == ["float16", "unknown", "unknown", "unknown"]
