@@ -110,3 +110,35 @@ def check(dtype, device):
 """)
     records = ctx.caller_records(ctx.launches[0])
     assert [r.args[0].dtype for r in records] == ["float16", "unknown", "unknown", "unknown"]
+
+
+MODEL = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, BS: tl.constexpr):
+    r = tl.arange(0, BS)
+    a = tl.load(a_ptr + r[:, None] * BS + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * BS + r[None, :])
+    tl.store(c_ptr + r[:, None] * BS + r[None, :], tl.dot(a, b, allow_tf32=False))
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        c = torch.empty(a.shape, dtype=torch.float32, device=a.device)
+        mm[(1,)](a, b, c, BS=32)
+        return c
+
+def get_inputs():
+    return [torch.randn(32, 32, DTYPE), torch.randn(32, 32, DTYPE)]
+"""
+
+
+@pytest.mark.parametrize("dtype,flagged", [("dtype=torch.bfloat16", False), ("dtype=torch.float32", True),
+                                           ("device='cuda'", True)])
+def test_tri004_reads_model_inputs(dtype, flagged):
+    source = MODEL.replace("DTYPE", dtype)
+    findings = triage_source(source, "model.py", "cuda:sm90", select=["TRI004"])
+    assert bool(findings) == flagged
