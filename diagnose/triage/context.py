@@ -466,7 +466,7 @@ def _caller_records(ctx: Context) -> dict[int, list[LaunchRecord] | None]:
                 for scope in callers.get(name, ()))
         return complete[name]
 
-    ev = _CallerEvaluator(ctx.names, ctx.constants, dict(defs), {id(l.node) for l in ctx.launches})
+    ev = _CallerEvaluator(ctx.names, ctx.constants, dict(defs), {id(launch.node) for launch in ctx.launches})
     ev.max_depth = CALLER_DEPTH
     env: dict[str, Any] = {}
     spent = 0
