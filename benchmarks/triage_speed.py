@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from diagnose.triage import triage_source  # noqa: E402
 from diagnose.triage.codes import RULES  # noqa: E402
 from diagnose.triage.context import build_context  # noqa: E402
-from diagnose.triage.target import parse_target  # noqa: E402
+from diagnose.targets import lookup as parse_target  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "good_kernels"
 SOURCES = ["fused_softmax.py", "grouped_matmul.py", "layer_norm.py", "flash_attention_fwd.py",
