@@ -52,8 +52,9 @@ class Header:
     root: Path
 
 
-def section(identity: ModuleIdentity, groups: dict[str, str], primary: str, reference: str | None) -> str:
-    spec = {"groups": groups, "primary": primary, "reference": reference}
+def section(identity: ModuleIdentity, groups: dict[str, str], primary: str, reference: str | None,
+            unseen: dict[str, str] | None = None) -> str:
+    spec = {"groups": groups, "primary": primary, "reference": reference, **({"unseen": unseen} if unseen else {})}
     return "\n".join([
         f"{MARK} (generated from {identity.path.name}; not part of it, never patched) ----",
         f"# diagnose-origin: {identity.path}",
@@ -67,6 +68,7 @@ def section(identity: ModuleIdentity, groups: dict[str, str], primary: str, refe
         "get_inputs = _diagnose.get_inputs",
         "get_init_inputs = _diagnose.get_init_inputs",
         "get_input_groups = _diagnose.get_input_groups",
+        *(["get_unseen_shape_groups = _diagnose.get_unseen_shape_groups"] if unseen else []),
         "ROOFLINE = _diagnose.roofline",
         "",
     ])
@@ -86,8 +88,8 @@ def module_part(module_source: str) -> str:
 
 
 def task_source(module_source: str, identity: ModuleIdentity, groups: dict[str, str], primary: str,
-                reference: str | None = None) -> str:
-    return f"{module_part(module_source)}\n\n{section(identity, groups, primary, reference)}"
+                reference: str | None = None, unseen: dict[str, str] | None = None) -> str:
+    return f"{module_part(module_source)}\n\n{section(identity, groups, primary, reference, unseen)}"
 
 
 def user_part(task_text: str) -> str:
@@ -135,10 +137,10 @@ def replay_targets(task_text: str) -> tuple[str, ...] | None:
 
 
 def write_task(cache: Path, identity: ModuleIdentity, module_source: str, groups: dict[str, str], primary: str,
-               reference: str | None = None) -> Path:
+               reference: str | None = None, unseen: dict[str, str] | None = None) -> Path:
     """Write the task file of a module into `cache/tasks/<stem>-<hash>/<stem>.py` (the same content gives
-    the same file); return its path."""
-    text = task_source(module_source, identity, groups, primary, reference)
+    the same file); return its path. `unseen`: calls checked as unseen-shape cases (label -> call text)."""
+    text = task_source(module_source, identity, groups, primary, reference, unseen)
     digest = hashlib.sha256(f"{identity.path}\n{text}".encode()).hexdigest()[:12]
     folder = cache / "tasks" / f"{identity.path.stem}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)

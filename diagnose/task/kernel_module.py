@@ -25,6 +25,7 @@ from diagnose.task import harness, launches
 from diagnose.task.callspec import parse_call
 from diagnose.task.kernelbench import Task, load_task_file, parse_file, top_level_names
 from diagnose.task.module import identity, jit_functions
+from diagnose.task.shrink import shrunk
 from diagnose.task.specs import CallSpec, Inputs
 
 # Replayed calls with at most this many tensor elements run on the CPU interpreter (`test_` groups).
@@ -47,7 +48,8 @@ def module_task(path: Path, cache: Path, inputs: Inputs = Inputs(), candidate: P
     reference = _check_reference(inputs.reference) if inputs.reference else None
     module = identity(path)
     source = path.read_text(encoding="utf-8")
-    task_path = harness.write_task(cache, module, source, groups, primary, reference)
+    unseen = {} if inputs.calls else unseen_groups(groups, primary)
+    task_path = harness.write_task(cache, module, source, groups, primary, reference, unseen)
     if candidate is None:
         return load_task_file(task_path)
     text = harness.replace_user_part(task_path.read_text(), parse_candidate(candidate))
@@ -127,6 +129,13 @@ def _groups(calls: dict[str, CallSpec], chosen: str) -> tuple[dict[str, str], st
         groups[f"test_{i}"] = text
     primary = next(name for name, text in groups.items() if text == chosen)
     return groups, primary
+
+
+def unseen_groups(groups: dict[str, str], primary: str) -> dict[str, str]:
+    """The chosen call with its rows cut to a size the CPU runs (`diagnose/task/shrink.py`), as an unseen-shape
+    case of its group (`launch_0@rows=32`), where it is not small already and a cut is unambiguous."""
+    cut = shrunk(parse_call(groups[primary]), CPU_ELEMENTS)
+    return {} if cut is None else {f"{primary}@rows={cut.cut_to}": cut.call.text()}
 
 
 GUESSED = "guess_"

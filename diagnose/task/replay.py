@@ -306,7 +306,8 @@ def _dot_flops(tensors: list) -> float:
 class Harness:
     """The task-format names of a kernel module, built from its globals and the calls to replay.
 
-    `spec`: `{"groups": {name: call text}, "primary": group name, "reference": "path.py:fn" | None}`.
+    `spec`: `{"groups": {name: call text}, "primary": group name, "reference": "path.py:fn" | None,
+    "unseen": {label: call text}}`; the unseen calls are checked as unseen-shape cases, not as groups.
     """
 
     def __init__(self, namespace: dict, spec: dict):
@@ -314,7 +315,9 @@ class Harness:
 
         self.namespace = namespace
         self.calls = {name: parse_call(text) for name, text in spec["groups"].items()}
-        self.layouts = {name: Layout(call) for name, call in self.calls.items()}
+        self.unseen = {label: parse_call(text) for label, text in (spec.get("unseen") or {}).items()}
+        # one numbering for both: the call index that travels as the last input picks from all of them
+        self.layouts = {name: Layout(call) for name, call in {**self.calls, **self.unseen}.items()}
         self.primary = spec.get("primary") or max(self.calls, key=lambda g: self.calls[g].nbytes)
         self.reference = spec.get("reference")
         harness = self
@@ -424,7 +427,13 @@ class Harness:
         return float(sum(seen.values())), flops
 
     def get_input_groups(self) -> dict:
-        return {name: self._drawer(i, layout) for i, (name, layout) in enumerate(self.layouts.items())}
+        return {name: self._drawer(i, layout) for i, (name, layout) in enumerate(self.layouts.items())
+                if name in self.calls}
+
+    def get_unseen_shape_groups(self) -> dict:
+        """label -> inputs of each unseen call (`diagnose/task/shrink.py`), for `diagnose/verify/jobs.py`."""
+        return {name: self._drawer(i, layout) for i, (name, layout) in enumerate(self.layouts.items())
+                if name in self.unseen}
 
     @staticmethod
     def _drawer(index: int, layout: Layout) -> Callable[[], list]:

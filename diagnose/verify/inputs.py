@@ -63,10 +63,14 @@ def redrawn_if_constant(value: Any, generator) -> tuple[Any, bool]:
 
 def draw(module: ModuleType, group: str, seed: int) -> tuple[list[Any], list[str]]:
     """The inputs of one case and notes on what was redrawn."""
+    return draw_value(group_table(module)[group], group, seed)
+
+
+def draw_value(value: Any, group: str, seed: int) -> tuple[list[Any], list[str]]:
+    """The inputs a group's value (a list, or a function returning one) gives at `seed`, and notes."""
     import torch
 
     torch.manual_seed(seed)
-    value = group_table(module)[group]
     inputs = list(value() if callable(value) else value)
     generator = torch.Generator().manual_seed(seed + 7919)
     notes = []

@@ -39,7 +39,7 @@ from diagnose.runtime import device_lock
 from diagnose.runtime.devices import empty_cache, events, poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
 from diagnose.verify import instrument, shapes, tensors, torch_state
-from diagnose.verify.inputs import apply_perturbation, draw, group_table, perturbation_for, select_groups
+from diagnose.verify.inputs import apply_perturbation, draw, draw_value, group_table, perturbation_for, select_groups
 
 INIT_SEED = 42
 
@@ -171,6 +171,18 @@ def unseen_shape_cases(module, model, groups: list[str], payload: dict) -> tuple
         return [], [f"the task declares its shapes fixed ({shapes.FIXED} = True): no other sizes checked"]
     device, job, seed = payload["device"], Path(payload["job_dir"]), payload["seeds"][0]
     table, cases, notes = group_table(module), [], []
+    # A replayed call's sizes are the project's own: the task names its unseen sizes (its rows cut).
+    for name, value in (module.get_unseen_shape_groups() if hasattr(module, "get_unseen_shape_groups") else {}).items():
+        group, new = shapes.base_group(name), name.partition(shapes.SUFFIX)[2]
+        try:
+            inputs, _ = draw_value(value, name, salted(payload, seed))
+            case = reference_case(model, inputs, job, f"{name}_{seed}", device, payload.get("device_lock"))
+        except Exception as exc:  # noqa: BLE001 - the project's code does not take that size: it is fixed in fact
+            notes.append(f"group {group} not checked at {new}: the reference fails there "
+                         f"({type(exc).__name__}: {str(exc)[:120]})")
+            continue
+        cases.append({"group": name, "seed": seed, "role": "shape", **case})
+        notes.append(f"group {group} also checked at {new}, a size its captured calls did not have")
     for group in groups:
         changed = shapes.perturbation(module, table[group])
         if not changed:
