@@ -120,6 +120,15 @@ class Context:
     functions: list[HostFunction] = field(default_factory=list)
     inputs: list[tuple[str, list]] = field(default_factory=list)
     evaluator: Evaluator | None = None
+    # Indexes that rules build once per file and share (a host function's asserts, its assignments).
+    memo: dict[tuple[str, int], tuple[ast.AST, Any]] = field(default_factory=dict, repr=False)
+
+    def indexed(self, what: str, scope: ast.AST, build: Callable[[ast.AST], Any]) -> Any:
+        """`build(scope)`, computed once per file for each (`what`, `scope`)."""
+        entry = self.memo.get((what, id(scope)))
+        if entry is None or entry[0] is not scope:
+            entry = self.memo[(what, id(scope))] = (scope, build(scope))
+        return entry[1]
 
     @cached_property
     def lines(self) -> list[str]:

@@ -325,9 +325,6 @@ def _pointer_params(kernel, expr, assigns, seen: set) -> set[str] | None:
     return set()
 
 
-_ASSERTS: dict[int, tuple[ast.AST, list[ast.Assert]]] = {}  # host function -> its asserts
-
-
 def _asserted_dtypes(ctx, launch, kernel, params: set[str]) -> dict[str, set[str]]:
     """param -> dtypes a host assert in the launching function allows for its argument, e.g.
     `assert q.dtype in (torch.float16, torch.bfloat16)` above `kernel[grid](q, ...)`, with `q` not
@@ -335,11 +332,8 @@ def _asserted_dtypes(ctx, launch, kernel, params: set[str]) -> dict[str, set[str
     fn = launch.function
     if fn is None:
         return {}
-    if id(fn) not in _ASSERTS or _ASSERTS[id(fn)][0] is not fn:
-        if len(_ASSERTS) > 64:
-            _ASSERTS.clear()
-        _ASSERTS[id(fn)] = (fn, [n for n in ast.walk(fn) if isinstance(n, ast.Assert)])
-    asserts = [n for n in _ASSERTS[id(fn)][1] if n.lineno < launch.node.lineno]
+    every = ctx.indexed("asserts", fn, lambda f: [n for n in ast.walk(f) if isinstance(n, ast.Assert)])
+    asserts = [n for n in every if n.lineno < launch.node.lineno]
     if not asserts:
         return {}
     args = launch.arg_nodes(kernel.params)

@@ -293,8 +293,8 @@ def _padded(ctx, scope, expr, line: int, depth: int):
     if depth > MAX_DEPTH:
         return None
     if isinstance(expr, ast.Name):
-        value = _assigned(scope, expr.id, line)
-        return _padded(ctx, scope, value, value_line(scope, expr.id, line), depth + 1) if value is not None else None
+        value = _assigned(ctx, scope, expr.id, line)
+        return _padded(ctx, scope, value, value_line(ctx, scope, expr.id, line), depth + 1) if value is not None else None
     if not isinstance(expr, ast.Call):
         return None
     name = ctx.qualname(expr.func) or ""
@@ -321,7 +321,7 @@ def _padded(ctx, scope, expr, line: int, depth: int):
 def _padding(ctx, scope, expr, line, depth):
     """`padded - n` (or its name) with `padded` rounded up to a multiple of C: C."""
     if isinstance(expr, ast.Name):
-        value = _assigned(scope, expr.id, line)
+        value = _assigned(ctx, scope, expr.id, line)
         return _padding(ctx, scope, value, line, depth + 1) if value is not None and depth < MAX_DEPTH else None
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Sub):
         return _rounded(ctx, scope, expr.left, line, depth + 1)
@@ -334,7 +334,7 @@ def _rounded(ctx, scope, expr, line, depth):
     if depth > MAX_DEPTH or expr is None:
         return None
     if isinstance(expr, ast.Name):
-        value = _assigned(scope, expr.id, line)
+        value = _assigned(ctx, scope, expr.id, line)
         return _rounded(ctx, scope, value, line, depth + 1) if value is not None else None
     if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult)):
         return None
@@ -361,30 +361,27 @@ def _ceil_div(ctx, x, c) -> bool:
     return False
 
 
-_ASSIGNMENTS: dict[int, tuple[ast.AST, dict[str, list[ast.Assign]]]] = {}
-
-
-def _assignment(scope, name: str, line: int):
+def _assignment(ctx, scope, name: str, line: int):
     """The last `name = ...` above `line` in the host function (indexed once per function)."""
-    cached = _ASSIGNMENTS.get(id(scope))
-    if cached is None or cached[0] is not scope:
-        index: dict[str, list[ast.Assign]] = {}
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                index.setdefault(node.targets[0].id, []).append(node)
-        if len(_ASSIGNMENTS) > 64:
-            _ASSIGNMENTS.clear()
-        cached = _ASSIGNMENTS[id(scope)] = (scope, index)
-    above = [n for n in cached[1].get(name, ()) if n.lineno < line]
+    index = ctx.indexed("assignments", scope, _assignments_by_name)
+    above = [n for n in index.get(name, ()) if n.lineno < line]
     return max(above, key=lambda n: n.lineno) if above else None
 
 
-def _assigned(scope, name: str, line: int):
+def _assignments_by_name(scope) -> dict[str, list[ast.Assign]]:
+    index: dict[str, list[ast.Assign]] = {}
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            index.setdefault(node.targets[0].id, []).append(node)
+    return index
+
+
+def _assigned(ctx, scope, name: str, line: int):
     """The value of the last `name = ...` above `line` in the host function."""
-    node = _assignment(scope, name, line)
+    node = _assignment(ctx, scope, name, line)
     return node.value if node is not None else None
 
 
-def value_line(scope, name: str, line: int) -> int:
-    node = _assignment(scope, name, line)
+def value_line(ctx, scope, name: str, line: int) -> int:
+    node = _assignment(ctx, scope, name, line)
     return node.lineno if node is not None else line
