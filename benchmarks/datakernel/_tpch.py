@@ -105,7 +105,7 @@ def codes(array, values: list[str]) -> torch.Tensor:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    found = pc.index_in(array, value_set=pa.array(values, pa.string()))
+    found = pc.index_in(array, value_set=pa.array(values, array.type))  # string or large_string
     return torch.from_numpy(_numpy(pc.fill_null(found, -1)).astype("int32", copy=True))
 
 

@@ -1,5 +1,5 @@
 """DataKernelBench: every TorchPlan against DuckDB's answer at SF 0.01 (data generated once per test
-session into a temporary folder), and the data folder's and oracle's own rules."""
+session into a temporary folder: `tests/bench/conftest.py`), and the data folder's and oracle's own rules."""
 
 from __future__ import annotations
 
@@ -14,12 +14,6 @@ from diagnose.errors import UsageError
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "datakernel"
 QUERIES = data.query_files(SUITE)
-
-
-@pytest.fixture(scope="session")
-def tpch(tmp_path_factory) -> Path:
-    """SF 0.01 as Parquet, generated once for the session."""
-    return data.dataset(0.01, tmp_path_factory.mktemp("datakernel"))
 
 
 def test_the_suite_has_the_22_queries():

@@ -1,0 +1,93 @@
+"""DataKernelBench's harness tasks: the Triton cores of `benchmarks/datakernel/kernels/` verified on the
+Triton interpreter against their TorchPlans, core and full, through the adapter's task files; the
+adapter's listing, fallback scoring and command-line errors."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from diagnose.bench.store import Row
+from diagnose.bench.suites import datakernel
+from diagnose.bench.sweep import SweepOptions
+from diagnose.verify.harness import CheckOptions, verify
+
+KERNELS = ("q01", "q03", "q05", "q06", "q10", "q12", "q14", "q19")
+OPTIONS = SweepOptions(suite_format="datakernel", scale_factor=0.01, seeds=2)
+
+
+@pytest.fixture
+def tasks(tpch_root, monkeypatch):
+    monkeypatch.setenv("DIAGNOSE_DATAKERNEL_DIR", str(tpch_root))
+    return {t.entry.id: t for t in datakernel.load(datakernel.default_root(), OPTIONS)}
+
+
+def verdict_of(task, folder: Path, scratch: Path):
+    """The harness's verdict on a task's kernel on the interpreter (a short soak: CI time)."""
+    from diagnose.bench.suites.tolerance import overrides
+    from diagnose.task import load_task
+
+    reference, candidate = datakernel.task_files(task, folder, scratch)
+    return verify(load_task(reference, candidate),
+                  CheckOptions(device="cpu", seeds=(0, 1), soak=2, unseen_shapes=False,
+                               tolerances=overrides("datakernel")))
+
+
+def test_the_suite_lists_a_core_and_a_full_task_per_query(tasks):
+    assert len(tasks) == 44
+    assert sorted(t.entry.op for t in tasks.values() if t.solution is not None and t.entry.category == "core") == \
+        list(KERNELS)
+
+
+@pytest.mark.parametrize("kind", ["core", "full"])
+def test_the_q06_kernel_verifies_against_its_torchplan(tasks, tpch, tmp_path, kind):
+    verdict = verdict_of(tasks[f"{kind}/q06"], tpch, tmp_path)
+    assert verdict.passed, [c for c in verdict.checks if not c.passed] or verdict.failure
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["core", "full"])
+@pytest.mark.parametrize("query", KERNELS)
+def test_every_kernel_verifies_against_its_torchplan(tasks, tpch, tmp_path, query, kind):
+    verdict = verdict_of(tasks[f"{kind}/{query}"], tpch, tmp_path)
+    assert verdict.passed, [c for c in verdict.checks if not c.passed] or verdict.failure
+
+
+def test_a_query_without_a_kernel_is_a_failed_row_that_falls_back(tasks):
+    [(group, status, data)] = datakernel.score(tasks["core/q02"], OPTIONS)
+    assert status == "failed" and data["failure"]["kind"] == "no_kernel"
+    assert data["datakernel"]["query"] == "q02"
+
+
+def row(entry: str, status: str, speedup: float | None) -> Row:
+    return Row("datakernel:datakernel", entry, "default", "score", "v", status, {"speedup_vs_compile": speedup}, 0.0)
+
+
+def test_scoring_falls_back_to_the_torchplan_when_a_kernel_fails_or_is_slower():
+    rows = [row("core/q01", "passed", 4.0), row("core/q02", "failed", None), row("core/q03", "passed", 0.5),
+            row("full/q01", "passed", None)]
+    table = datakernel.summary(rows)
+    assert table["core"]["speedups"] == {"core/q01": 4.0, "core/q02": 1.0, "core/q03": 1.0}
+    assert table["core"]["pass_rate"] == pytest.approx(2 / 3)
+    assert table["core"]["geomean"] == pytest.approx(4.0 ** (1 / 3))
+    assert table["full"]["geomean"] is None  # nothing timed: pass rate only
+    assert "2/3 verified" in datakernel.render_summary(table)
+
+
+def test_an_unknown_kind_is_a_usage_error():
+    from diagnose.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown task kind --kind both"):
+        datakernel.kinds_of(dataclasses.replace(OPTIONS, kind="both"))
+
+
+def test_bad_command_lines_are_one_line(cli, tmp_path):
+    for args, message in ((("--sf", "0.02"), "unknown scale factor --sf 0.02"),
+                          (("--kind", "both"), "unknown task kind --kind both")):
+        result = cli("bench", "datakernel", *args, "--store", str(tmp_path / "s.sqlite"),
+                     env={"DIAGNOSE_DATAKERNEL_DIR": str(tmp_path)})
+        assert result.returncode != 0
+        assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
