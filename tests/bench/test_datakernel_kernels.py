@@ -91,3 +91,16 @@ def test_bad_command_lines_are_one_line(cli, tmp_path):
         assert result.returncode != 0
         assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_wrong_kernel_fails_and_counts_as_the_torchplan(tpch_root, monkeypatch):
+    from tests.bench.suites.conftest import SUITES
+
+    monkeypatch.setenv("DIAGNOSE_DATAKERNEL_DIR", str(tpch_root))
+    options = dataclasses.replace(OPTIONS, solutions=SUITES / "datakernel" / "wrong_kernels", pattern="core/q06",
+                                  baselines=("eager",))
+    [task] = datakernel.load(datakernel.default_root(), options)
+    [(group, status, data)] = datakernel.score(task, options)
+    assert status == "failed" and data["correct"] is False
+    stored = Row("datakernel:datakernel", task.entry.id, group, "score", "v", status, data, 0.0)
+    assert datakernel.summary([stored])["core"]["speedups"] == {"core/q06": 1.0}
