@@ -104,3 +104,17 @@ def test_a_wrong_kernel_fails_and_counts_as_the_torchplan(tpch_root, monkeypatch
     assert status == "failed" and data["correct"] is False
     stored = Row("datakernel:datakernel", task.entry.id, group, "score", "v", status, data, 0.0)
     assert datakernel.summary([stored])["core"]["speedups"] == {"core/q06": 1.0}
+
+
+def test_optimize_mode_hands_the_agent_one_task_file(tasks, tmp_path):
+    from diagnose.task import load_task
+
+    seen = []
+    rows = datakernel.optimize_task(tasks["core/q12"], OPTIONS, tmp_path, lambda path: seen.append(path) or
+                                    [("default", "passed", {})])
+    [path] = seen
+    text = path.read_text()
+    assert "def q12_kernel" in text and text.index("ModelNew =") < text.index("Model = _problem.Model")
+    task = load_task(path)
+    assert task.kernels == ("q12_kernel",) and not task.two_files
+    assert rows[0][2]["datakernel"] == {"query": "q12", "kind": "core", "data": "sf0.01"}
