@@ -16,6 +16,9 @@ Operators (pure tensor code, used by the `_query_core`s): joins on a unique key 
 group-by is `torch.unique(..., return_inverse=True)` then segment reductions with `index_add_`
 (`group`, `segment_sum`); ORDER BY is a chain of stable sorts (`order_by`); LIMIT is a slice.
 
+Extraction is host work (pyarrow, numpy): its functions are left out of `torch.compile`'s graphs
+(`torch.compiler.disable`), so the compiled TorchPlan, the suite's baseline, compiles the tensor code.
+
 Every core returns one float64 matrix, a row per result row and a column per output column (string
 columns as dictionary codes, dates as days); `decode` turns it into Python rows with the query's
 `COLUMNS` spec.
@@ -66,6 +69,7 @@ def _numpy(array):
     return array.to_numpy(zero_copy_only=False)
 
 
+@torch.compiler.disable
 def days(array) -> torch.Tensor:
     """A date32 column as int32 days since the epoch."""
     import pyarrow as pa
@@ -73,6 +77,7 @@ def days(array) -> torch.Tensor:
     return torch.from_numpy(_numpy(array.cast(pa.int32())).copy())
 
 
+@torch.compiler.disable
 def decimals(array) -> torch.Tensor:
     """A decimal column as float64."""
     import pyarrow as pa
@@ -80,11 +85,13 @@ def decimals(array) -> torch.Tensor:
     return torch.from_numpy(_numpy(array.cast(pa.float64())).copy())
 
 
+@torch.compiler.disable
 def cents(array) -> torch.Tensor:
     """A DECIMAL(_, 2) column as exact int64 hundredths."""
     return torch.round(decimals(array) * 100).to(torch.int64)
 
 
+@torch.compiler.disable
 def ints(array) -> torch.Tensor:
     """An integer column as int64."""
     return torch.from_numpy(_numpy(array).astype("int64", copy=True))
@@ -100,6 +107,7 @@ def dictionary(tables: Tables, name: str, column: str, array) -> list[str]:
     return sorted(pc.unique(array).to_pylist())
 
 
+@torch.compiler.disable
 def codes(array, values: list[str]) -> torch.Tensor:
     """int32 codes of a string column into `values` (-1 for a value not in it)."""
     import pyarrow as pa
@@ -109,6 +117,7 @@ def codes(array, values: list[str]) -> torch.Tensor:
     return torch.from_numpy(_numpy(pc.fill_null(found, -1)).astype("int32", copy=True))
 
 
+@torch.compiler.disable
 def encode(tables: Tables, name: str, column: str, array) -> tuple[torch.Tensor, list[str]]:
     """(codes, dictionary) of a string column."""
     values = dictionary(tables, name, column, array)
@@ -123,6 +132,7 @@ def code_of(values: list[str], text: str) -> int:
         return -1
 
 
+@torch.compiler.disable
 def like_table(values: list[str], pattern: str) -> torch.Tensor:
     """SQL LIKE evaluated on a dictionary: a bool tensor indexed by code."""
     import pyarrow as pa
@@ -132,6 +142,7 @@ def like_table(values: list[str], pattern: str) -> torch.Tensor:
     return torch.tensor(matched.to_pylist(), dtype=torch.bool)
 
 
+@torch.compiler.disable
 def in_table(values: list[str], wanted) -> torch.Tensor:
     """IN (...) evaluated on a dictionary: a bool tensor indexed by code."""
     wanted = set(wanted)
@@ -239,6 +250,7 @@ def decode(out: torch.Tensor, columns: tuple[tuple[str, str], ...], dictionaries
 ENCODERS = {"date": days, "float": decimals, "cents": cents, "int": ints}
 
 
+@torch.compiler.disable
 def load(tables: Tables, spec: dict[str, dict[str, str]]) -> tuple[dict[str, torch.Tensor], dict[str, list[str]]]:
     """Read and encode columns: `spec` maps a table to `{column: kind}`, kind one of `date`, `float`,
     `cents`, `int`, `str` (codes; its dictionary under the column's name). Returns (tensors by column

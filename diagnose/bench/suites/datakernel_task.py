@@ -50,7 +50,7 @@ def captured(query: str, data: str) -> dict:
 
     path = capture_path(query, data)
     if path.is_file():
-        return torch.load(path, weights_only=False)
+        return torch.load(path, weights_only=True)
     module = query_module(query)
     from diagnose.bench.suites.datakernel_data import tables_of
 
