@@ -118,3 +118,15 @@ def test_optimize_mode_hands_the_agent_one_task_file(tasks, tmp_path):
     task = load_task(path)
     assert task.kernels == ("q12_kernel",) and not task.two_files
     assert rows[0][2]["datakernel"] == {"query": "q12", "kind": "core", "data": "sf0.01"}
+
+
+@pytest.mark.slow
+def test_the_command_line_sweeps_and_summarises(cli, tpch_root, tmp_path):
+    result = cli("bench", "datakernel", "--filter", "q02,q06", "--kind", "core", "--seeds", "2", "--store",
+                 str(tmp_path / "s.sqlite"), env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)})
+    assert result.returncode == 1, result.stderr  # q02 has no kernel: a failed row
+    assert "core  1/2 verified (pass rate 50%), not timed (CPU)" in result.stdout
+    stream = cli("bench", "datakernel", "--mode", "stream", "--filter", "q06", "--partition-rows", "16384",
+                 env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)})
+    assert stream.returncode == 0, stream.stderr
+    assert "q06             4      16384" in stream.stdout and "match" in stream.stdout
