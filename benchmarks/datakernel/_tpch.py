@@ -178,13 +178,13 @@ def group(*keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def segment_sum(values: torch.Tensor, ids: torch.Tensor, count: int) -> torch.Tensor:
     """Per-group sums of `values` (float64, or int64 for exact sums)."""
     dtype = torch.int64 if not values.dtype.is_floating_point else torch.float64
-    return torch.zeros(count, dtype=dtype).index_add_(0, ids, values.to(dtype))
+    return torch.zeros(count, dtype=dtype, device=values.device).index_add_(0, ids, values.to(dtype))
 
 
 def sql_sum(values: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """SUM over the kept rows, NaN (SQL NULL) when no row is kept."""
-    total = torch.where(keep, values, torch.zeros((), dtype=values.dtype)).sum()
-    return torch.where(keep.any(), total, torch.full((), float("nan"), dtype=total.dtype))
+    total = torch.where(keep, values, torch.zeros((), dtype=values.dtype, device=values.device)).sum()
+    return torch.where(keep.any(), total, torch.full((), float("nan"), dtype=total.dtype, device=total.device))
 
 
 def segment_count(ids: torch.Tensor, count: int) -> torch.Tensor:
@@ -195,7 +195,7 @@ def order_by(columns: list[tuple[torch.Tensor, bool]]) -> torch.Tensor:
     """The row order of ORDER BY over `(values, descending)` pairs, most significant first: stable sorts
     from the least significant key up."""
     n = len(columns[0][0])
-    order = torch.arange(n)
+    order = torch.arange(n, device=columns[0][0].device)
     for values, descending in reversed(columns):
         _, step = torch.sort(values[order], descending=descending, stable=True)
         order = order[step]
@@ -273,5 +273,6 @@ def merge(partials: torch.Tensor, keys: int) -> torch.Tensor:
     if keys == 0:
         return partials.sum(dim=0, keepdim=True)
     unique, inverse = torch.unique(partials[:, :keys].round().to(torch.int64), dim=0, return_inverse=True)
-    sums = torch.zeros(len(unique), partials.shape[1] - keys, dtype=torch.float64).index_add_(0, inverse, partials[:, keys:])
+    sums = torch.zeros(len(unique), partials.shape[1] - keys, dtype=torch.float64, device=partials.device)
+    sums = sums.index_add_(0, inverse, partials[:, keys:])
     return torch.cat([unique.to(torch.float64), sums], dim=1)

@@ -31,7 +31,7 @@ def _query_core(t, s):
     part, part_found = lookup(t["p_partkey"], t["ps_partkey"])
     offer &= part_found
     cost = t["ps_supplycost"]
-    best = torch.full((len(t["p_partkey"]),), float("inf"), dtype=torch.float64)
+    best = torch.full((len(t["p_partkey"]),), float("inf"), dtype=torch.float64, device=cost.device)
     best = best.scatter_reduce(0, part[offer], cost[offer], reduce="amin")
     part_ok = (t["p_size"] == s["size"]) & t["p_type_like"][t["p_type"].long()]
     rows = offer & part_ok[part] & (cost == best[part])

@@ -4,8 +4,9 @@ query, made from its TorchPlan, for the two task kinds.
 - **core**: `Model.forward(*tensors)` is the query's `_query_core` on the tensors its extraction made
   from the real data (captured once per data folder and plan into `<data>/core/<query>-<hash>.pt`, then reused); the
   scalars (date bounds, string codes) are fixed per data set and bound into the model.
-- **full**: `Model.forward()` is the whole query from the Parquet files: extraction (read, encode)
-  and the core, returning the same result matrix (so the two kinds compare alike).
+- **full**: `Model.forward()` is the whole query from the Parquet files: extraction (read, encode),
+  the copy to the model's device, and the core, returning the same result matrix (so the two kinds
+  compare alike).
 
 Inputs per seed: the harness draws each case after `torch.manual_seed(seed)`. A core task keeps a
 random 90% of the rows of its largest table (the tensors that are that table's columns; dictionaries'
@@ -116,9 +117,14 @@ def full_model(query: str, data: str, core):
     from diagnose.bench.suites.datakernel_data import tables_of
 
     class Full(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            # Where the harness put the model (`.to(device)`): the extracted tensors are copied there.
+            self.register_buffer("anchor", torch.zeros(0), persistent=False)
+
         def forward(self):
             tensors, scalars, _ = module.extract(tables_of(Path(data)))
-            return core(tensors, scalars)
+            return core({k: v.to(self.anchor.device) for k, v in tensors.items()}, scalars)
 
     Full.__name__ = Full.__qualname__ = f"{Path(query).stem}_full"
     return Full
