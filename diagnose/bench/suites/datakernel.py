@@ -25,7 +25,8 @@ float64 in the result matrix stay exact to well above SF 100's largest key) unle
 names another. On the CPU (Triton's interpreter) nothing is timed: pass rate only.
 
 Optimize mode runs the agent on a merged task file (the kernel file's code, then the reference
-bound last: `base.merged_task`) in the sweep's runs folder.
+bound last: `base.merged_task`) in the sweep's runs folder. `--mode stream` is not a sweep: the
+command line runs the streamable TorchPlans out of core against DuckDB (`datakernel_stream.py`).
 """
 
 from __future__ import annotations
