@@ -317,7 +317,8 @@ def bench(
                                           "kernelbench, multikernelbench, tritonbench, kernelgen, prtask, datakernel."),
     path: Optional[Path] = typer.Argument(None, help="After a format: the suite folder."),
     mode: str = typer.Option("score", "--mode", help="score (verify and time as given), optimize (the agent), "
-                                                     "portability (kernelgen: compile for --targets) or stream "
+                                                     "portability (kernelgen: compile for --targets), validate "
+                                                     "(datakernel: the TorchPlans against DuckDB) or stream "
                                                      "(datakernel: out-of-core TorchPlans, checked against DuckDB)."),
     device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (on a device they share it: timing runs alone)."),
@@ -374,6 +375,11 @@ def bench(
         from diagnose.bench.suites.datakernel import default_root
 
         path = default_root()
+    if suite == "datakernel" and mode == "validate":
+        from diagnose.bench.suites.datakernel_data import require, validate_command
+
+        require()
+        raise typer.Exit(validate_command(path, sf, filter_))
     if suite == "datakernel" and mode == "stream":
         from diagnose.bench.suites.datakernel_stream import stream_command
 

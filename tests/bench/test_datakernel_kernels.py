@@ -130,3 +130,7 @@ def test_the_command_line_sweeps_and_summarises(cli, tpch_root, tmp_path):
                  env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)})
     assert stream.returncode == 0, stream.stderr
     assert "q06             4      16384" in stream.stdout and "match" in stream.stdout
+    validate = cli("bench", "datakernel", "--mode", "validate", "--filter", "q06,q13",
+                   env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)})
+    assert validate.returncode == 0, validate.stderr
+    assert [line.split()[0] for line in validate.stdout.splitlines()[1:]] == ["q06", "q13"]

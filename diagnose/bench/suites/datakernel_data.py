@@ -217,3 +217,28 @@ def validate(path: Path, folder: Path) -> Comparison:
     module = load_query(path)
     mine = module.run_query(tables_of(folder))
     return compare(mine, oracle(folder, sql_of(module)))
+
+
+def validate_command(root: Path, sf: float | None, pattern: str | None) -> int:
+    """`diagnose bench datakernel --mode validate`: every TorchPlan (or those `pattern` names) against
+    DuckDB on the data of `sf`; a table on stdout, exit 1 when one does not match."""
+    import time
+
+    from rich.console import Console
+
+    from diagnose.bench.suite import matches
+
+    console = Console(stderr=True)
+    folder = dataset(sf or 0.01, progress=lambda text: console.print(text, markup=False))
+    paths = [p for p in query_files(Path(root)) if not pattern or matches(p.stem, pattern)]
+    if not paths:
+        raise UsageError(f"{root}: no query matches {pattern!r}" if pattern else f"{root}: no DataKernelBench queries")
+    print(f"{'query':6} {'rows':>6} {'seconds':>8}  DuckDB (keys exact, numbers within {RELATIVE:g} relative)")
+    bad = 0
+    for path in paths:
+        start = time.perf_counter()
+        result = validate(path, folder)
+        bad += not result.ok
+        print(f"{path.stem:6} {result.rows:>6} {time.perf_counter() - start:>8.2f}  "
+              f"{result.detail if result.ok else 'MISMATCH: ' + result.detail}", flush=True)
+    return 1 if bad else 0
