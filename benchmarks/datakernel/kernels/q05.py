@@ -52,8 +52,8 @@ def core(t, s):
     blocks = max(triton.cdiv(n, BLOCK), 1)
     partial = torch.empty(blocks, groups, 2, dtype=torch.float64, device=order.device)
     q05_kernel[(blocks,)](order, customer, supplier, (o_found & c_found & s_found).to(torch.int8), t["o_orderdate"],
-                          t["c_nationkey"], t["s_nationkey"], supplier_slot, t["l_extendedprice"], t["l_discount"], partial, n, s["date"], s["end"], GROUPS=groups,
-                          BLOCK=BLOCK)
+                          t["c_nationkey"], t["s_nationkey"], supplier_slot, t["l_extendedprice"], t["l_discount"],
+                          partial, n, s["date"], s["end"], GROUPS=groups, BLOCK=BLOCK)
     sums = partial.sum(dim=0)
     present = sums[:, 1] > 0
     present[len(region_names):] = False

@@ -65,7 +65,8 @@ def require() -> None:
 
 def check_scale(sf: float) -> float:
     if float(sf) not in SCALE_FACTORS:
-        raise UsageError(f"unknown scale factor --sf {sf:g}; choose one of {', '.join(f'{s:g}' for s in SCALE_FACTORS)}")
+        known = ", ".join(f"{s:g}" for s in SCALE_FACTORS)
+        raise UsageError(f"unknown scale factor --sf {sf:g}; choose one of {known}")
     return float(sf)
 
 

@@ -114,7 +114,8 @@ def fixed_dictionaries(module, folder: Path, columns: list[str]) -> dict:
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(folder / f"{module.STREAM}.parquet")
-    strings = [c for c in columns if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)]
+    strings = [c for c in columns
+               if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)]
     out = {}
     for column in strings:
         frame = dd.read_parquet(str(folder / f"{module.STREAM}.parquet"), columns=[column], dtype_backend="pyarrow")
