@@ -73,7 +73,7 @@ def test_scoring_falls_back_to_the_torchplan_when_a_kernel_fails_or_is_slower():
     assert table["core"]["pass_rate"] == pytest.approx(2 / 3)
     assert table["core"]["geomean"] == pytest.approx(4.0 ** (1 / 3))
     assert table["full"]["geomean"] is None  # nothing timed: pass rate only
-    assert "2/3 verified" in datakernel.render_summary(table)
+    assert "2/3 verified (pass rate 67%; 3 have a kernel)" in datakernel.render_summary(table)
 
 
 def test_an_unknown_kind_is_a_usage_error():
@@ -125,7 +125,7 @@ def test_the_command_line_sweeps_and_summarises(cli, tpch_root, tmp_path):
     result = cli("bench", "datakernel", "--filter", "q02,q06", "--kind", "core", "--seeds", "2", "--store",
                  str(tmp_path / "s.sqlite"), env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)})
     assert result.returncode == 1, result.stderr  # q02 has no kernel: a failed row
-    assert "core  1/2 verified (pass rate 50%), not timed (CPU)" in result.stdout
+    assert "core  1/2 verified (pass rate 50%; 1 have a kernel), not timed (CPU)" in result.stdout
     stream = cli("bench", "datakernel", "--mode", "stream", "--filter", "q06", "--partition-rows", "16384",
                  env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)})
     assert stream.returncode == 0, stream.stderr

@@ -177,7 +177,10 @@ def summary(rows: list) -> dict:
         passed = [e for e in entries if all(r.status == "passed" for r in mine if r.entry == e)]
         per_query = {e: min(effective_speedup(r) for r in mine if r.entry == e) for e in entries}
         timed = [e for e in entries if any(r.data.get("speedup_vs_compile") for r in mine if r.entry == e)]
+        kernels = [e for e in entries if not any((r.data.get("failure") or {}).get("kind") == "no_kernel"
+                                                 for r in mine if r.entry == e)]
         out[kind] = {"tasks": len(entries), "passed": len(passed), "pass_rate": len(passed) / len(entries),
+                     "with_kernel": len(kernels),
                      "timed": len(timed), "geomean": geomean(per_query.values()) if timed else None,
                      "speedups": per_query}
     return out
@@ -188,5 +191,5 @@ def render_summary(data: dict) -> str:
     for kind, values in data.items():
         geo = "not timed (CPU)" if values["geomean"] is None else f"geomean {values['geomean']:.3g}x"
         lines.append(f"{kind:5} {values['passed']}/{values['tasks']} verified (pass rate "
-                     f"{values['pass_rate']:.0%}), {geo}")
+                     f"{values['pass_rate']:.0%}; {values['with_kernel']} have a kernel), {geo}")
     return "\n".join(lines)
