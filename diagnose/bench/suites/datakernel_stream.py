@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -53,6 +55,15 @@ class StreamRun:
     seconds: float
     ok: bool
     detail: str
+
+
+@contextmanager
+def quiet_dask():
+    """Dask's Parquet reader calls a pandas API that pandas 3.1 deprecates (`reset_index(inplace=True)`):
+    its warning says nothing about the query, so it is not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The inplace keyword in DataFrame.reset_index")
+        yield
 
 
 def streamable(module) -> bool:
@@ -119,7 +130,8 @@ def fixed_dictionaries(module, folder: Path, columns: list[str]) -> dict:
     out = {}
     for column in strings:
         frame = dd.read_parquet(str(folder / f"{module.STREAM}.parquet"), columns=[column], dtype_backend="pyarrow")
-        out[f"{module.STREAM}.{column}"] = sorted(str(v) for v in frame[column].unique().compute().tolist())
+        with quiet_dask():
+            out[f"{module.STREAM}.{column}"] = sorted(str(v) for v in frame[column].unique().compute().tolist())
     return out
 
 
@@ -146,7 +158,8 @@ def run_streamed(module, folder: Path, device: str = "cpu", partition_rows: int 
                             split_row_groups=groups, dtype_backend="pyarrow")
     partials, tensors, scalars, names = [], {}, {}, {}
     for i in range(frame.npartitions):
-        part = pa.Table.from_pandas(frame.get_partition(i).compute(), preserve_index=False)
+        with quiet_dask():
+            part = pa.Table.from_pandas(frame.get_partition(i).compute(), preserve_index=False)
         tables = Tables(folder, frames={**others, module.STREAM: part}, dictionaries=dictionaries)
         tensors, scalars, names = module.extract(tables)
         tensors = {k: v.to(device) for k, v in tensors.items()}
