@@ -134,3 +134,11 @@ def test_the_command_line_sweeps_and_summarises(cli, tpch_root, tmp_path):
                    env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)})
     assert validate.returncode == 0, validate.stderr
     assert [line.split()[0] for line in validate.stdout.splitlines()[1:]] == ["q06", "q13"]
+
+
+def test_a_missing_kernel_folder_is_a_usage_error(tpch_root, monkeypatch, tmp_path):
+    from diagnose.errors import UsageError
+
+    monkeypatch.setenv("DIAGNOSE_DATAKERNEL_DIR", str(tpch_root))
+    with pytest.raises(UsageError, match="not a folder of kernel files"):
+        datakernel.load(datakernel.default_root(), dataclasses.replace(OPTIONS, solutions=tmp_path / "nope"))

@@ -14,7 +14,8 @@ Two task kinds per query (`--kind core|full`, both by default); entries are `cor
 - **full**: from the Parquet files to the result matrix: extraction and core (the candidate's core).
 
 Data: TPC-H at `--sf` (0.01 by default), generated once into the cache and reused
-(`datakernel_data.py`). Task files are written beside the data (`<data>/tasks/<kind>/`).
+(`datakernel_data.py`). The task files (reference and candidate) are written into a scratch folder
+per score, and into the sweep's runs folder in optimize mode; the suite's folder is never written.
 
 Scoring as the suite's paper does: the baseline is the `torch.compile`d TorchPlan, timed in the same
 run; a query whose candidate fails verification, or is slower, falls back to the TorchPlan (speedup
@@ -98,6 +99,8 @@ def load(root: Path, options) -> list[SuiteTask]:
         raise UsageError(f"{root}: no DataKernelBench queries (q01.py ... q22.py)")
     folder = data_folder(options)
     kernels = Path(options.solutions) if getattr(options, "solutions", None) else root / "kernels"
+    if getattr(options, "solutions", None) and not kernels.is_dir():
+        raise UsageError(f"{kernels}: not a folder of kernel files (qNN.py with a `core`)")
     tasks = []
     for kind in kinds:
         for query in queries:
