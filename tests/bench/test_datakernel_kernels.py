@@ -142,3 +142,24 @@ def test_a_missing_kernel_folder_is_a_usage_error(tpch_root, monkeypatch, tmp_pa
     monkeypatch.setenv("DIAGNOSE_DATAKERNEL_DIR", str(tpch_root))
     with pytest.raises(UsageError, match="not a folder of kernel files"):
         datakernel.load(datakernel.default_root(), dataclasses.replace(OPTIONS, solutions=tmp_path / "nope"))
+
+
+def test_each_seed_samples_the_largest_tables_rows_and_keeps_the_rest_whole(tpch):
+    import torch
+
+    from diagnose.bench.suites import datakernel_task
+
+    query = str(datakernel.default_root() / "q14.py")
+    value = datakernel_task.captured(query, str(tpch))
+    assert sorted(value["rows"]) == ["l_discount", "l_extendedprice", "l_partkey", "l_shipdate"]
+    draws = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        draws.append(dict(zip(value["names"], datakernel_task.subsample(value))))
+    whole = dict(zip(value["names"], value["tensors"]))
+    for draw in draws:
+        assert 0.85 * len(whole["l_partkey"]) < len(draw["l_partkey"]) < 0.95 * len(whole["l_partkey"])
+        assert len({len(draw[n]) for n in value["rows"]}) == 1
+        assert torch.equal(draw["p_partkey"], whole["p_partkey"]) and torch.equal(draw["p_type_like"],
+                                                                                    whole["p_type_like"])
+    assert not torch.equal(draws[0]["l_partkey"][:1000], draws[1]["l_partkey"][:1000])
