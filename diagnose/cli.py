@@ -314,10 +314,12 @@ def inspect(
 @one_line_errors
 def bench(
     suite: str = typer.Argument(..., help="Suite folder (e.g. benchmarks/npukernel), `report`, or a format: "
-                                          "kernelbench, multikernelbench, tritonbench, kernelgen, prtask."),
+                                          "kernelbench, multikernelbench, tritonbench, kernelgen, prtask, datakernel."),
     path: Optional[Path] = typer.Argument(None, help="After a format: the suite folder."),
-    mode: str = typer.Option("score", "--mode", help="score (verify and time as given), optimize (the agent) "
-                                                     "or portability (kernelgen: compile for --targets)."),
+    mode: str = typer.Option("score", "--mode", help="score (verify and time as given), optimize (the agent), "
+                                                     "portability (kernelgen: compile for --targets), validate "
+                                                     "(datakernel: the TorchPlans against DuckDB) or stream "
+                                                     "(datakernel: out-of-core TorchPlans, checked against DuckDB)."),
     device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (on a device they share it: timing runs alone)."),
     filter_: Optional[str] = typer.Option(None, "--filter", help="Only entries whose id contains this "
@@ -343,6 +345,11 @@ def bench(
     store_path: Path = typer.Option(Path(".diagnose_cache/bench.sqlite"), "--store", help="SQLite results store."),
     fmt: str = typer.Option("md", "--format", help="Report format: md, html, json or csv (with `report`)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the report here instead of stdout."),
+    sf: Optional[float] = typer.Option(None, "--sf", help="datakernel: TPC-H scale factor (0.01 by default)."),
+    kind: Optional[str] = typer.Option(None, "--kind", help="datakernel: core or full tasks only (both by default)."),
+    partition_rows: Optional[int] = typer.Option(None, "--partition-rows", min=1,
+                                                 help="datakernel --mode stream: rows per partition (default: "
+                                                      "from the device's free memory)."),
 ):
     """Sweep a suite into the results store (`diagnose bench [FORMAT] SUITE`), or render it (`diagnose bench report`)."""
     from diagnose.bench import report as bench_report
@@ -364,6 +371,19 @@ def bench(
         else:
             typer.echo(text, nl=False)
         raise typer.Exit(EXIT_OK)
+    if suite == "datakernel" and path is None:
+        from diagnose.bench.suites.datakernel import default_root
+
+        path = default_root()
+    if suite == "datakernel" and mode == "validate":
+        from diagnose.bench.suites.datakernel_data import require, validate_command
+
+        require()
+        raise typer.Exit(validate_command(path, sf, filter_))
+    if suite == "datakernel" and mode == "stream":
+        from diagnose.bench.suites.datakernel_stream import stream_command
+
+        raise typer.Exit(stream_command(path, sf, filter_, device, partition_rows))
     if suite in FORMATS:
         if path is None:
             raise UsageError(f"give the suite folder: diagnose bench {suite} PATH")
@@ -392,7 +412,8 @@ def bench(
                            timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"),
                            target=target, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), suite_format=suite_format,
                            solutions=solutions, targets=target_list, tolerance=tolerance,
-                           start_within_s=start_within, memory_limit=int(memory_limit * 2**30))
+                           start_within_s=start_within, memory_limit=int(memory_limit * 2**30),
+                           scale_factor=sf, kind=kind)
     check_mode(options)  # before the progress bar starts: a usage error is one line
     if suite_format == DEFAULT:
         total = len(load_suite(folder, filter_))
@@ -406,6 +427,11 @@ def bench(
             bar.advance(task_bar)
 
         summary = sweep(folder, store_path, options, progress)
+    if suite_format == "datakernel":
+        from diagnose.bench.suites.datakernel import render_summary as datakernel_table, summary as datakernel_summary
+
+        rows = store.rows(store.connect(store_path), suite=f"{suite_format}:{Path(folder).resolve().name}", mode=mode)
+        typer.echo(datakernel_table(datakernel_summary(rows)))
     if suite_format in ("kernelbench", "kernelgen"):
         rows = store.rows(store.connect(store_path), suite=f"{suite_format}:{Path(folder).resolve().name}", mode=mode)
         if suite_format == "kernelbench":

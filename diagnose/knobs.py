@@ -6,6 +6,7 @@
 | `DIAGNOSE_TIMEOUT_S` | seconds each worker that runs user code may run, in place of each step's own limit |
 | `DIAGNOSE_IR_TIMEOUT_S` | seconds an `inspect` compile worker may run when `DIAGNOSE_TIMEOUT_S` is unset (600) |
 | `DIAGNOSE_WORKER_FORK` | `0`: start every worker from scratch instead of forking it from a warm zygote (`runtime/zygote.py`) |
+| `DIAGNOSE_DATAKERNEL_DIR` | where DataKernelBench's TPC-H data sets go (`sf<N>/`), instead of `datakernel/` under the user cache (`diagnose/bench/suites/datakernel_data.py`) |
 
 Where caches live when `DIAGNOSE_CACHE_DIR` is unset:
 

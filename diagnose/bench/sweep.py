@@ -68,6 +68,8 @@ class SweepOptions:
     # No entry starts later than this many seconds after the sweep began (--start-within): a sweep
     # bounded from outside (a device call's time limit) ends with its runs finished, none killed.
     start_within_s: float | None = None
+    scale_factor: float | None = None  # datakernel: the TPC-H scale factor (--sf)
+    kind: str | None = None  # datakernel: core or full tasks only (--kind); None: both
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("tritonbench", "diagnose.bench.suites.tritonbench", "TritonBench-G/T files: code, a # line, test_* functions"),
     Format("kernelgen", "diagnose.bench.suites.kernelgen", "KernelGenBench-style operator specs (shapes x dtypes)"),
     Format("prtask", "diagnose.bench.suites.prtask", "PR-derived tasks judged by a host project's own tests"),
+    Format("datakernel", "diagnose.bench.suites.datakernel", "DataKernelBench: TPC-H TorchPlans (core/full) + Triton kernels"),
 )}
 
 

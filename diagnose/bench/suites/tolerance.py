@@ -4,6 +4,8 @@
 - `kernelbench`: KernelBench's current `src/kernelbench/eval.py` (`get_tolerance_for_precision`:
   `atol = rtol` = 1e-4 for fp32, 1e-2 for fp16 and bf16; it runs in fp32 by default, so fp64 gets fp32's);
 - `kernelbench-v0`: KernelBench v0/v0.1, `atol = rtol = 1e-2` for every floating dtype;
+- `datakernel`: DataKernelBench's result matrices (float64, keys and counts held in it too): within
+  1e-9 relative and absolute, so a sum may differ by rounding and a key of up to 10^8 may not differ at all;
 - `multikernelbench`: MultiKernelBench's checker (`utils/correctness.py`), `atol = rtol = 1e-4` for
   every floating dtype, booleans exact.
 
@@ -24,6 +26,7 @@ PROFILES: dict[str, dict[str, tuple[float, float]]] = {
                     "bfloat16": (1e-2, 1e-2), "complex64": (1e-4, 1e-4)},
     "kernelbench-v0": {name: (1e-2, 1e-2) for name in FLOATS},
     "multikernelbench": {name: (1e-4, 1e-4) for name in FLOATS},
+    "datakernel": {"float64": (1e-9, 1e-9)},
 }
 
 

@@ -13,7 +13,7 @@ ADAPTERS = [f for f in suites.FORMATS.values() if f.module]
 
 
 def test_registry_names_every_format():
-    assert set(suites.FORMATS) == {"npukernel", "kernelbench", "multikernelbench", "tritonbench", "kernelgen", "prtask"}
+    assert set(suites.FORMATS) == {"npukernel", "kernelbench", "multikernelbench", "tritonbench", "kernelgen", "prtask", "datakernel"}
     assert suites.DEFAULT == "npukernel"
     with pytest.raises(UsageError, match="unknown suite format 'nope'"):
         suites.adapter("nope")
