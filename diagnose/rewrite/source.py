@@ -390,9 +390,19 @@ def _launch(node: cst.SimpleStatementLine, known: dict[str, Kernel], host: cst.F
     call = node.body[0].value
     if (isinstance(call, cst.Call) and isinstance(call.func, cst.Subscript)
             and isinstance(call.func.value, cst.Name) and call.func.value.value in known
-            and len(call.func.slice) == 1 and isinstance(call.func.slice[0].slice, cst.Index)):
-        return LaunchSite(call.func.value.value, node, call, call.func.slice[0].slice.value, host, host_name, indent)
+            and all(isinstance(e.slice, cst.Index) for e in call.func.slice)):
+        return LaunchSite(call.func.value.value, node, call, subscript_grid(call.func), host, host_name, indent)
     return None
+
+
+def subscript_grid(subscript: cst.Subscript) -> cst.BaseExpression:
+    """The grid of `kernel[...]`: the expression inside, or, for `kernel[M,]` and `kernel[M, N]` (FlagGems
+    writes its 1-D grids so), the tuple Python makes of it. That tuple is not a node of the module: a
+    codemod that changes such a grid replaces the launch's whole subscript, as it does for `kernel[(M,)]`."""
+    elements = subscript.slice
+    if len(elements) == 1 and not isinstance(elements[0].comma, cst.Comma):
+        return elements[0].slice.value
+    return cst.Tuple([cst.Element(e.slice.value) for e in elements])
 
 
 def sites_of(module: cst.Module, kernel: str) -> list[LaunchSite]:

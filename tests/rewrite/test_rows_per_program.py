@@ -41,3 +41,40 @@ def test_a_widened_row_kernel_stays_correct(tmp_path):
     verdict = verify_module_styles(FOLDER, {"widened": "geglu_forward(a=f32[10,40], b=f32[10,40])"}, tmp_path)["widened"]
     assert verdict.failure is None, verdict.failure
     assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]
+
+
+def test_a_grid_written_as_a_bare_subscript_tuple_is_a_one_row_grid():
+    """FlagGems writes 1-D grids as `kernel[M,](...)`: Python's tuple `(M,)`, one program per row."""
+    path = FOLDER / "before_bare_tuple_grid.py"
+    ctx = RewriteContext(path.read_text(), str(path))
+    pre = REWRITE.check(ctx)
+    assert pre.holds and pre.kernels == ("row_sumsq_kernel",), pre.reason
+    new = REWRITE.apply(ctx)
+    assert "row_sumsq_kernel[(triton.cdiv(M, " in new and "row_sumsq_kernel[M,]" not in new
+
+
+@pytest.mark.slow
+def test_a_bare_subscript_tuple_grid_kernel_stays_correct(tmp_path):
+    verdict = verify_module_styles(FOLDER, {"bare_tuple_grid": "row_sumsq(x=f32[10,40])"}, tmp_path)["bare_tuple_grid"]
+    assert verdict.failure is None, verdict.failure
+    assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]
+
+
+def test_a_row_bound_through_the_librarys_own_program_id_helper_keeps_the_helper():
+    """FlagGems binds its rows with `pid = tle.program_id(0)` (its helper widens to int64): the new binding
+    calls the same helper; a kernel that multiplies such a row by a block size is a tile kernel, declined."""
+    path = FOLDER / "before_library_program_id.py"
+    ctx = RewriteContext(path.read_text(), str(path))
+    assert REWRITE.check(ctx).holds
+    assert "pid = tle.program_id(0) * ROWS + r" in REWRITE.apply(ctx)
+    tile = path.read_text().replace("in_ptr + pid * N + cols", "in_ptr + pid * BLOCK_SIZE + cols")
+    pre = REWRITE.check(RewriteContext(tile, str(path)))
+    assert not pre.holds and "multiplied by a block size" in pre.reason
+
+
+@pytest.mark.slow
+def test_a_library_program_id_kernel_stays_correct(tmp_path):
+    verdict = verify_module_styles(FOLDER, {"library_program_id": "row_max(x=f32[10,40])"},
+                                   tmp_path)["library_program_id"]
+    assert verdict.failure is None, verdict.failure
+    assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]

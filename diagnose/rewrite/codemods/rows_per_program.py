@@ -12,8 +12,8 @@ from diagnose.rewrite.edit import fit_launch, replace, restarted_each_iteration,
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, axis_of, calls, code, coupled_by_axis, dotted, grid_elements, grid_shared, is_tl_call, kernels,
-    launched, names, positional, program_id_names, resolve_grid, simple_assignment, sites_of, walk,
+    Kernel, LaunchSite, axis_of, code, coupled_by_axis, dotted, grid_elements, grid_shared, is_tl_call, kernels,
+    launched, names, positional, program_id_names, resolve_grid, simple_assignment, sites_of, tl_name, walk,
 )
 from diagnose.task.harness import replay_targets
 
@@ -30,6 +30,7 @@ class RowsPlan:
     grid_statement: cst.SimpleStatementLine | None
     rows: cst.BaseExpression                   # its one axis: the number of rows
     widened: str | None = None                 # `tl.int64` where the row is widened where it is bound
+    program_id: str = "tl.program_id(0)"       # the call that reads it (a library's own helper, as written)
 
 
 class RowsPerProgram(Rewrite):
@@ -94,7 +95,7 @@ class RowsPerProgram(Rewrite):
         at = next(i for i, stmt in enumerate(body) if simple_assignment(stmt)[0] == plan.row)
         before, after = body[:at], body[at + 1:]
         saves, restores = restarted_each_iteration(after, kernel.params, taken | {n_rows, rows, step})
-        first = f"tl.program_id(0) * {rows} + {step}"
+        first = f"{plan.program_id} * {rows} + {step}"
         binding = cst.parse_statement(f"{plan.row} = {f'({first}).to({plan.widened})' if plan.widened else first}\n")
         guarded = cst.If(test=cst.parse_expression(f"{plan.row} < {n_rows}"), body=cst.IndentedBlock(after))
         loop = cst.For(target=cst.Name(step), iter=cst.parse_expression(f"tl.static_range({rows})"),
@@ -123,17 +124,19 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     if not sites:
         return None
     pids = program_id_names(kernel)
-    widened = None
+    widened, program_id = None, "tl.program_id(0)"
     if not pids:
         pids, widened = _widened_row(kernel)
-    if len(calls(kernel.node.body, "program_id")) != 1 or len(pids) != 1 or set(pids.values()) != {0}:
+    if not pids:
+        pids, program_id = _helper_row(kernel)
+    if len(_library_calls(kernel, "program_id")) != 1 or len(pids) != 1 or set(pids.values()) != {0}:
         return "its one program id is not `row = tl.program_id(0)` at the kernel's top level"
     (row,) = pids
     if kernel.autotuned:
         return "autotuned"
-    if calls(kernel.node.body, "num_programs"):
+    if _library_calls(kernel, "num_programs"):
         return "reads tl.num_programs"
-    if coupled_by_axis(kernel).get(0):
+    if coupled_by_axis(kernel).get(0) or _times_constexpr(kernel, row):
         return f"{row} is multiplied by a block size: a program handles a tile, not a row"
     if _loops_from(kernel, row):
         # a persistent or blocked kernel (`for r in range(pid * rows_per_program, ...)`): fewer of
@@ -154,7 +157,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
         return "the grid is not a 1-element tuple"
     if grid_shared(ctx.module, site):
         return "the grid variable serves other launches"
-    return RowsPlan(kernel, site, row, grid, grid_statement, axes[0], widened)
+    return RowsPlan(kernel, site, row, grid, grid_statement, axes[0], widened, program_id)
 
 
 def _loops_from(kernel: Kernel, row: str) -> bool:
@@ -183,3 +186,40 @@ def _widened_row(kernel: Kernel) -> tuple[dict[str, int], str | None]:
         if dotted(dtype) in WIDE and is_tl_call(inner, "program_id") and axis_of(inner) == 0:
             return {target: 0}, dotted(dtype)
     return {}, None
+
+
+def _library_calls(kernel: Kernel, function: str) -> list[cst.Call]:
+    """Every call of `tl.<function>` and of a library's own `<module>.<function>` (FlagGems'
+    `tle.program_id`, `tle.num_programs`) in the kernel."""
+    return [n for n in walk(kernel.node.body)
+            if isinstance(n, cst.Call) and (dotted(n.func) or "").rsplit(".", 1)[-1] == function]
+
+
+def _helper_row(kernel: Kernel) -> tuple[dict[str, int], str]:
+    """`{row: 0}` and the call where the kernel binds its row through a library's own helper at its top
+    level: FlagGems' `pid = tle.program_id(0)` (its `triton_lang_extension`, a `@triton.jit` function that
+    widens `tl.program_id` to int64). The new binding calls the same helper, so whatever it returns stays."""
+    for stmt in kernel.statements:
+        target, value = simple_assignment(stmt)
+        name = dotted(value.func) if isinstance(value, cst.Call) else None
+        if (target and name and "." in name and name.rsplit(".", 1)[1] == "program_id" and tl_name(value.func) is None
+                and len(value.args) == 1 and axis_of(value) == 0):
+            return {target: 0}, code(value)
+    return {}, "tl.program_id(0)"
+
+
+def _times_constexpr(kernel: Kernel, row: str) -> bool:
+    """Whether the row, or a value the kernel's top level derives from it, is multiplied by a constexpr
+    (`pid * BLOCK_SIZE`: a tile, not a row). `coupled_by_axis` sees this for `tl.program_id`; a row bound
+    through a library's helper needs it said again."""
+    derived = {row}
+    for stmt in kernel.statements:
+        target, value = simple_assignment(stmt)
+        if target and value is not None and names(value) & derived:
+            derived.add(target)
+    for node in walk(kernel.node.body):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            for mine, other in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(mine, cst.Name) and mine.value in kernel.constexprs and names(other) & derived:
+                    return True
+    return False
