@@ -23,6 +23,9 @@ from diagnose.errors import (
     EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, DiagnoseError, UsageError,
 )
 
+# Each command imports its own code when it runs (`# deferred: command code`): `diagnose --help` loads
+# typer, rich and the two modules above, and each command what it uses.
+
 # The global options, with how many values each takes: they are accepted after the command too.
 GLOBAL_OPTIONS = {"--debug": 0, "--cache-dir": 1}
 # click's usage error (a bad option value, a missing argument), the base of the `BadParameter` typer
@@ -102,7 +105,7 @@ def worker_timeout(timeout: Optional[float]):
 
 def phase_line(command: str) -> Callable[[str], None]:
     """Progress on stderr, one line as each step of a verification starts (stdout stays the result's)."""
-    from diagnose.verify.harness import PHASES
+    from diagnose.verify.harness import PHASES  # deferred: command code
 
     return lambda phase: typer.echo(f"[{command}] {phase}: {PHASES.get(phase, phase)}", err=True)
 
@@ -119,7 +122,7 @@ def one_line_errors(command: Callable) -> Callable:
         except DiagnoseError as exc:
             if state["debug"]:
                 raise
-            from diagnose.task.harness import shown
+            from diagnose.task.harness import shown  # deferred: command code
 
             typer.echo(f"diagnose: error: {shown(str(exc))}", err=True)
             raise typer.Exit(exc.exit_code)
@@ -165,27 +168,27 @@ def launches_option():
 
 def module_inputs(call: Optional[List[str]], launch: Optional[int], reference: Optional[str],
                   launches: Optional[Path], kernel: Optional[str] = None):
-    from diagnose.task import Inputs
+    from diagnose.task import Inputs  # deferred: command code
 
     return Inputs(calls=tuple(call or ()), launch=launch, reference=reference,
                   launches=str(launches) if launches else None, kernel=kernel)
 
 
 def module_task_file(path: Path, inputs, device: str = "cpu") -> str:
-    from diagnose.capture.prepare import task_path
+    from diagnose.capture.prepare import task_path  # deferred: command code
 
     return task_path(path, inputs, device, knobs.Knobs.read().timeout_s or 600.0)
 
 
 def inspection_file(path: Path, inputs) -> str:
-    from diagnose.capture.prepare import inspection_path
+    from diagnose.capture.prepare import inspection_path  # deferred: command code
 
     return inspection_path(path, inputs)
 
 
 def task_for(path: Path, inputs, device: str = "cpu", candidate: Optional[Path] = None):
     """The task of `path`: a file in the task format as it is, a kernel module through its launches."""
-    from diagnose.capture.prepare import prepare
+    from diagnose.capture.prepare import prepare  # deferred: command code
 
     return prepare(path, candidate, inputs, device=device, timeout_s=knobs.Knobs.read().timeout_s or 600.0)
 
@@ -216,10 +219,10 @@ def check(
 
     A kernel module (any file with @triton.jit kernels) is checked against its own original code on its
     captured launches or `--call` specs; `--candidate` is then an edited copy of the module."""
-    from diagnose.outputs import check_file
-    from diagnose.report.check_view import render_check
-    from diagnose.report.reports import check_report
-    from diagnose.verify.harness import CheckOptions, verify
+    from diagnose.outputs import check_file  # deferred: command code
+    from diagnose.report.check_view import render_check  # deferred: command code
+    from diagnose.report.reports import check_report  # deferred: command code
+    from diagnose.verify.harness import CheckOptions, verify  # deferred: command code
 
     if out is not None:
         check_file(out, "--out")
@@ -258,7 +261,7 @@ def triage(
     fail_on: str = typer.Option("warning", "--fail-on", help="error, warning, info or never."),
 ):
     """Fast source rules (no compiler, no device): findings with line and column."""
-    from diagnose.triage.cli import triage_command
+    from diagnose.triage.cli import triage_command  # deferred: command code
 
     code, text = triage_command([str(p) for p in paths], target=target, fmt=fmt, select=split_codes(select),
                                 ignore=split_codes(ignore), fail_on=fail_on)
@@ -289,7 +292,7 @@ def inspect(
     A kernel module is compiled as its captured launches (the largest, or `--launch N`) or `--call`
     specs launch it, at their real shapes."""
     if target.startswith("ascend:"):
-        from diagnose.ascend.inspect import inspect_ascend
+        from diagnose.ascend.inspect import inspect_ascend  # deferred: command code
 
         if diff_pass:
             raise UsageError("--diff-pass is not available for Ascend targets; --passes shows the pass timeline")
@@ -299,7 +302,7 @@ def inspect(
         if text:
             typer.echo(text)
         raise typer.Exit(code)
-    from diagnose.ir.cli import inspect_command
+    from diagnose.ir.cli import inspect_command  # deferred: command code
 
     with worker_timeout(timeout):
         file = inspection_file(path, module_inputs(call, launch, None, launches, kernel))
@@ -352,11 +355,11 @@ def bench(
                                                       "from the device's free memory)."),
 ):
     """Sweep a suite into the results store (`diagnose bench [FORMAT] SUITE`), or render it (`diagnose bench report`)."""
-    from diagnose.bench import report as bench_report
-    from diagnose.bench import store
-    from diagnose.bench.suites import DEFAULT, FORMATS
-    from diagnose.bench.sweep import SweepOptions, check_mode, sweep
-    from diagnose.outputs import check_file
+    from diagnose.bench import report as bench_report  # deferred: command code
+    from diagnose.bench import store  # deferred: command code
+    from diagnose.bench.suites import DEFAULT, FORMATS  # deferred: command code
+    from diagnose.bench.sweep import SweepOptions, check_mode, sweep  # deferred: command code
+    from diagnose.outputs import check_file  # deferred: command code
 
     if out is not None:
         check_file(out, "--out")
@@ -372,16 +375,16 @@ def bench(
             typer.echo(text, nl=False)
         raise typer.Exit(EXIT_OK)
     if suite == "datakernel" and path is None:
-        from diagnose.bench.suites.datakernel import default_root
+        from diagnose.bench.suites.datakernel import default_root  # deferred: command code
 
         path = default_root()
     if suite == "datakernel" and mode == "validate":
-        from diagnose.bench.suites.datakernel_data import require, validate_command
+        from diagnose.bench.suites.datakernel_data import require, validate_command  # deferred: command code
 
         require()
         raise typer.Exit(validate_command(path, sf, filter_))
     if suite == "datakernel" and mode == "stream":
-        from diagnose.bench.suites.datakernel_stream import stream_command
+        from diagnose.bench.suites.datakernel_stream import stream_command  # deferred: command code
 
         raise typer.Exit(stream_command(path, sf, filter_, device, partition_rows))
     if suite in FORMATS:
@@ -392,16 +395,16 @@ def bench(
         raise UsageError(f"unknown suite format {suite!r}; formats: {', '.join(FORMATS)}")
     else:
         suite_format, folder = DEFAULT, suite
-    from rich.progress import Progress
+    from rich.progress import Progress  # deferred: rich.progress (~15 ms), only a sweep draws it
 
-    from diagnose.bench.suite import load_suite
-    from diagnose.bench.sweep import suite_tasks
+    from diagnose.bench.suite import load_suite  # deferred: command code
+    from diagnose.bench.sweep import suite_tasks  # deferred: command code
 
     console = Console(stderr=True)
-    from diagnose.agent.state import Budget
-    from diagnose.targets import lookup
+    from diagnose.agent.state import Budget  # deferred: command code
+    from diagnose.targets import lookup  # deferred: command code
 
-    from diagnose.bench.suites.tolerance import check as check_tolerance
+    from diagnose.bench.suites.tolerance import check as check_tolerance  # deferred: command code
 
     lookup(target)
     check_tolerance(tolerance)
@@ -428,18 +431,19 @@ def bench(
 
         summary = sweep(folder, store_path, options, progress)
     if suite_format == "datakernel":
-        from diagnose.bench.suites.datakernel import render_summary as datakernel_table, summary as datakernel_summary
+        from diagnose.bench.suites.datakernel import render_summary as datakernel_table, summary as datakernel_summary  # deferred: command code
 
         rows = store.rows(store.connect(store_path), suite=f"{suite_format}:{Path(folder).resolve().name}", mode=mode)
         typer.echo(datakernel_table(datakernel_summary(rows)))
     if suite_format in ("kernelbench", "kernelgen"):
         rows = store.rows(store.connect(store_path), suite=f"{suite_format}:{Path(folder).resolve().name}", mode=mode)
         if suite_format == "kernelbench":
+            # deferred: command code
             from diagnose.bench.suites.kernelbench import render_summary, summary as kernelbench_summary
 
             typer.echo(render_summary(kernelbench_summary(rows)))
         elif mode == "portability":
-            from diagnose.bench.suites.kernelgen import portability_table
+            from diagnose.bench.suites.kernelgen import portability_table  # deferred: command code
 
             typer.echo(portability_table(rows, list(target_list)))
     left = f", {summary.left} not started (--start-within)" if summary.left else ""
@@ -474,11 +478,11 @@ def optimize(
     On a kernel module (any file with @triton.jit kernels), its captured launches (`diagnose capture`) or
     `--call` specs are replayed, the original code is the reference, and the best verified candidate
     comes back as a patch, NAME.diagnose.patch, beside the module (applied only with --apply)."""
-    from diagnose.agent.policy import broken_task
-    from diagnose.agent.progress import OptimizeProgress, resume_hint
-    from diagnose.agent.run import optimize as run_optimize
-    from diagnose.agent.state import Budget
-    from diagnose.targets import lookup
+    from diagnose.agent.policy import broken_task  # deferred: command code
+    from diagnose.agent.progress import OptimizeProgress, resume_hint  # deferred: command code
+    from diagnose.agent.run import optimize as run_optimize  # deferred: imports langgraph and libcst (the agent)
+    from diagnose.agent.state import Budget  # deferred: command code
+    from diagnose.targets import lookup  # deferred: command code
 
     if task is None and resume is None:
         raise UsageError("give a task file, or --resume RUN_ID")
@@ -503,8 +507,8 @@ def optimize(
     broken = broken_task(result.report.baseline)
     if broken:  # the user's code is to blame, not the rewrites: bad input, before any table
         raise UsageError(f"{result.report.task}: {broken}; nothing to optimize (run {result.run_id})")
-    from diagnose.report.run_view import outcome
-    from diagnose.report.summary import candidates_table
+    from diagnose.report.run_view import outcome  # deferred: command code
+    from diagnose.report.summary import candidates_table  # deferred: command code
 
     out = Console()
     if not out.is_terminal:  # a pipe or a log: plain text, wide enough that the table's rows stay whole
@@ -513,7 +517,7 @@ def optimize(
     typer.echo(outcome(result.report))
     typer.echo(f"run {result.run_id}: report {result.run_dir / 'report.json'} (also .md, .html)")
     if result.diff is not None and result.diff.name.endswith(".diagnose.patch"):
-        from diagnose.task.patch import apply_command
+        from diagnose.task.patch import apply_command  # deferred: command code
 
         applied = f"applied to {result.optimized} (backup beside it)" if result.optimized else \
             f"apply it with `{apply_command(result.diff, Path(result.report.module))}` or rerun with --apply"
@@ -530,8 +534,8 @@ def report(
     fmt: str = typer.Option("md", "--format", help="md, html, json or sarif."),
 ):
     """Render a finished run's report again, from its `report.json`."""
-    from diagnose.agent.run import find_run
-    from diagnose.report.roofline_plot import SVG_NAME
+    from diagnose.agent.run import find_run  # deferred: imports langgraph and libcst (the agent)
+    from diagnose.report.roofline_plot import SVG_NAME  # deferred: command code
 
     if fmt not in ("md", "html", "json", "sarif"):
         raise UsageError(f"unknown format {fmt!r}; choose md, html, json or sarif")
@@ -545,20 +549,20 @@ def report(
     if fmt == "json":  # the file itself, as the run wrote it
         typer.echo(json.dumps(data, indent=2))
         raise typer.Exit(EXIT_OK)
-    from diagnose.records import report_from_dict
+    from diagnose.records import report_from_dict  # deferred: command code
 
     data = report_from_dict(data)
     if fmt == "md":
-        from diagnose.report.markdown import render_markdown
+        from diagnose.report.markdown import render_markdown  # deferred: command code
 
         svg = folder / SVG_NAME
         typer.echo(render_markdown(data, str(svg.resolve()) if svg.exists() else None), nl=False)
     elif fmt == "html":
-        from diagnose.report.html import render_html
+        from diagnose.report.html import render_html  # deferred: command code
 
         typer.echo(render_html(data), nl=False)
     else:
-        from diagnose.report.sarif import report_sarif
+        from diagnose.report.sarif import report_sarif  # deferred: command code
 
         typer.echo(json.dumps(report_sarif(data, Path.cwd()), indent=2))
     raise typer.Exit(EXIT_OK)
@@ -582,7 +586,7 @@ def rewrite(
 ):
     """Apply evidence-backed rewrites; the verified result goes next to the input with its diff (a kernel
     module's: a patch, NAME.diagnose.patch, applied over the module with --write)."""
-    from diagnose.optimizer import rewrite_command
+    from diagnose.optimizer import rewrite_command  # deferred: imports libcst (the rewrite table)
 
     with worker_timeout(timeout):
         task = Path(module_task_file(task, module_inputs(call, launch, None, launches), device))
@@ -611,7 +615,7 @@ def profile(
     launches: Optional[Path] = launches_option(),
 ):
     """Roofline position, bottleneck classification and evidence (L1)."""
-    from diagnose.profiling.cli import profile_command
+    from diagnose.profiling.cli import profile_command  # deferred: command code
 
     with worker_timeout(timeout):
         task = Path(module_task_file(task, module_inputs(call, launch, None, launches), device))
@@ -640,8 +644,8 @@ def capture(
 ):
     """Run your own command with Triton's launches recorded: kernel, shapes, dtypes, strides, scalars,
     constexprs, grid, and the host call that made each (no tensor data), into .diagnose/launches/."""
-    from diagnose.capture.command import MODES, run_capture
-    from diagnose.capture.listing import render_listing
+    from diagnose.capture.command import MODES, run_capture  # deferred: command code
+    from diagnose.capture.listing import render_listing  # deferred: command code
 
     if list_file is not None:
         typer.echo(render_listing(list_file))
@@ -652,7 +656,7 @@ def capture(
     if not project.is_dir():
         raise UsageError(f"--project {project}: no such folder")
     if device == "auto":
-        from diagnose.toolchain.placement import available
+        from diagnose.toolchain.placement import available  # deferred: command code
 
         device = "cuda" if available("cuda")[0] else "cpu"
     mode = modes[device]
@@ -672,7 +676,7 @@ def capture(
 @app.command()
 def lsp():
     """Language server for editors (LSP over stdio)."""
-    from diagnose.lsp import main as lsp_main
+    from diagnose.lsp import main as lsp_main  # deferred: command code
 
     # Pass no arguments: the server's own parser would otherwise read `lsp` from sys.argv.
     raise typer.Exit(lsp_main([]))
@@ -687,7 +691,7 @@ app.add_typer(toolchain_app, name="toolchain")
 def toolchain_setup(name: str = typer.Argument(..., help="ascend"),
                     rebuild: bool = typer.Option(False, "--rebuild", help="Build the environment again.")):
     """Create (or reuse) a toolchain's virtual environment and record it."""
-    from diagnose.toolchain import toolchain_setup as setup
+    from diagnose.toolchain import toolchain_setup as setup  # deferred: command code
 
     code, text = setup(name, rebuild=rebuild)
     typer.echo(text)
@@ -698,7 +702,7 @@ def toolchain_setup(name: str = typer.Argument(..., help="ascend"),
 @one_line_errors
 def toolchain_list():
     """What is configured and what each toolchain can do here."""
-    from diagnose.toolchain import toolchain_list as listing
+    from diagnose.toolchain import toolchain_list as listing  # deferred: command code
 
     code, text = listing()
     typer.echo(text)

@@ -83,7 +83,7 @@ def cache_root(knobs: Knobs | None = None) -> Path:
 
 def user_cache_root(knobs: Knobs | None = None) -> Path:
     """The user cache: `DIAGNOSE_CACHE_DIR`, else the platform's user cache folder for diagnose."""
-    import platformdirs
+    import platformdirs  # deferred: platformdirs adds ~10 ms to every command; only the user cache needs it
 
     knobs = knobs or Knobs.read()
     return knobs.cache_dir or Path(platformdirs.user_cache_dir("diagnose", appauthor=False))

@@ -54,7 +54,7 @@ def lowered(source: str) -> str | None:
     """`source` in syntax this interpreter reads, line for line (see the module's docstring), or None
     when libcst cannot parse it either."""
     try:
-        import libcst as cst
+        import libcst as cst  # deferred: libcst is heavy; only a file `ast` rejects needs it
 
         module = cst.parse_module(source)
         return module.visit(_lowering(cst)).code

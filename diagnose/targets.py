@@ -81,7 +81,7 @@ class Target:
 
     def gpu_target(self) -> Any:
         """Triton's `GPUTarget` for this device (imports triton, so only call it in a worker)."""
-        from triton.backends.compiler import GPUTarget
+        from triton.backends.compiler import GPUTarget  # deferred: triton is heavy (workers only)
 
         return GPUTarget(self.backend, self.arch, self.warp_size or 0)
 

@@ -25,17 +25,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from langgraph.checkpoint.sqlite import SqliteSaver
+
 from diagnose import knobs
 from diagnose.agent import policy
 from diagnose.agent.graph import build_graph
 from diagnose.agent.state import LEVELS, Budget, Context
 from diagnose.agent.tools import Tools
+from diagnose.capture.prepare import task_path
 from diagnose.errors import UsageError
+from diagnose.outputs import check_file, check_folder
 from diagnose.report.reports import environment
 from diagnose.records import (Report, candidate_from_dict, evidence_from_dict, finding_from_dict,
                               roofline_from_dict, trace_step_from_dict, verdict_from_dict)
+from diagnose.report.run_files import write_report_files
+from diagnose.task import load_task
 from diagnose.task.harness import header
 from diagnose.task.patch import apply_patch, write_patch
+from diagnose.toolchain.placement import require
 
 
 @dataclass(frozen=True)
@@ -71,8 +78,6 @@ def find_run(run_id: str) -> Path | None:
 
 def check_outputs(task: str | Path, write: bool, out_dir: str | Path | None) -> None:
     """The optimized task and its diff can be written (the input too, with `write`); else `UsageError`."""
-    from diagnose.outputs import check_file, check_folder
-
     module = header(Path(task).read_text(errors="replace")) if Path(task).is_file() else None
     if module is not None:  # a kernel module's task: the patch goes beside the user's module
         task = module.origin
@@ -87,8 +92,6 @@ def check_outputs(task: str | Path, write: bool, out_dir: str | Path | None) -> 
 
 
 def open_graph(folder: Path):
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
     connection = sqlite3.connect(folder / "checkpoints.sqlite", check_same_thread=False)
     return build_graph(SqliteSaver(connection)), connection
 
@@ -122,10 +125,6 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         # A resumed run keeps the budget it started with: the same run, the same limits.
         budget = Budget(**meta["budget"]) if meta.get("budget") else budget
     else:
-        from diagnose.capture.prepare import task_path
-        from diagnose.toolchain.placement import require
-        from diagnose.task import load_task
-
         # A kernel module runs as its generated task file (its captured launches, else its own tests).
         task = task_path(task, device=device)
         load_task(task)  # bad input fails here, in one line, before a run exists
@@ -164,8 +163,6 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         if own is not None:
             own.close()
     report = report_from_state(state)
-    from diagnose.report.run_files import write_report_files
-
     write_report_files(report, folder)
     optimized, diff, module_source = write_outputs(state, write, run_id, out_dir)
     return RunResult(run_id, folder, report, optimized, diff, module_source)

@@ -7,10 +7,22 @@ through the checkpointer.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from diagnose import optimizer
+from diagnose.ascend.inspect import ascend_facts
+from diagnose.cache import cache_root
+from diagnose.ir.cli import run_worker
+from diagnose.optimizer.pipeline import proposal
+from diagnose.profiling.profile import ProfileOptions, profile_task
+from diagnose.profiling.roofline import roof_for
+from diagnose.task import load_task
+from diagnose.toolchain.placement import available
+from diagnose.triage.cli import triage_source
+from diagnose.verify.harness import CheckOptions, verify
 from diagnose.verify.reference import KeptReference
 
 
@@ -39,30 +51,21 @@ class Tools:
         self.reference.close()
 
     def verify_task(self, task: str, device: str, target: str) -> dict:
-        from diagnose.task import load_task
-        from diagnose.verify.harness import verify
-
         baselines = ("eager", "compile") if self.compile_baseline else ("eager",)
         return verify(load_task(task), self.check_options(device, baselines=baselines), keep=self.reference).to_dict()
 
     def check_options(self, device: str, **options):
         """How this run verifies: its seeds and device lock, plus `options`."""
-        from diagnose.verify.harness import CheckOptions
-
         return CheckOptions(device=device, seeds=tuple(range(self.seeds)), device_lock=self.device_lock,
                             on_phase=self.on_phase, **options)
 
     def triage(self, path: str, target: str) -> list[dict]:
-        from diagnose.triage.cli import triage_source
-
         return [f.to_dict() for f in triage_source(Path(path).read_text(), path, target=target)]
 
     def inspect(self, path: str, target: str, deep: bool) -> list[dict]:
         """IR facts of every kernel launch; `deep` adds controlled recompiles and the pass timeline."""
         if target.startswith("ascend"):
             return self.inspect_ascend(path, target, deep)
-        from diagnose.ir.cli import run_worker
-        from diagnose.cache import cache_root
 
         payload = {"path": str(Path(path).resolve()), "target": target, "passes": deep, "diff_pass": None,
                    "stage": None, "kernel": None, "experiments": deep, "cache_root": str(cache_root().resolve())}
@@ -73,15 +76,11 @@ class Tools:
         """Ascend IR facts (ttadapter, through the toolchain's worker); `deep` adds the per-pass IR and
         the facts that name the pass that made each problem (`PassIntroduced`, stage `pass`).
         `ToolchainError` when the Ascend toolchain is not set up here (the level is then skipped)."""
-        from diagnose.ascend.inspect import ascend_facts
-
         data = ascend_facts(path, target=target, passes=deep)
         return [e for kernel in data.get("kernels", []) for e in kernel.get("evidence", [])]
 
     def profile(self, path: str, device: str, target: str) -> tuple[list[dict], list[dict], dict, str]:
         """Findings, evidence, the roofline bound (when known) and a one-line note."""
-        from diagnose.profiling.profile import ProfileOptions, profile_task
-
         if target.startswith("ascend"):
             return [], [], {}, ascend_profile_note(device)
         result = profile_task(path, ProfileOptions(device=device, target=target, device_lock=self.device_lock))
@@ -106,8 +105,6 @@ class Tools:
         """Candidates for the findings; a tunable rewrite's launch-config search times its configurations
         on `device` where it can (sharing the device through this run's lock), else estimates them.
         A candidate dropped before verification comes as `{"made_by": [...], "dropped": why}`."""
-        from diagnose.optimizer.pipeline import proposal
-
         made = proposal(base, findings, evidence, target, device=device, device_lock=self.device_lock, tried=tried)
         out = []
         folder = Path(self.run_dir, "candidates")
@@ -120,19 +117,12 @@ class Tools:
 
     def declined(self, base: str, findings: list[dict], evidence: list[dict], target: str) -> list[tuple[str, str]]:
         """The rewrites that answer the findings but do not apply to `base`, each with why not."""
-        from diagnose import optimizer
-
         return optimizer.declined(base, findings, evidence, target)
 
     def evaluate(self, task: str, candidates: list[dict], device: str, target: str,
                  deadline: float | None = None) -> list[dict]:
         """Verify and time the candidates in order; past `deadline` (a `time.time()`), the rest are left
         unverified (a round of slow verifications must not run far over the run's wall budget)."""
-        import time
-
-        from diagnose.task import load_task
-        from diagnose.verify.harness import verify
-
         if not candidates or (deadline is not None and time.time() > deadline):
             return []
         results = []
@@ -152,8 +142,6 @@ class Tools:
 def plot_inputs(result, path: str) -> dict:
     """What the report's roofline plot needs from a profile: the work per group, the roof, whether it
     was timed, and the static estimate per group (ms) of the kernel profiled (`profiled`: its file's stem)."""
-    from diagnose.profiling.roofline import roof_for
-
     if not result.work or not result.ceilings.copy_bytes_per_s:
         return {}
     estimate_ms: dict[str, float] = {}
@@ -165,8 +153,6 @@ def plot_inputs(result, path: str) -> dict:
 
 def ascend_profile_note(device: str) -> str:
     """What the profile level could not do for an Ascend target here, in one line."""
-    from diagnose.toolchain.placement import available
-
     ok, why = available("npu")
     if not ok:
         return f"not profiled, nothing timed on an NPU: {why}"

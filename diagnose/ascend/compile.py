@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -70,7 +71,7 @@ def env_scope(**values: str) -> Iterator[None]:
 
 def compile_launch(launch: ConcreteLaunch, target: Target, passes: bool = False, options: dict | None = None) -> dict:
     """Compile `launch` for `target` to every stage possible here; artefacts, stage log, pass dumps."""
-    from triton._C.libtriton import ir
+    from triton._C.libtriton import ir  # deferred: triton is heavy (this runs in the Ascend toolchain's worker)
 
     extra = {**target_options(target), **(options or {})}
     check_options(target, {**extra, **launch.kwargs})
@@ -129,7 +130,7 @@ def _run_stages(source, npu_options, backend, stages: dict, context, metadata: d
 
 
 def _backend(gpu_target: Any) -> Any:
-    from triton.compiler.compiler import make_backend
+    from triton.compiler.compiler import make_backend  # deferred: triton is heavy
 
     return make_backend(gpu_target)
 
@@ -156,9 +157,7 @@ def _run_stage(name: str, run: Any, module: Any, metadata: dict, passes: bool, e
 
 def _adapter_passes(entry: dict, metadata: dict) -> None:
     """Rerun triton-adapter-opt with the stage's pass list and dump flags; record every pass."""
-    import tempfile
-
-    from triton.backends.ascend.utils import _get_triton_adapter_opt_path
+    from triton.backends.ascend.utils import _get_triton_adapter_opt_path  # optional: triton-ascend only
 
     pipeline = adapter_pipeline(metadata)
     with tempfile.TemporaryDirectory(prefix="diagnose-adapter-") as tmp:

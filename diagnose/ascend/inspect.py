@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from diagnose.ascend.facts import AscendFactContext, facts_for
+from diagnose.ascend.render import render_text
 from diagnose.ascend.summary import line_summary
 from diagnose.errors import EXIT_FAILED, EXIT_OK, ToolchainError, UsageError
 from diagnose.cache import cache_root, read_json, sha256_file, write_json_atomic
@@ -50,8 +51,6 @@ def inspect_ascend(
     options: dict | None = None,
 ) -> tuple[int, str]:
     """Run `diagnose inspect` for an Ascend target; (exit code, text for stdout)."""
-    from diagnose.ascend.render import render_text
-
     if fmt not in ("text", "json"):
         raise UsageError(f"unknown format {fmt!r}; formats: text, json")
     result = ascend_facts(path, target, passes, stage, kernel, options)

@@ -62,7 +62,7 @@ class OfflineNpuDriver(DriverBase):
         return 0
 
     def get_active_torch_device(self):
-        import torch
+        import torch  # deferred: torch is heavy
 
         return torch.device("cpu")
 
@@ -79,7 +79,7 @@ class OfflineNpuDriver(DriverBase):
 @contextlib.contextmanager
 def offline_driver(target: Target) -> Iterator[OfflineNpuDriver]:
     """Make the offline driver Triton's active one for the duration of the block."""
-    from triton.runtime.driver import driver
+    from triton.runtime.driver import driver  # deferred: the driver module starts Triton's backends
 
     previous = driver.active
     stand_in = OfflineNpuDriver(target)

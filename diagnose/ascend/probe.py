@@ -38,7 +38,7 @@ def probe(payload: dict) -> dict:
         problems.append("triton-ascend is not installed")
     adapter_opt = None
     try:
-        import triton
+        import triton  # optional: triton-ascend (the probe reports a failure to import it)
         from triton.backends.ascend import compiler  # noqa: F401 - the backend must import
 
         adapter_opt = os.path.join(os.path.dirname(triton.__file__), "backends", "ascend", "triton-adapter-opt")
@@ -51,7 +51,7 @@ def probe(payload: dict) -> dict:
     npu = npu_blocker() if ok else "the toolchain does not work"
     devices = 0
     if npu is None:
-        import torch
+        import torch  # deferred: torch is heavy
 
         devices = torch.npu.device_count()
     npubin = npubin_blocker()

@@ -18,8 +18,8 @@ from diagnose.errors import UsageError
 
 def build_source(jit: Any, args: tuple, kwargs: dict, target: Any) -> tuple[Any, Any]:
     """`(ASTSource, NPUOptions)` exactly as triton-ascend 3.2.0's `JITFunction.run` builds them."""
-    from triton.compiler.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
+    from triton.compiler.compiler import ASTSource, make_backend  # deferred: triton is heavy
+    from triton.runtime.jit import create_function_from_signature  # deferred: triton is heavy
 
     kwargs = dict(kwargs)
     kwargs["debug"] = kwargs.get("debug", False)

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 from diagnose.ascend.compile import compile_launch
+from diagnose.ir.launch import collect_launches
+from diagnose.ir.specialize import expand_configs
 from diagnose.toolchain.ascend_environment import npubin_blocker
 from diagnose.ascend.offline_driver import offline_driver
 from diagnose.errors import UsageError
@@ -50,9 +52,6 @@ def inspect_files(payload: dict) -> dict:
 
 
 def _inspect(payload: dict) -> dict:
-    from diagnose.ir.launch import collect_launches
-    from diagnose.ir.specialize import expand_configs
-
     start = time.perf_counter()
     target = lookup(payload.get("target") or "ascend:910b")
     if target.backend != "npu":

@@ -36,6 +36,7 @@ Row = tuple[str, str, dict]
 def optimize_file(path: Path, device: str, target: str, budget: Budget, out_dir: Path,
                   device_lock: str | None = None) -> list[Row]:
     """The agent on one task file or kernel module, its outputs in `out_dir`; the store rows of its report."""
+    # deferred: imports langgraph (the agent), which only the optimize mode runs
     from diagnose.agent.run import optimize
 
     result = optimize(str(path), target=target, device=device, budget=budget, out_dir=out_dir,

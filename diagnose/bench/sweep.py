@@ -36,7 +36,7 @@ from diagnose.agent.state import Budget
 from diagnose.bench import store
 from diagnose.bench.optimize import optimize_file
 from diagnose.bench.suite import Entry, load_suite
-from diagnose.bench.suites import tolerance
+from diagnose.bench.suites import DEFAULT, adapter, tolerance
 from diagnose.bench.suites.base import failed, verify_rows
 from diagnose.errors import DiagnoseError, UsageError
 from diagnose.runtime.devices import timed
@@ -82,8 +82,8 @@ class SweepSummary:
 
 def fingerprint(device: str) -> str:
     """The toolchain part of a row's version: what changes the numbers when it changes."""
-    import torch
-    import triton
+    import torch  # deferred: torch is heavy
+    import triton  # deferred: triton is heavy
 
     name = torch.cuda.get_device_name(0) if device == "cuda" else device
     return f"diagnose {__version__}|torch {torch.__version__}|triton {triton.__version__}|{name}|{platform.python_version()}"
@@ -122,8 +122,6 @@ def check_mode(options: SweepOptions) -> None:
 def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
           on_entry: Callable[[Entry, str], None] | None = None) -> SweepSummary:
     """Run every entry not yet done for this version; `on_entry(entry, outcome)` reports progress."""
-    from diagnose.bench.suites import DEFAULT
-
     tolerance.check(options.tolerance)
     check_mode(options)
     if options.suite_format != DEFAULT:
@@ -145,8 +143,6 @@ def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
 
 def suite_tasks(suite_dir: str | Path, options: SweepOptions) -> list:
     """The tasks of a suite in another format (its adapter's `SuiteTask`s), after checking the mode."""
-    from diagnose.bench.suites import adapter
-
     module = adapter(options.suite_format)
     if options.mode not in module.MODES:
         raise UsageError(f"{options.suite_format} suites support --mode {' or '.join(module.MODES)}, "
@@ -163,8 +159,6 @@ def suite_tasks(suite_dir: str | Path, options: SweepOptions) -> list:
 def sweep_suite(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
                 on_entry: Callable[[Entry, str], None] | None = None) -> SweepSummary:
     """A sweep of a suite in another format, scored by its adapter."""
-    from diagnose.bench.suites import adapter
-
     module = adapter(options.suite_format)
     tasks = suite_tasks(suite_dir, options)
     require(options.device)

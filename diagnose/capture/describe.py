@@ -38,7 +38,7 @@ def describe_call(named: list[tuple[str, Any]], ranges: bool = True,
 
 
 def _describe(name: str, value: Any, seen: dict, views: dict, ranges: bool) -> Value:
-    import torch
+    import torch  # deferred: torch is heavy
 
     if isinstance(value, torch.Tensor):
         return _tensor(name, value, seen, views, ranges)
@@ -62,7 +62,7 @@ def _describe(name: str, value: Any, seen: dict, views: dict, ranges: bool) -> V
 
 
 def _triton_value(value: Any) -> Value:
-    import triton.language as tl
+    import triton.language as tl  # deferred: triton is heavy
 
     if isinstance(value, tl.constexpr):
         inner = value.value
@@ -104,7 +104,7 @@ def _tensor(name: str, tensor, seen: dict, views: dict, ranges: bool) -> Value:
 def _value_range(tensor, dtype: str) -> tuple:
     """(low, high, values): integers [min, max + 1) or their few distinct values; non-negative floats
     [min, max]; otherwise nothing (random normal values replay them)."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     detached = tensor.detach()
     if dtype == "b8":

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import inspect
 import sys
 from pathlib import Path
 
+from diagnose.capture.tracer import Tracer
 from diagnose.errors import UsageError
 from diagnose.runtime import call
 from diagnose.task.kernelbench import parse_file
@@ -63,10 +65,6 @@ def launches_folder(path: Path, cache: Path, device: str = "cpu", timeout_s: flo
 
 def own_tests_job(payload: dict) -> dict:
     """Worker: import the module under the tracer and call its tests; return the records."""
-    import importlib
-
-    from diagnose.capture.tracer import Tracer
-
     path = Path(payload["path"])
     module = identity(path)
     records: list[dict] = []

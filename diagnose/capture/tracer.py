@@ -35,6 +35,7 @@ import os
 import sys
 import sysconfig
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -261,7 +262,7 @@ class Tracer:
 
 def _is_wrapper(obj: Any, jit: Any) -> bool:
     """`obj` is a launcher around `jit`: a `KernelInterface` whose `fn` chain reaches it."""
-    from triton.runtime.jit import KernelInterface
+    from triton.runtime.jit import KernelInterface  # deferred: triton is heavy
 
     if obj is jit or not isinstance(obj, KernelInterface):
         return False
@@ -314,8 +315,6 @@ class _Gone(Exception):
 
 
 def _weak(value: Any) -> Any:
-    import weakref
-
     if isinstance(value, (list, tuple)):
         items = [_weak(v) for v in value]
         return items if isinstance(value, list) else tuple(items)
@@ -325,8 +324,6 @@ def _weak(value: Any) -> Any:
 
 
 def _strong(value: Any) -> Any:
-    import weakref
-
     if isinstance(value, (list, tuple)):
         items = [_strong(v) for v in value]
         return items if isinstance(value, list) else tuple(items)

@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 from diagnose.errors import EXIT_FAILED, EXIT_OK, DiagnoseError, UsageError
+from diagnose.ir.render import render_text
 from diagnose.knobs import Knobs
 from diagnose.cache import cache_root, read_json, sha256_file, write_json_atomic
 from diagnose.ir.cache import ir_cache_dir
@@ -45,8 +46,6 @@ def inspect_command(
     kernel: str | None = None,
 ) -> tuple[int, str]:
     """Run `diagnose inspect` and return (exit code, text for stdout); bad input raises UsageError."""
-    from diagnose.ir.render import render_text
-
     if fmt not in ("text", "json"):
         raise UsageError(f"unknown format {fmt!r}; formats: text, json")
     result = ir_facts(path, target, passes, diff_pass, stage, kernel)

@@ -24,6 +24,7 @@ import contextlib
 import gzip
 import io
 import json
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -107,9 +108,8 @@ class CompileRecord:
         cubin = Path(self.group_dir) / f"{self.name}.cubin"
         if not cubin.exists():
             return None
-        import subprocess
 
-        from triton import knobs
+        from triton import knobs  # deferred: triton is heavy
 
         try:
             text = subprocess.run(
@@ -126,8 +126,8 @@ def compile_launch(
 ) -> CompileRecord:
     """Compile `launch` for `target` offline (extra `options` such as `num_stages` override the
     launch's), reusing the cache when the same compile was done before."""
-    import triton
-    from triton import knobs
+    import triton  # deferred: triton is heavy
+    from triton import knobs  # deferred: triton is heavy
 
     gpu_target = target.gpu_target()
     source, backend_options = build_source(launch.jit, launch.args, {**launch.kwargs, **(options or {})}, gpu_target)

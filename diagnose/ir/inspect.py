@@ -25,13 +25,16 @@ from typing import Any
 from diagnose.errors import UsageError
 from diagnose.cache import CACHE_ENV, sha256_file
 from diagnose.ir.compile import CompileFailed, CompileRecord, compile_launch
+from diagnose.ir.experiments import compare_option, default_variants
 from diagnose.ir.facts import FactContext, facts_for
 from diagnose.ir.launch import collect_launches, replay_error
+from diagnose.ir.pass_analysis import pass_diff, timeline
+from diagnose.ir.sourcemap import parse_asm_lines, parse_llir_lines, parse_mlir_ops, parse_sass_lines
 from diagnose.ir.specialize import ArgumentsDoNotFit, ConcreteLaunch, expand_configs
 from diagnose.ir.stages import STAGE_NAMES
 from diagnose.ir.stages import stage as stage_descriptor
 from diagnose.ir.summary import line_summary
-from diagnose.records import Evidence
+from diagnose.records import Evidence, Location
 from diagnose.targets import Target, lookup
 
 METADATA_KEYS = ("num_warps", "num_stages", "num_ctas", "shared", "maxnreg", "global_scratch_size", "tmem_size")
@@ -99,8 +102,6 @@ def _inspect_one(launch: ConcreteLaunch, target: Target, payload: dict, snapshot
         return entry
     evidence = facts_for(FactContext(record, target, launch.grid, launch.jit.fn.__code__.co_filename))
     if payload.get("experiments"):
-        from diagnose.ir.experiments import compare_option, default_variants
-
         for option, values in default_variants(launch, record.metadata).items():
             try:
                 evidence += compare_option(launch, target, option, values)
@@ -118,12 +119,8 @@ def _inspect_one(launch: ConcreteLaunch, target: Target, payload: dict, snapshot
         summary=line_summary(evidence),
     )
     if payload.get("passes"):
-        from diagnose.ir.pass_analysis import timeline
-
         entry["timeline"] = [dict(asdict(row), changed=row.changed) for row in timeline(record)]
     if payload.get("diff_pass"):
-        from diagnose.ir.pass_analysis import pass_diff
-
         entry["diff"] = pass_diff(record, payload["diff_pass"])
     if payload.get("stage"):
         entry["stage"] = annotated_stage(record, payload["stage"], launch.jit.fn.__code__.co_filename)
@@ -139,8 +136,6 @@ def _pipelines(record: CompileRecord) -> dict[str, list[str]]:
 
 def annotated_stage(record: CompileRecord, stage: str, user_path: str) -> dict:
     """The artefact of `stage` as lines, each with the user line it maps to (or None)."""
-    from diagnose.ir.sourcemap import parse_asm_lines, parse_llir_lines, parse_mlir_ops, parse_sass_lines
-
     text = record.sass() if stage == "sass" else record.asm.get(stage)
     if text is None:
         raise UsageError(f"{record.target} has no {stage} artefact; stages: {', '.join(sorted(record.asm))}")
@@ -176,8 +171,6 @@ def _inputs(path: str) -> dict[str, str | None]:
 
 def evidence_from_dict(data: dict) -> Evidence:
     """The inverse of `Evidence.to_dict()` (args come back as tuples)."""
-    from diagnose.records import Location
-
     loc = data.get("location")
     return Evidence(
         stage=data["stage"],

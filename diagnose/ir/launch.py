@@ -34,9 +34,11 @@ worker process):
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import inspect
 import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,7 @@ from typing import Any
 from diagnose.errors import UsageError
 from diagnose.task import import_task_file
 from diagnose.task.harness import header
+from diagnose.task.kernel_module import GUESSED, PER_KERNEL
 
 SPEC_NAMES = ("diagnose_examples", "DIAGNOSE_EXAMPLES")
 
@@ -98,7 +101,7 @@ def load_module(path: str) -> Any:
 
 def find_kernels(module: Any) -> dict[str, Any]:
     """Kernels bound by the user's module and by user modules it imported (same folder tree)."""
-    from triton.runtime.jit import KernelInterface
+    from triton.runtime.jit import KernelInterface  # deferred: triton is heavy
 
     root = Path(module.__file__).resolve().parent
     task = header(Path(module.__file__).read_text(errors="replace"))
@@ -183,7 +186,7 @@ def launches_from_spec(module: Any, kernels: dict[str, Any]) -> list[Launch]:
 
 def capture_task_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
     """Run `ModelNew(...).forward(*get_inputs())` with every kernel's `run` recording, not launching."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     launches: list[Launch] = []
     names = {id(fn): name for name, fn in kernels.items()}
@@ -218,8 +221,6 @@ def capture_task_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
 def per_kernel_groups(module: Any) -> list[str]:
     """A kernel module's inspection task (`diagnose.task.kernel_module.inspect_task`): its groups, one per
     kernel (`kernel_<name>`: a captured call; `guess_<name>`: a launch guessed from the source)."""
-    from diagnose.task.kernel_module import GUESSED, PER_KERNEL
-
     harness = getattr(module, "_diagnose", None)
     groups = list(getattr(harness, "layouts", {}))
     return groups if groups and all(g.startswith((PER_KERNEL, GUESSED)) for g in groups) else []
@@ -229,11 +230,7 @@ def per_kernel_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
     """Each group's call replayed on drawn inputs (host code may check values: a target index below
     the vocabulary size), its own kernel's launches kept. A group whose replay fails, or launches no
     kernel of that name, gives one `Launch` with an `error`: one kernel's failure is its own."""
-    import dataclasses
-
-    import torch
-
-    from diagnose.task.kernel_module import GUESSED, PER_KERNEL
+    import torch  # deferred: torch is heavy
 
     harness = module._diagnose
     out: list[Launch] = []
@@ -262,8 +259,6 @@ def per_kernel_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
 
 def replay_error(error: BaseException) -> str:
     """`Type: message (at file:line in function)`, the innermost frame of the user's code."""
-    import traceback
-
     frames = [f for f in traceback.extract_tb(error.__traceback__) if "/diagnose/" not in f.filename
               and "site-packages" not in f.filename]
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""

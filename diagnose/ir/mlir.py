@@ -22,7 +22,7 @@ class BoundOp:
 
 def binding_ops(path: str, backend: str) -> list[BoundOp]:
     """All ops of the module in the file at `path` (post-order, without `builtin.module`)."""
-    from triton._C.libtriton import amd, ir, nvidia
+    from triton._C.libtriton import amd, ir, nvidia  # deferred: triton is heavy
 
     context = ir.context()
     ir.load_dialects(context)
@@ -42,7 +42,7 @@ def binding_ops(path: str, backend: str) -> list[BoundOp]:
 
 def module_int_attrs(path: str, backend: str, names: tuple[str, ...]) -> dict[str, int | None]:
     """Integer module attributes such as `ttg.num-warps` (None when absent)."""
-    from triton._C.libtriton import amd, ir, nvidia
+    from triton._C.libtriton import amd, ir, nvidia  # deferred: triton is heavy
 
     context = ir.context()
     ir.load_dialects(context)

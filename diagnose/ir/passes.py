@@ -74,7 +74,7 @@ def pipeline_name(pipeline: str) -> str:
 
 
 def _pass_modules() -> Iterator[tuple[str, object]]:
-    from triton._C.libtriton import amd, nvidia, passes
+    from triton._C.libtriton import amd, nvidia, passes  # deferred: triton is heavy
 
     for root, prefix in ((passes, "passes"), (nvidia.passes, "nvidia.passes"), (amd.passes, "amd.passes")):
         for sub in dir(root):
@@ -89,7 +89,7 @@ def record_passes(
 ) -> Iterator[PassTrace]:
     """Record every MLIR pass of the compiles run inside the block (see the module docstring);
     keep the IR after every pass (`snapshots`) or only after the passes named in `keep_after`."""
-    from triton._C.libtriton import ir
+    from triton._C.libtriton import ir  # deferred: triton is heavy
 
     trace = PassTrace()
     original_pm = ir.pass_manager

@@ -60,8 +60,8 @@ def expand_configs(launch: Launch) -> list[ConcreteLaunch]:
 
 
 def _expand(fn: Any, args: tuple, kwargs: dict) -> list[tuple[Any, dict, str]]:
-    from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.jit import JITFunction, KernelInterface
+    from triton.runtime.autotuner import Autotuner, Heuristics  # deferred: triton is heavy
+    from triton.runtime.jit import JITFunction, KernelInterface  # deferred: triton is heavy
 
     if isinstance(fn, JITFunction):
         return [(fn, kwargs, "")]
@@ -93,9 +93,9 @@ def _expand(fn: Any, args: tuple, kwargs: dict) -> list[tuple[Any, dict, str]]:
 
 def build_source(jit: Any, args: tuple, kwargs: dict, target: Any) -> tuple[Any, Any]:
     """`(ASTSource, backend options)` exactly as `JITFunction.run` builds them for `target`."""
-    from triton import knobs
-    from triton.compiler import ASTSource, make_backend
-    from triton.runtime.jit import create_function_from_signature
+    from triton import knobs  # deferred: triton is heavy
+    from triton.compiler import ASTSource, make_backend  # deferred: triton is heavy
+    from triton.runtime.jit import create_function_from_signature  # deferred: triton is heavy
 
     kwargs = dict(kwargs)
     # The same two defaults JITFunction.run (3.6) adds before binding.

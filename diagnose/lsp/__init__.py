@@ -24,10 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     """
     try:
         import lsprotocol.types  # noqa: F401 - the `lsp` extra
-        import pygls.lsp.server  # noqa: F401
+        import pygls.lsp.server  # noqa: F401 - the `lsp` extra
     except ImportError as err:
         print(f"diagnose: error: the language server needs the lsp extra ({err}): {INSTALL}", file=sys.stderr)
         return EXIT_INTERNAL
-    from diagnose.lsp.app import main as serve
+    from diagnose.lsp.app import main as serve  # deferred: imports pygls (the lsp extra, checked above)
 
     return serve(argv)

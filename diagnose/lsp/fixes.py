@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Literal
 
+from diagnose.errors import DiagnoseError
 from diagnose.records import Candidate, Finding
+from diagnose.targets import lookup
 from diagnose.triage.engine import SUPPRESSION
 
 if TYPE_CHECKING:
@@ -68,9 +70,7 @@ def rewrite_fixes(finding: Finding, source: str, path: str, target: str) -> list
     rewrites = rewrites_for(finding.code)
     if not rewrites:
         return []
-    from diagnose.errors import DiagnoseError
-    from diagnose.rewrite.rewrite import RewriteContext
-    from diagnose.targets import lookup
+    from diagnose.rewrite.rewrite import RewriteContext  # deferred: imports libcst
 
     try:
         ctx = RewriteContext(source=source, path=path, target=lookup(target), findings=(finding,))
@@ -82,9 +82,6 @@ def rewrite_fixes(finding: Finding, source: str, path: str, target: str) -> list
 
 def offered_rewrites(code: str, target: str) -> list[Rewrite]:
     """The rewrites that answer `code` and are meant for the target's backend; none runs (fast)."""
-    from diagnose.errors import DiagnoseError
-    from diagnose.targets import lookup
-
     try:
         backend = lookup(target).backend
     except DiagnoseError:  # a target the registry does not know (settings check theirs)
@@ -94,10 +91,8 @@ def offered_rewrites(code: str, target: str) -> list[Rewrite]:
 
 def rewrite_fix_by_id(rewrite_id: str, finding: Finding, source: str, path: str, target: str) -> Fix | str:
     """One rewrite of the table as a fix for `finding`, or the one-line reason it does not apply."""
-    from diagnose.errors import DiagnoseError
-    from diagnose.rewrite import table
-    from diagnose.rewrite.rewrite import RewriteContext
-    from diagnose.targets import lookup
+    from diagnose.rewrite import table  # deferred: imports libcst
+    from diagnose.rewrite.rewrite import RewriteContext  # deferred: imports libcst
 
     rewrite = table.REWRITES.get(rewrite_id)
     if rewrite is None:
@@ -111,12 +106,12 @@ def rewrite_fix_by_id(rewrite_id: str, finding: Finding, source: str, path: str,
 
 def warm_up() -> None:
     """Import the rewrite table (blocking), so that the first menu does not wait for it."""
-    from diagnose.rewrite import table  # noqa: F401
+    from diagnose.rewrite import table  # noqa: F401 - deferred: imports libcst; this is the warm-up
 
 
 def rewrites_for(code: str) -> list[Rewrite]:
     """The rewrites of the central table (`diagnose/rewrite/table.py`) that answer finding `code`."""
-    from diagnose.rewrite import table
+    from diagnose.rewrite import table  # deferred: imports libcst
 
     return [table.REWRITES[rewrite_id] for rewrite_id in table.rewrites_for(code)]
 
@@ -128,7 +123,7 @@ def rewrite_fix(rewrite: Rewrite, ctx: RewriteContext) -> Fix | None:
 
 
 def _rewrite_fix(rewrite: Rewrite, ctx: RewriteContext) -> Fix | str:
-    from diagnose.rewrite.rewrite import NotApplicable
+    from diagnose.rewrite.rewrite import NotApplicable  # deferred: imports libcst
 
     try:
         new = rewrite.apply(ctx)

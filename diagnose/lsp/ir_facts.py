@@ -15,6 +15,8 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from diagnose import syntax
+from diagnose.capture.prepare import inspection_path
+from diagnose.ir.cli import ir_facts
 from diagnose.ir.inspect import evidence_from_dict
 from diagnose.records import Evidence
 
@@ -61,9 +63,6 @@ def inspect_saved(path: str, target: str) -> dict:
     Raises `DiagnoseError`: `UsageError` for a file it cannot inspect (no kernels, no example
     arguments, a target that cannot compile here), the base class when the worker crashed.
     """
-    from diagnose.capture.prepare import inspection_path
-    from diagnose.ir.cli import ir_facts
-
     # A kernel module (no task format) compiles at its captured launches, else at guessed ones.
     return ir_facts(inspection_path(path), target)
 

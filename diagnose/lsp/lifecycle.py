@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from diagnose.lsp.diagnostics import refresh
 from diagnose.lsp.fixes import warm_up
 from diagnose.lsp.server import DiagnoseServer
 
@@ -54,8 +55,6 @@ async def fetch_configuration(ls: DiagnoseServer) -> None:
 
 async def refresh_open_documents(ls: DiagnoseServer) -> None:
     """New settings: triage every open document again (a pulling client is asked to pull once)."""
-    from diagnose.lsp.diagnostics import refresh
-
     if ls.pull_diagnostics:
         for state in ls.documents.values():
             state.triaged_version = None  # the next pull triages afresh

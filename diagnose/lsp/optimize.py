@@ -28,11 +28,13 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from diagnose.agent.state import Budget
 from diagnose.errors import DiagnoseError
 from diagnose.lsp.jobs import Cancelled, Job
 from diagnose.lsp.server import DiagnoseServer, document_path
 from diagnose.lsp.settings import Settings
 from diagnose.records import Report
+from diagnose.report.run_view import outcome
 
 COMMAND = "diagnose.optimize"
 TICK_S = 1.0
@@ -58,8 +60,7 @@ def run_agent(path: str, settings: Settings, steps: list[str], checkpoint: Calla
     `checkpoint` is called as each node starts and ends and as each candidate's verification starts;
     what it raises (`Cancelled`) stops the run there.
     """
-    from diagnose.agent.run import optimize, runs_root
-    from diagnose.agent.state import Budget
+    from diagnose.agent.run import optimize, runs_root  # deferred: imports langgraph (the agent)
 
     def on_step(node: str, values: dict) -> None:
         steps.extend(f"[{s['level']}] {s['action']}" for s in values.get("trace", []))
@@ -72,8 +73,6 @@ def run_agent(path: str, settings: Settings, steps: list[str], checkpoint: Calla
 
 def summarize(name: str, report: Report, run_id: str) -> str:
     """One line for the message window: the outcome, the deepest level, the run to re-render."""
-    from diagnose.report.run_view import outcome
-
     level = report.deepest_level or "baseline"
     return f"diagnose optimize {name} on {report.device}: {outcome(report)} Deepest level: {level}. Run {run_id}."
 

@@ -14,6 +14,7 @@ import os
 from importlib import metadata
 from pathlib import Path
 
+from diagnose.ir.facts import EXTRACTORS
 from diagnose.knobs import user_cache_root
 from diagnose.triage.codes import RULES
 from diagnose.triage.docs import rule_page
@@ -40,8 +41,6 @@ def docs_folder() -> Path:
 
 def fact_page(name: str) -> str | None:
     """The Markdown page of an IR fact: its extractor module's docstring."""
-    from diagnose.ir.facts import EXTRACTORS
-
     wanted = FACT_PAGE_OF.get(name, name)
     extractor = next((e for e in EXTRACTORS if e.name == wanted), None)
     if extractor is None:

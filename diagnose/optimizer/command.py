@@ -21,16 +21,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from diagnose.cache import cache_root
 from diagnose.errors import EXIT_FAILED, EXIT_OK, UsageError
+from diagnose.ir.cli import cached_result, run_worker, store_result
+from diagnose.ir.inspect import evidence_from_dict
 from diagnose.records import Evidence, Verdict
 from diagnose.optimizer.diff import output_name
 from diagnose.optimizer.pipeline import (
     Built, _search_options, build, context_for, estimate_gains, make_candidate, survey, write_candidate,
 )
 from diagnose.rewrite.rewrite import RewriteContext
+from diagnose.rewrite.table import REWRITES
 from diagnose.targets import DEFAULT_TARGET, lookup
+from diagnose.task import load_task
 from diagnose.task.harness import header
 from diagnose.task.patch import apply_command, apply_patch, write_patch
+from diagnose.toolchain.placement import require
+from diagnose.verify.harness import CheckOptions, verify
 
 
 def rewrite_command(path: str, apply: list[str] | None = None, write: bool = False, target: str = DEFAULT_TARGET,
@@ -38,8 +45,6 @@ def rewrite_command(path: str, apply: list[str] | None = None, write: bool = Fal
                     verify_candidate: bool = True, seeds: int = 3,
                     baselines: tuple[str, ...] = ("eager", "compile")) -> tuple[int, str]:
     """Rewrite a task file (see the module docstring); returns (exit code, stdout text)."""
-    from diagnose.toolchain.placement import require
-
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"{path}: no such file")
@@ -105,8 +110,6 @@ def _hand_back(origin: Path, task_file: Path, new_source: str, apply: bool, aske
 
 
 def _wants_ir(apply: list[str] | None, list_only: bool) -> bool:
-    from diagnose.rewrite.table import REWRITES
-
     if list_only:
         return True
     needs = {r.id for r in REWRITES.values() if r.needs_ir}
@@ -115,10 +118,6 @@ def _wants_ir(apply: list[str] | None, list_only: bool) -> bool:
 
 def ir_evidence(file: Path, target: str) -> list[Evidence]:
     """IR facts of the file's launches (the inspect worker, cached), for rewrites that read the IR."""
-    from diagnose.cache import cache_root
-    from diagnose.ir.cli import cached_result, run_worker, store_result
-    from diagnose.ir.inspect import evidence_from_dict
-
     payload = {"path": str(file.resolve()), "target": target, "passes": False, "diff_pass": None, "stage": None,
                "kernel": None, "cache_root": str(cache_root().resolve())}
     result = cached_result(payload)
@@ -131,8 +130,6 @@ def ir_evidence(file: Path, target: str) -> list[Evidence]:
 
 def resolve(ctx: RewriteContext, apply: list[str] | None) -> list[str]:
     """Rewrite ids for `--apply` entries (ids, finding codes, `all`); default: the safe ones called for."""
-    from diagnose.rewrite.table import REWRITES
-
     surveyed = {a.rewrite.id: a for a in survey(ctx)}
     if not apply:
         return [i for i, a in surveyed.items() if a.precondition.holds and a.called_by and a.rewrite.safety == "safe"]
@@ -183,9 +180,6 @@ def output_path(file: Path, write: bool) -> tuple[Path, str | None]:
 
 
 def _verify(original: Path, candidate: Path, device: str, seeds: int, baselines: tuple[str, ...]) -> Verdict:
-    from diagnose.task import load_task
-    from diagnose.verify.harness import CheckOptions, verify
-
     return verify(load_task(original, candidate), CheckOptions(device=device, initial=original.resolve(),
                                                                seeds=tuple(range(seeds)), baselines=baselines))
 

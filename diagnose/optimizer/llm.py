@@ -197,7 +197,7 @@ def client(config: LLMConfig):
     ok, why = available()
     if not ok:
         raise ToolchainError(why)
-    import openai
+    import openai  # optional: openai (the llm extra; available() checked it)
 
     return openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "EMPTY", timeout=config.timeout_s,
                          max_retries=config.max_retries)
@@ -209,7 +209,7 @@ def llm_propose(task_path: str | Path, findings: Iterable[Finding], evidence: It
     path = Path(task_path)
     source = path.read_text(encoding="utf-8")
     api = client(config)
-    import openai
+    import openai  # optional: openai (the llm extra)
 
     messages = build_messages(source, list(findings), list(evidence), target)
     attempts = []

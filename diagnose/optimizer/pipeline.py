@@ -33,15 +33,24 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from diagnose import scoring
+from diagnose.cache import cache_root
 from diagnose.errors import UsageError
+from diagnose.optimizer.llm import llm_propose
 from diagnose.records import Candidate, Evidence, Finding, Verdict, evidence_from_dict, finding_from_dict
 from diagnose.optimizer import ranking
 from diagnose.optimizer.diff import unified_diff
+from diagnose.rewrite.codemods.add_autotune import MAX_CONFIGS
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext
 from diagnose.optimizer.search import SearchOptions, SearchResult, compile_batch, search
+from diagnose.rewrite.table import REWRITES
+from diagnose.runtime.devices import timed
 from diagnose.targets import DEFAULT_TARGET, lookup
+from diagnose.task import load_task
 from diagnose.task.harness import replay_targets
+from diagnose.toolchain.placement import require
+from diagnose.triage.cli import triage_source
+from diagnose.verify.harness import CheckOptions, prepared, verify
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,6 @@ def called_by(rewrite: Rewrite, findings: Iterable[Finding], evidence: Iterable[
 def survey(ctx: RewriteContext) -> list[Applicability]:
     """Every rewrite of the table, in order, with its precondition on `ctx`; on a kernel module's task,
     a rewrite of kernels the replayed call does not launch does not hold."""
-    from diagnose.rewrite.table import REWRITES
-
     reached = reached_kernels(ctx.module, replay_targets(ctx.source))
     out = []
     for rewrite in REWRITES.values():
@@ -96,8 +103,6 @@ def survey(ctx: RewriteContext) -> list[Applicability]:
 
 def build(ctx: RewriteContext, ids: Iterable[str], options: SearchOptions | None) -> Built:
     """Apply `ids` in table order, each on the previous result; tunables searched when `options`."""
-    from diagnose.rewrite.table import REWRITES
-
     wanted = [i for i in REWRITES if i in set(ids)]
     source, steps, searches, skipped = ctx.source, [], [], []
     for rewrite_id in wanted:
@@ -133,8 +138,6 @@ def build(ctx: RewriteContext, ids: Iterable[str], options: SearchOptions | None
 def chosen_params(rewrite: Rewrite, result: SearchResult) -> dict[str, Any]:
     """What a search result hands the rewrite: the best values, or (autotune) the ranked survivors."""
     if rewrite.id == "add-autotune":
-        from diagnose.rewrite.codemods.add_autotune import MAX_CONFIGS
-
         kept = sorted((t for t in result.trials if t.pruned is None),
                       key=lambda t: t.seconds if t.seconds is not None else math.inf)
         return {"configs": [dict(t.values) for t in kept[:MAX_CONFIGS]]} if kept else {}
@@ -147,8 +150,6 @@ def candidate_prefix(ctx: RewriteContext, steps: Iterable[str]) -> str:
 
 
 def make_candidate(ctx: RewriteContext, built: Built, gain: float | None = None) -> Candidate:
-    from diagnose.rewrite.table import REWRITES
-
     digest = hashlib.sha256(built.source.encode()).hexdigest()[:8]
     rewrites = [REWRITES[s] for s in built.steps]
     answers = tuple(dict.fromkeys(a for r in rewrites for a in called_by(r, ctx.findings, ctx.evidence)))
@@ -166,8 +167,6 @@ def make_candidate(ctx: RewriteContext, built: Built, gain: float | None = None)
 
 def as_findings(findings: Iterable[Finding | dict] | None, source: str, path: str, target: str) -> tuple[Finding, ...]:
     if findings is None:
-        from diagnose.triage.cli import triage_source
-
         return tuple(triage_source(source, path, target))
     return tuple(f if isinstance(f, Finding) else finding_from_dict(f) for f in findings)
 
@@ -250,8 +249,6 @@ def proposal(task_path: str | Path, findings: Iterable[Finding | dict] | None = 
     dropped = tuple(Dropped(built_all[i].steps, f"does not compile for {ctx.target.name}: {why}")
                     for i, why in sorted(broken.items()))
     if llm is not None:
-        from diagnose.optimizer.llm import llm_propose
-
         suggested = llm_propose(task_path, ctx.findings, ctx.evidence, target, llm)
         if ledger is not None:
             ledger.add(suggested)
@@ -261,8 +258,6 @@ def proposal(task_path: str | Path, findings: Iterable[Finding | dict] | None = 
 
 def _search_options(task_path: str | Path, device: str, workers: int | None,
                     device_lock: str | None = None) -> SearchOptions:
-    from diagnose.cache import cache_root
-
     return SearchOptions(str(Path(task_path).resolve()), device=device, workers=workers,
                          cache_root=str(cache_root().resolve()), device_lock=device_lock)
 
@@ -303,8 +298,6 @@ def estimate_gains(ctx: RewriteContext, sources: list[str],
 
 def candidate_folder(task_path: str | Path) -> Path:
     """Where a task's candidates are written: the cache, never beside (or over) the user's file."""
-    from diagnose.cache import cache_root
-
     path = Path(task_path).resolve()
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
     folder = cache_root() / "rewrite" / f"{path.stem}-{digest}"
@@ -322,11 +315,6 @@ def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str
              *, check: Any = None, parallel: int | None = None) -> list[tuple[Candidate, Verdict]]:
     """Verify every candidate against the original task (correctness and anti-cheat, in workers), time
     them on a device, and return them best first (see `rank`)."""
-    from diagnose.runtime.devices import timed
-    from diagnose.toolchain.placement import require
-    from diagnose.task import load_task
-    from diagnose.verify.harness import CheckOptions, prepared, verify
-
     require(device)
     lookup(target)
     task_path = Path(task_path).resolve()

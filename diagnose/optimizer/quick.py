@@ -11,13 +11,12 @@ from __future__ import annotations
 from diagnose.records import Candidate, Finding
 from diagnose.optimizer.pipeline import build, make_candidate
 from diagnose.rewrite.rewrite import RewriteContext
+from diagnose.rewrite.table import REWRITES, rewrites_for
 from diagnose.targets import DEFAULT_TARGET, lookup
 
 
 def candidates_for_finding(finding: Finding, source: str, path: str = "<source>",
                            target: str = DEFAULT_TARGET) -> list[Candidate]:
-    from diagnose.rewrite.table import REWRITES, rewrites_for
-
     ctx = RewriteContext(source, path, lookup(target), (finding,))
     out = []
     for rewrite_id in dict.fromkeys((*finding.rewrites, *rewrites_for(finding.code))):

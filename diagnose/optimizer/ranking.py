@@ -7,7 +7,7 @@ dot's engine, narrow global accesses), and an estimated time per input group.
 The estimate is `diagnose.profiling.static.estimate` (bytes over bandwidth with access-width and
 latency efficiency, dot FLOPs over the engine's rate, per-program overhead) against the target's
 nominal datasheet ceilings. It is an estimate, labelled so wherever it is shown, used only to rank.
-Where the profiling layer cannot be imported, `placeholder_seconds` stands in for it — a documented
+Where a kernel comes without features (the estimate's input), `placeholder_seconds` stands in — a documented
 placeholder, not a model: programs over SMs times a per-program cost, plus a penalty for every
 narrow access and for a dot off the best engine. Replace it by the profiling estimate.
 """
@@ -17,6 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from diagnose.ir.inspect import evidence_from_dict
+from diagnose.profiling.ceilings import nominal
+from diagnose.profiling.static.estimate import estimate, hardware
+from diagnose.profiling.static.features import Access, KernelFeatures
 from diagnose.records import Evidence
 from diagnose.scoring import geomean
 from diagnose.targets import Target
@@ -54,8 +58,6 @@ def best_engine(target: Target) -> str | None:
 
 
 def view(result: dict, target: Target) -> StaticView:
-    from diagnose.ir.inspect import evidence_from_dict
-
     per_launch: dict[tuple[str, str], list[tuple[str, float]]] = {}
     spills, shared_over, engines, narrow = 0, False, [], 0
     label = ESTIMATE
@@ -94,12 +96,6 @@ def launch_seconds(entries: list[tuple[str, float]]) -> float:
 
 def _estimate(features: dict | None, target: Target) -> float | None:
     if not features:
-        return None
-    try:
-        from diagnose.profiling.ceilings import nominal
-        from diagnose.profiling.static.estimate import estimate, hardware
-        from diagnose.profiling.static.features import Access, KernelFeatures
-    except ImportError:
         return None
     data = dict(features)
     accesses = tuple(Access(**a) for a in data.pop("accesses", ()))

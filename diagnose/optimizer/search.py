@@ -37,10 +37,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from diagnose import __version__
 from diagnose.optimizer import ranking
 from diagnose.rewrite.rewrite import NotApplicable, Rewrite, RewriteContext
+from diagnose.runtime import call
+from diagnose.runtime.devices import timed
 from diagnose.scoring import geomean
 from diagnose.targets import Target
+from diagnose.task import load_task
+from diagnose.toolchain.placement import available
+from diagnose.verify.harness import CheckOptions, prepared, verify
+from diagnose.verify.side_by_side import time_side_by_side
 
 ENTRY = "diagnose.optimizer.jobs:static_batch"
 TIMEOUT_S = 900.0
@@ -118,8 +125,6 @@ def static_prune(values: dict[str, int], target: Target) -> str | None:
 def compile_batch(task_path: str, paths: list[str], target: Target, workers: int | None,
                   cache_root: str | None) -> dict[str, dict]:
     """`static_batch` over `paths`, split across parallel workers: path -> result."""
-    from diagnose.runtime import call
-
     if not paths:
         return {}
     count = max(1, min(len(paths), workers or os.cpu_count() or 1))
@@ -177,7 +182,6 @@ def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpti
     level, and a configuration timed once on this device need not be timed again."""
     space = rewrite.search_space(ctx, plan)
     folder = Path(options.cache_root, "search") if options.cache_root else None
-    from diagnose import __version__
 
     key = hashlib.sha256(json.dumps([__version__, rewrite.id, ctx.source, _text(options.task_path), options.device,
                                      ctx.target.name, space], default=str).encode()).hexdigest()[:24]
@@ -212,8 +216,6 @@ def _search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpt
     if not space:
         return SearchResult(rewrite.id, (), (), "nothing to search")
     default = tuple(space[0].items())
-    from diagnose.runtime.devices import timed
-    from diagnose.toolchain.placement import available
 
     can_time = timed(options.device) and available(options.device)[0]
     if not rewrite.estimated and not can_time:
@@ -254,8 +256,6 @@ def _search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpt
             top_k = rewrite.timed_configs or options.top_k
             survivors = (sorted(survivors)[:top_k] if not rewrite.estimated
                          else sorted(survivors, key=lambda i: trials[i].seconds or math.inf)[:top_k])
-            from diagnose.task import load_task
-            from diagnose.verify.harness import prepared
 
             # One reference job for every configuration timed.
             with prepared(load_task(options.task_path, paths[survivors[0]]), _check_options(options)) as reference:
@@ -285,8 +285,6 @@ def pick(trials: list[Trial], survivors: list[int]) -> int:
 
 
 def _check_options(options: SearchOptions):
-    from diagnose.verify.harness import CheckOptions
-
     return CheckOptions(device=options.device, seeds=(0,), baselines=(), device_lock=options.device_lock)
 
 
@@ -294,8 +292,6 @@ def _side_by_side(options: SearchOptions, paths: dict[int, str], reference) -> t
     """Geometric mean over the groups of each configuration's median, all timed in one worker
     (`diagnose.verify.side_by_side`: the configurations of a rewrite that is not `estimated` compute
     the same values, so only the one chosen needs verifying)."""
-    from diagnose.verify.side_by_side import time_side_by_side
-
     timings, failed = time_side_by_side(reference, {str(i): Path(p) for i, p in paths.items()}, _check_options(options))
     out = {}
     for i in paths:
@@ -306,9 +302,6 @@ def _side_by_side(options: SearchOptions, paths: dict[int, str], reference) -> t
 
 def _timed(options: SearchOptions, path: str, reference=None) -> float | None:
     """Geometric mean of the candidate's median times over the device groups, from the harness."""
-    from diagnose.task import load_task
-    from diagnose.verify.harness import verify
-
     verdict = verify(load_task(options.task_path, path), _check_options(options), reference)
     medians = [t.median_ms for t in verdict.timings if t.variant == "candidate" and t.median_ms]
     if not verdict.passed or not medians:

@@ -23,13 +23,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import statistics
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from diagnose.cache import cache_root, read_json, write_json_atomic
+from diagnose.errors import DiagnoseError
 from diagnose.records import Record
+from diagnose.runtime import call
 from diagnose.targets import Target
+from diagnose.toolchain.placement import require
+from diagnose.verify.timing import EventTimer, measure as time_variants
 
 CEILINGS_VERSION = 1
 CACHE_SUBDIR = ("profiling", "ceilings")
@@ -88,8 +94,6 @@ def nominal(target: Target) -> Ceilings:
 
 
 def cache_dir(root: str | Path | None = None) -> Path:
-    from diagnose.cache import cache_root
-
     path = Path(root) if root else cache_root()
     path = path.joinpath(*CACHE_SUBDIR)
     path.mkdir(parents=True, exist_ok=True)
@@ -102,8 +106,6 @@ def cache_key(identity: dict[str, str]) -> str:
 
 
 def load_cached(identity: dict[str, str], root: str | Path | None = None) -> Ceilings | None:
-    from diagnose.cache import read_json
-
     data = read_json(cache_dir(root) / f"{cache_key(identity)}.json")
     if not data or data.get("version") != CEILINGS_VERSION:
         return None
@@ -111,8 +113,6 @@ def load_cached(identity: dict[str, str], root: str | Path | None = None) -> Cei
 
 
 def store(ceilings: Ceilings, root: str | Path | None = None) -> Path:
-    from diagnose.cache import write_json_atomic
-
     path = cache_dir(root) / f"{cache_key(dict(ceilings.identity))}.json"
     write_json_atomic(path, {"version": CEILINGS_VERSION, "ceilings": ceilings.to_dict()})
     return path
@@ -130,7 +130,7 @@ def driver_version() -> str:
             return out.splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    import torch
+    import torch  # deferred: torch is heavy
 
     try:
         return f"cuda-driver-api-{torch._C._cuda_getDriverVersion()}"
@@ -140,8 +140,8 @@ def driver_version() -> str:
 
 def identity(device: str) -> dict[str, str]:
     """What a measurement depends on: the device, its driver, the libraries that run the kernels."""
-    import torch
-    import triton
+    import torch  # deferred: torch is heavy
+    import triton  # deferred: triton is heavy
 
     if device != "cuda":
         raise ValueError(f"ceilings are measured on cuda devices only, not {device!r}")
@@ -158,8 +158,8 @@ def identity(device: str) -> dict[str, str]:
 
 
 def _empty_kernel():
-    import triton
-    import triton.language as tl
+    import triton  # deferred: triton is heavy
+    import triton.language as tl  # deferred: triton is heavy
 
     @triton.jit
     def empty_kernel(x_ptr, n):
@@ -171,10 +171,7 @@ def _empty_kernel():
 
 def measure(device: str = "cuda") -> Ceilings:
     """Measure copy bandwidth, matmul throughput per dtype and launch overhead on this device."""
-    import torch
-
-    from diagnose.verify.timing import EventTimer
-    from diagnose.verify.timing import measure as time_variants
+    import torch  # deferred: torch is heavy
 
     ident = identity(device)
     timer = EventTimer(device)
@@ -208,9 +205,7 @@ def measure(device: str = "cuda") -> Ceilings:
 
 def launch_overhead(device: str = "cuda") -> float:
     """Seconds per launch of an empty Triton kernel issued back to back (median of 10 samples)."""
-    import statistics
-
-    import torch
+    import torch  # deferred: torch is heavy
 
     kernel = _empty_kernel()
     x = torch.zeros(1, device=device)
@@ -254,11 +249,6 @@ def ceilings_job(payload: dict[str, Any]) -> dict:
 
 def ceilings_for(device: str = "cuda", refresh: bool = False, timeout_s: float = 900.0) -> tuple[Ceilings, bool]:
     """The device's ceilings from the cache or a measurement, run in a worker; UsageError without a device."""
-    from diagnose.errors import DiagnoseError
-    from diagnose.cache import cache_root
-    from diagnose.runtime import call
-    from diagnose.toolchain.placement import require
-
     require(device)
     result = call(JOB, {"device": device, "cache_root": str(cache_root().resolve()), "refresh": refresh},
                   timeout_s=timeout_s, memory_limit=32 * 2**30, user_code=False)

@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 
 from diagnose.errors import EXIT_OK, UsageError
+from diagnose.profiling.profile import ProfileOptions, profile_task
+from diagnose.profiling.render import render_text
+from diagnose.targets import lookup
 
 
 def profile_command(
@@ -28,10 +31,6 @@ def profile_command(
     ncu_timeout_s: float = 300.0,
     proton: bool = False,
 ) -> tuple[int, str]:
-    from diagnose.profiling.profile import ProfileOptions, profile_task
-    from diagnose.profiling.render import render_text
-    from diagnose.targets import lookup
-
     if fmt not in ("text", "json"):
         raise UsageError(f"unknown format {fmt!r}; formats: text, json")
     if target is not None:

@@ -18,20 +18,33 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from diagnose.cache import CACHE_ENV
+from diagnose.ir.compile import CompileFailed, compile_launch
+from diagnose.ir.facts import FactContext, facts_for
+from diagnose.ir.launch import capture_task_launches, find_kernels, load_module
+from diagnose.ir.specialize import expand_configs
+from diagnose.profiling import ceilings as ceiling_cache
+from diagnose.profiling.nvidia.source_page import sass_offsets
+from diagnose.profiling.static.features import extract
+from diagnose.profiling.work import count_work, count_work_offline, draw_on_meta
+from diagnose.runtime import device_lock
+from diagnose.runtime.devices import synchronize, torch_device, versions
+from diagnose.targets import lookup
+from diagnose.task import import_task_file
+from diagnose.verify import tensors, timing
+from diagnose.verify.inputs import draw, group_table, select_groups
+from diagnose.verify.jobs import build_model
+
 SEED = 0
 
 
 def _modules(payload: dict):
-    from diagnose.task import import_task_file
-
     reference = import_task_file(payload["reference"])
     candidate = reference if payload["candidate"] == payload["reference"] else import_task_file(payload["candidate"])
     return reference, candidate
 
 
 def _groups(reference, device: str, wanted: list[str] | None) -> list[str]:
-    from diagnose.verify.inputs import group_table, select_groups
-
     return select_groups(list(group_table(reference)), device, wanted)
 
 
@@ -39,16 +52,7 @@ def device_job(payload: dict) -> dict:
     """Work, timings and ceilings on a device. Payload: reference, candidate, device, groups,
     baselines, initial, cache_root, refresh_ceilings, device_lock (timing and the ceilings' measurement
     hold it alone, the other device work shares it: `diagnose.runtime.device_lock`)."""
-    import torch
-
-    from diagnose.profiling import ceilings as ceiling_cache
-    from diagnose.profiling.work import count_work
-    from diagnose.runtime import device_lock
-    from diagnose.runtime.devices import torch_device, versions
-    from diagnose.task import import_task_file
-    from diagnose.verify import tensors, timing
-    from diagnose.verify.inputs import draw
-    from diagnose.verify.jobs import build_model
+    import torch  # deferred: torch is heavy
 
     device, lock = payload["device"], payload.get("device_lock")
     reference, candidate = _modules(payload)
@@ -90,8 +94,6 @@ def device_job(payload: dict) -> dict:
 
 def offline_job(payload: dict) -> dict:
     """Work of the device-sized groups counted without a device. Payload: reference, candidate, groups."""
-    from diagnose.profiling.work import count_work_offline
-
     reference, _ = _modules(payload)
     groups = _groups(reference, "cuda", payload.get("groups"))
     work, how = [], []
@@ -104,11 +106,7 @@ def offline_job(payload: dict) -> dict:
 
 def _capture(reference, module, kernels: dict, group: str) -> list:
     """The candidate's launches for one group, its kernels recording instead of launching."""
-    import torch
-
-    from diagnose.ir.launch import capture_task_launches
-    from diagnose.profiling.work import draw_on_meta
-    from diagnose.verify.inputs import draw
+    import torch  # deferred: torch is heavy
 
     init_inputs = list(reference.get_init_inputs())
     module.get_init_inputs = lambda: init_inputs
@@ -127,15 +125,6 @@ def _capture(reference, module, kernels: dict, group: str) -> list:
 def static_job(payload: dict) -> dict:
     """Offline compile and IR features of the candidate's launches per group. Payload: reference,
     candidate, groups, target, cache_root, sass (include the SASS line map)."""
-    from diagnose.cache import CACHE_ENV
-    from diagnose.ir.compile import CompileFailed, compile_launch
-    from diagnose.ir.facts import FactContext, facts_for
-    from diagnose.ir.launch import find_kernels, load_module
-    from diagnose.ir.specialize import expand_configs
-    from diagnose.profiling.nvidia.source_page import sass_offsets
-    from diagnose.profiling.static.features import extract
-    from diagnose.targets import lookup
-
     if payload.get("cache_root"):
         os.environ[CACHE_ENV] = payload["cache_root"]
     target = lookup(payload["target"])
@@ -176,12 +165,7 @@ def static_job(payload: dict) -> dict:
 
 def ncu_target_job(payload: dict) -> dict:
     """The forward Nsight Compute profiles. Payload: reference, candidate, device, group."""
-    import torch
-
-    from diagnose.runtime.devices import synchronize, torch_device
-    from diagnose.verify import tensors
-    from diagnose.verify.inputs import draw
-    from diagnose.verify.jobs import build_model
+    import torch  # deferred: torch is heavy
 
     device = payload.get("device", "cuda")
     reference, candidate = _modules(payload)
@@ -201,14 +185,8 @@ def ncu_target_job(payload: dict) -> dict:
 def proton_job(payload: dict) -> dict:
     """Candidate and eager under Proton, per group. Payload: reference, candidate, device, groups,
     repeats, out (the hatchet file's path without its `.hatchet` suffix)."""
-    import torch
-    import triton.profiler as proton
-
-    from diagnose.profiling.work import count_work
-    from diagnose.runtime.devices import synchronize, torch_device
-    from diagnose.verify import tensors
-    from diagnose.verify.inputs import draw
-    from diagnose.verify.jobs import build_model
+    import torch  # deferred: torch is heavy
+    import triton.profiler as proton  # deferred: triton is heavy
 
     device = payload.get("device", "cuda")
     repeats = int(payload.get("repeats", 10))

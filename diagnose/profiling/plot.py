@@ -34,10 +34,10 @@ def points_from_verdict(verdict: Verdict, work: list[Work], roof: Roof, label_pr
 
 
 def plot_roofline(points: list[tuple[str, RooflinePosition]], roof: Roof, stem: str | Path, title: str = "") -> list[str]:
-    import matplotlib
+    import matplotlib  # deferred: matplotlib is heavy (~0.4 s)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: after matplotlib.use("Agg")
 
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)

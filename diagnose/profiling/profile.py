@@ -25,20 +25,29 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from diagnose.cache import cache_root
 from diagnose.errors import DiagnoseError, UsageError
+from diagnose.ir.inspect import evidence_from_dict
 from diagnose.profiling.ceilings import Ceilings, nominal
 from diagnose.profiling.classify import GroupView, classify, static_finding
-from diagnose.profiling.nvidia import counters as ncu_counters
+from diagnose.profiling.nvidia import counters as ncu_counters, proton
 from diagnose.profiling.nvidia import source_page
 from diagnose.profiling.nvidia.csv_pages import parse_raw_page
+from diagnose.profiling.nvidia.ncu_run import load_run, run_ncu
+from diagnose.profiling.plot import plot_roofline
 from diagnose.profiling.roofline import RooflinePosition, Work, position, roof_for
 from diagnose.profiling.static.estimate import Estimate, estimate, hardware
 from diagnose.profiling.static.features import Access, KernelFeatures
 from diagnose.records import Evidence, Finding, Location, Record, Timing
+from diagnose.runtime import call
+from diagnose.runtime.devices import DEVICES, timed
+from diagnose.runtime.runner import user_failure
 from diagnose.targets import DEFAULT_TARGET, Target, lookup
+from diagnose.task import load_task
+from diagnose.toolchain import placement
 
 JOBS = "diagnose.profiling.jobs"
 CAPABILITY_TARGETS = {"8.0": "cuda:sm80", "9.0": "cuda:sm90", "10.0": "cuda:sm100"}
@@ -107,11 +116,7 @@ def _call(entry: str, payload: dict, options: ProfileOptions, interpret: bool = 
           device: str | None = None) -> dict:
     """Run a profiling job in a worker: here, or where `device`'s placement says (for `npu`, the
     interpreter that has torch_npu)."""
-    from diagnose.runtime import call
-    from diagnose.toolchain.placement import require
-    from diagnose.runtime.runner import user_failure
-
-    placed = require(device).runner_options() if device else {"interpret": interpret}
+    placed = placement.require(device).runner_options() if device else {"interpret": interpret}
     result = call(f"{JOBS}:{entry}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
                   **placed)
     if not result.ok:
@@ -132,8 +137,6 @@ def _features(data: dict) -> KernelFeatures:
 
 
 def _evidence(data: dict) -> Evidence:
-    from diagnose.ir.inspect import evidence_from_dict
-
     return evidence_from_dict(data)
 
 
@@ -149,11 +152,6 @@ def target_for(device: str, versions: dict, wanted: str | None) -> Target:
 
 def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -> ProfileResult:
     """Profile one task file (see the module docstring)."""
-    from diagnose.cache import cache_root
-    from diagnose.runtime.devices import DEVICES, timed
-    from diagnose.toolchain.placement import available
-    from diagnose.task import load_task
-
     if options.device not in DEVICES:
         raise UsageError(f"unknown device {options.device!r}; choose one of {', '.join(DEVICES)}")
     if options.ncu and options.device != "cuda":
@@ -163,7 +161,7 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
     task = load_task(path)
     if not task.kernels:
         raise UsageError(f"{task.candidate_path}: no @triton.jit kernel to profile")
-    ok, why = available(options.device)
+    ok, why = placement.available(options.device)
     on_device = ok and timed(options.device)
     notes: list[str] = []
     if not on_device:
@@ -258,8 +256,6 @@ def _static(common: dict, target: Target, ceilings: Ceilings, options: ProfileOp
 
 def _ncu(common: dict, group: str, kernels: list[KernelView], sass: dict, artifacts: Path | None,
          options: ProfileOptions, notes: list[str]):
-    from diagnose.profiling.nvidia.ncu_run import run_ncu
-
     names = sorted({k.kernel for k in kernels if k.group == group})
     folder = artifacts / "ncu" if artifacts else Path(tempfile.mkdtemp(prefix="diagnose-ncu-"))
     payload = {"reference": common["reference"], "candidate": common["candidate"], "device": "cuda", "group": group}
@@ -275,8 +271,6 @@ def _ncu(common: dict, group: str, kernels: list[KernelView], sass: dict, artifa
 def _proton(common: dict, kernels: list[KernelView], artifacts: Path | None, options: ProfileOptions,
             notes: list[str]) -> tuple[Evidence, ...]:
     """Proton's kernel times per (variant, group) scope as evidence; a failure is a note."""
-    from diagnose.profiling.nvidia import proton
-
     folder = artifacts / "proton" if artifacts else Path(tempfile.mkdtemp(prefix="diagnose-proton-"))
     folder.mkdir(parents=True, exist_ok=True)
     payload = {"reference": common["reference"], "candidate": common["candidate"], "device": "cuda",
@@ -326,10 +320,6 @@ def reanalyze(folder: str | Path, task_path: str | Path, pages=None) -> ProfileR
     `<folder>/<task>.profile.json`, the ncu pages from `pages` (an `NcuRun`) or `<folder>/ncu/`, the
     offline compile redone here (it is deterministic: the same IR and SASS map). For a parser or
     classifier fixed after the run."""
-    from diagnose.cache import cache_root
-    from diagnose.profiling.nvidia.ncu_run import load_run
-    from diagnose.task import load_task
-
     folder = Path(folder)
     task = load_task(task_path)
     saved = json.loads((folder / f"{task.name}.profile.json").read_text())
@@ -380,10 +370,6 @@ def _view(group, task, target, ceilings, work, positions, kernels, facts, counte
 
 
 def _write_artifacts(result: ProfileResult, folder: Path, name: str) -> ProfileResult:
-    from dataclasses import replace
-
-    from diagnose.profiling.plot import plot_roofline
-
     folder.mkdir(parents=True, exist_ok=True)
     plots: list[str] = []
     points = [(p.variant, p) for p in result.positions]

@@ -23,6 +23,8 @@ from types import ModuleType
 from typing import Any
 
 from diagnose.profiling.roofline import Work
+from diagnose.verify.inputs import draw, group_table
+from diagnose.verify.jobs import build_model
 
 HINT = "ROOFLINE hint"
 DTYPE_LABELS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
@@ -30,7 +32,7 @@ DTYPE_LABELS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float
 
 
 def tensor_bytes(values: Any) -> int:
-    import torch
+    import torch  # deferred: torch is heavy
 
     if isinstance(values, torch.Tensor):
         return values.numel() * values.element_size()
@@ -42,7 +44,7 @@ def tensor_bytes(values: Any) -> int:
 
 
 def dominant_dtype(inputs: list) -> str:
-    import torch
+    import torch  # deferred: torch is heavy
 
     by_dtype: dict[str, int] = {}
     for value in inputs:
@@ -63,8 +65,8 @@ def hinted(module: ModuleType, key: str, inputs: list) -> float | None:
 def count_work(module: ModuleType, model: Any, inputs: list, group: str) -> Work:
     """The work of one group: runs `model` once on `inputs` (any device, `meta` included), unless the
     task hints both bytes and FLOPs, which leave nothing to count."""
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
+    import torch  # deferred: torch is heavy
+    from torch.utils.flop_counter import FlopCounterMode  # deferred: torch is heavy
 
     hint_bytes, hint_flops = hinted(module, "bytes", inputs), hinted(module, "flops", inputs)
     dtype = dominant_dtype(list(inputs))
@@ -88,9 +90,7 @@ def count_work(module: ModuleType, model: Any, inputs: list, group: str) -> Work
 
 def draw_on_meta(module: ModuleType, group: str) -> list:
     """A group's inputs as meta tensors: the task's own factories run under `torch.device("meta")`."""
-    import torch
-
-    from diagnose.verify.inputs import group_table
+    import torch  # deferred: torch is heavy
 
     torch.manual_seed(0)
     value = group_table(module)[group]
@@ -102,10 +102,7 @@ def draw_on_meta(module: ModuleType, group: str) -> list:
 def count_work_offline(module: ModuleType, group: str) -> tuple[Work, str]:
     """(work, how): from the hints alone, counted on `meta` tensors, or on CPU tensors when the reference
     refuses `meta`."""
-    import torch
-
-    from diagnose.verify.inputs import draw
-    from diagnose.verify.jobs import build_model
+    import torch  # deferred: torch is heavy
 
     init_inputs = list(module.get_init_inputs())
     try:

@@ -8,7 +8,7 @@ import html
 
 from diagnose.records import Report
 from diagnose.report import run_view
-from diagnose.report.roofline_plot import RooflinePlot
+from diagnose.report.roofline_plot import RooflinePlot, svg_for
 
 STYLE = ("body{font-family:sans-serif;max-width:64em;margin:1em auto;padding:0 1em}"
          "pre{background:#f6f6f6;padding:6px;overflow:auto}table{border-collapse:collapse}"
@@ -50,8 +50,6 @@ def candidates_section(report: Report) -> str:
 def render_html(report: Report, plot: RooflinePlot | None = None, svg: str | None = None) -> str:
     """The page; `plot` and `svg` as `roofline_plot.svg_for` returns them (drawn here when not given)."""
     if plot is None:
-        from diagnose.report.roofline_plot import svg_for
-
         plot, svg = svg_for(report)
     trace = "".join(f"<li><b>{e(s.level)}</b> {e(s.action)}: {e(s.reason)}</li>" for s in report.trace)
     findings = "".join(f"<li><code>{e(f.code)}</code> line {f.location.line}: {e(f.message)}</li>"

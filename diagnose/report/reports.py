@@ -31,6 +31,6 @@ def schema() -> dict:
 
 def validate(data: dict) -> None:
     """Raise `jsonschema.ValidationError` when `data` does not follow the report schema."""
-    import jsonschema
+    import jsonschema  # optional: jsonschema (the test extra)
 
     jsonschema.validate(data, schema())

@@ -11,9 +11,11 @@ the note says why.
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from diagnose.profiling.plot import plot_roofline
 from diagnose.profiling.roofline import RooflinePosition, position
 from diagnose.records import Report, Roof, Timing, Work
 
@@ -79,8 +81,6 @@ def roofline_plot(report: Report) -> RooflinePlot:
 
 def write_svg(plot: RooflinePlot, folder: str | Path, title: str) -> Path | None:
     """Draw the plot into `<folder>/roofline.svg` (and `.png`); None when there is nothing to plot."""
-    from diagnose.profiling.plot import plot_roofline
-
     if not plot.points or plot.roof is None:
         return None
     paths = plot_roofline(list(plot.points), plot.roof, Path(folder) / Path(SVG_NAME).stem,
@@ -96,8 +96,6 @@ def inline_svg(path: str | Path) -> str:
 
 def svg_for(report: Report, folder: str | Path | None = None) -> tuple[RooflinePlot, str | None]:
     """The plot and its inline SVG, drawn into `folder` (a temporary one when None)."""
-    import tempfile
-
     plot = roofline_plot(report)
     title = Path(report.module or report.task).stem + f" on {report.target}"
     if folder is not None:

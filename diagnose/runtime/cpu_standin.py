@@ -37,12 +37,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from diagnose.runtime import interpreter_libdevice
+from diagnose.targets import lookup
 
 STANDIN_NAME = "NVIDIA H100 80GB HBM3 (diagnose CPU stand-in)"
 
 
 def _is_cuda(device: Any) -> bool:
-    import torch
+    import torch  # deferred: torch is heavy
 
     if isinstance(device, str):
         return device.startswith("cuda")
@@ -52,8 +53,8 @@ def _is_cuda(device: Any) -> bool:
 
 
 def _tensor_mode():
-    import torch
-    from torch.overrides import TorchFunctionMode
+    import torch  # deferred: torch is heavy
+    from torch.overrides import TorchFunctionMode  # deferred: torch is heavy
 
     is_cuda = next(vars(c)["is_cuda"] for c in torch.Tensor.__mro__ if "is_cuda" in vars(c))
 
@@ -154,7 +155,7 @@ def _properties(target) -> SimpleNamespace:
 
 
 def patch_torch_cuda(target) -> None:
-    import torch
+    import torch  # deferred: torch is heavy
 
     cuda = torch.cuda
     props = _properties(target)
@@ -191,7 +192,7 @@ def patch_torch_cuda(target) -> None:
 
 def standin_driver(target):
     """A Triton driver for `target` that runs nothing: for code that asks the driver questions."""
-    from triton.backends.driver import DriverBase
+    from triton.backends.driver import DriverBase  # deferred: triton is heavy
 
     order = itertools.count()
 
@@ -218,7 +219,7 @@ def standin_driver(target):
             return target.gpu_target()
 
         def get_active_torch_device(self):
-            import torch
+            import torch  # deferred: torch is heavy
 
             return torch.device("cpu")
 
@@ -241,7 +242,7 @@ def standin_driver(target):
             return benchmarker
 
         def get_empty_cache_for_benchmark(self):
-            import torch
+            import torch  # deferred: torch is heavy
 
             return torch.empty(1)
 
@@ -253,9 +254,9 @@ def standin_driver(target):
 
 def patch_interpreter_floats() -> None:
     """Give float launch arguments to interpreted kernels as fp32 scalars, as compiled kernels get them."""
-    import numpy as np
-    import triton.language as tl
-    from triton.runtime import interpreter
+    import numpy as np  # deferred: numpy is heavy
+    import triton.language as tl  # deferred: triton is heavy
+    from triton.runtime import interpreter  # deferred: triton is heavy
 
     convert = interpreter._implicit_cvt
     if getattr(convert, "diagnose_floats", False):
@@ -276,16 +277,14 @@ def patch_interpreter_floats() -> None:
 def install(target_name: str = "cuda:sm90", interpreter: bool = True) -> None:
     """Make GPU code run on the CPU in this process (a worker's or a capture's; never the parent's).
     `interpreter`: also mend Triton's interpreter (only where it runs the kernels)."""
-    from triton.runtime.driver import driver
-
-    from diagnose.targets import lookup
+    from triton.runtime.driver import driver  # deferred: triton is heavy
 
     target = lookup(target_name)
     patch_torch_cuda(target)
     _tensor_mode().__enter__()
     driver.set_active(standin_driver(target))
     if interpreter:
-        from diagnose.runtime import interpreted_jit
+        from diagnose.runtime import interpreted_jit  # deferred: imports triton and numpy
 
         patch_interpreter_floats()
         interpreter_libdevice.install()

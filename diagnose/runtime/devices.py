@@ -13,6 +13,8 @@ The worker-side helpers below (`torch_device`, `synchronize`, `events`, ...) imp
 
 from __future__ import annotations
 
+import importlib.metadata
+import platform
 from dataclasses import dataclass
 
 from diagnose.errors import UsageError
@@ -80,7 +82,7 @@ def torch_device(device: str) -> str:
 
 def events(device: str):
     """The torch module with the device's `Event` and `synchronize` (`torch.cuda`, `torch.npu`)."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     module = kind(device).events
     if module is None:
@@ -115,7 +117,7 @@ def poison_allocator(device: str, nbytes: int) -> None:
     similar size; an output that a candidate never writes then fails correctness instead of passing
     on zeros or on a previous call's result.
     """
-    import torch
+    import torch  # deferred: torch is heavy
 
     if nbytes <= 0:
         return
@@ -127,10 +129,8 @@ def poison_allocator(device: str, nbytes: int) -> None:
 
 def versions(device: str) -> dict[str, str]:
     """Library versions and the device name, for the verdict."""
-    import platform
-
-    import torch
-    import triton
+    import torch  # deferred: torch is heavy
+    import triton  # deferred: triton is heavy
 
     info = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
     if device == "cuda":
@@ -139,8 +139,6 @@ def versions(device: str) -> dict[str, str]:
         info["cuda"] = str(torch.version.cuda)
         info["capability"] = f"{props.major}.{props.minor}"
     elif device == "npu":
-        import importlib.metadata
-
         info["device_name"] = str(events("npu").get_device_name(0))
         for dist in ("torch-npu", "triton-ascend"):
             try:

@@ -132,7 +132,7 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
 
 
 def _as_compiled(value):
-    import triton.language as tl
+    import triton.language as tl  # deferred: triton is heavy
 
     return tl.constexpr(value) if isinstance(value, tl.dtype) else value
 

@@ -13,6 +13,7 @@ before. Interpreter processes only.
 from __future__ import annotations
 
 import importlib
+from math import erf
 from typing import Callable
 
 MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
@@ -21,8 +22,6 @@ MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdev
 
 def _table(np) -> dict[str, tuple[Callable, str | None]]:
     """name -> (numpy function, result kind: None = the first argument's dtype, 'bool', 'int32')."""
-    from math import erf
-
     verf = np.vectorize(erf, otypes=[np.float64])
     same = {
         "rsqrt": lambda x: 1.0 / np.sqrt(x), "sqrt": np.sqrt, "sqrt_rn": np.sqrt, "exp": np.exp, "exp2": np.exp2,
@@ -50,9 +49,9 @@ def _table(np) -> dict[str, tuple[Callable, str | None]]:
 
 
 def _lift(name: str, fn: Callable, kind: str | None) -> Callable:
-    import numpy as np
-    import triton.language as tl
-    from triton.runtime.interpreter import TensorHandle, _get_np_dtype
+    import numpy as np  # deferred: numpy is heavy
+    import triton.language as tl  # deferred: triton is heavy
+    from triton.runtime.interpreter import TensorHandle, _get_np_dtype  # deferred: triton is heavy
 
     def call(*args, _semantic=None, **kwargs):
         tensors = [a for a in args if isinstance(a, tl.tensor)]
@@ -83,7 +82,7 @@ def _lift(name: str, fn: Callable, kind: str | None) -> Callable:
 
 
 def install() -> None:
-    import numpy as np
+    import numpy as np  # deferred: numpy is heavy
 
     table = _table(np)
     for module_name in MODULES:

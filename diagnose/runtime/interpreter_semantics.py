@@ -22,7 +22,7 @@ MODULE = __name__
 
 
 def _is_tensor(value: Any) -> bool:
-    import triton.language as tl
+    import triton.language as tl  # deferred: triton is heavy
 
     return isinstance(value, tl.tensor)
 

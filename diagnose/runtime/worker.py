@@ -28,6 +28,8 @@ import time
 import traceback
 
 from diagnose.errors import UsageError
+from diagnose.runtime import cpu_standin
+from diagnose.task.harness import header
 
 
 def classify(exc: BaseException) -> str:
@@ -68,8 +70,6 @@ def user_frame(exc: BaseException) -> str | None:
 
 def _shown(file: str) -> str:
     try:
-        from diagnose.task.harness import header
-
         with open(file, encoding="utf-8", errors="replace") as handle:
             found = header(handle.read())
     except OSError:
@@ -129,11 +129,10 @@ def install_standin(entry: str) -> None:
         return
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if not interpreted and choice == "auto" and entry not in OFFLINE_ENTRIES:
-        import torch
+        import torch  # deferred: torch is heavy
 
         if torch.cuda.is_available():
             return
-    from diagnose.runtime import cpu_standin
 
     cpu_standin.install(interpreter=interpreted)
 

@@ -182,6 +182,7 @@ def _worker(job: dict) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.environ.clear()
         os.environ.update(job["env"])
+        # serve() imported it before the fork; at the top it would loop (runtime/__init__ -> runner -> zygote)
         from diagnose.runtime import worker
 
         worker.main(["worker", job["request"], job["result"]])  # ends the process
@@ -190,11 +191,11 @@ def _worker(job: dict) -> None:
 
 
 def serve() -> None:
-    import torch  # noqa: F401 - what makes the zygote worth having
-    import triton  # noqa: F401
-    import triton.language  # noqa: F401
+    import torch  # noqa: F401 - what makes the zygote worth having (deferred: the parent never imports it)
+    import triton  # noqa: F401 - as torch
+    import triton.language  # noqa: F401 - as torch
 
-    import diagnose.runtime.worker  # noqa: F401
+    import diagnose.runtime.worker  # noqa: F401 - what every forked job runs (see _worker)
 
     parent = os.getppid()
     children: set[int] = set()

@@ -15,6 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from diagnose.errors import UsageError
+from diagnose.knobs import cache_root
+from diagnose.task.harness import header
+from diagnose.task.kernel_module import module_task
 from diagnose.task.kernelbench import (
     CANDIDATE_NAME, REFERENCE_NAMES, Task, import_task_file, jit_kernels, load_task_file, parse_file, top_level_names,
 )
@@ -26,8 +29,6 @@ __all__ = ["Inputs", "Task", "import_task_file", "is_task_format", "jit_kernels"
 
 def is_task_format(path: str | Path) -> bool:
     """Whether the file is written in the task format (or is a kernel module's generated task file)."""
-    from diagnose.task.harness import header
-
     path = Path(path)
     tree = parse_file(path)
     names = top_level_names(tree)
@@ -49,10 +50,7 @@ def load_task(path: str | Path, candidate: str | Path | None = None, inputs: Inp
             raise UsageError(f"{path}: --call, --launch and --reference are for kernel modules; "
                              "this file is in the task format (Model, get_inputs, ModelNew)")
         return load_task_file(path, candidate)
-    from diagnose.task.kernel_module import module_task
 
     if cache is None:
-        from diagnose.knobs import cache_root
-
         cache = cache_root()
     return module_task(path.resolve(), cache, inputs or Inputs(), Path(candidate).resolve() if candidate else None)

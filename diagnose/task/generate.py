@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import re
 
+from diagnose.task.module import is_jit_decorator
 from diagnose.task.specs import CallSpec, DtypeValue, TensorSpec
 
 POINTER_CALLS = ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
@@ -236,7 +237,5 @@ def guessed_launches(tree: ast.Module) -> list[CallSpec]:
 
 def jit_definitions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     """The module-level `@triton.jit` functions of a module, by name."""
-    from diagnose.task.module import is_jit_decorator
-
     return {node.name: node for node in tree.body
             if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)}

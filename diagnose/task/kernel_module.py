@@ -23,8 +23,9 @@ from pathlib import Path
 from diagnose.errors import UsageError
 from diagnose.task import harness, launches
 from diagnose.task.callspec import parse_call
+from diagnose.task.generate import guess_launch, returns_value
 from diagnose.task.kernelbench import Task, load_task_file, parse_file, top_level_names
-from diagnose.task.module import identity, jit_functions
+from diagnose.task.module import identity, is_jit_decorator, jit_functions
 from diagnose.task.shrink import shrunk
 from diagnose.task.specs import CallSpec, Inputs
 
@@ -148,9 +149,6 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
     kernel that other modules launch, their largest launch of it, replayed at the kernel) or, for a
     module-level kernel nothing launched, `guess_<name>` (a launch guessed from its source:
     `diagnose/task/generate.py`). `--call` specs are used as given."""
-    from diagnose.task.generate import guess_launch, returns_value
-    from diagnose.task.module import is_jit_decorator
-
     tree = parse_file(path)
     kernels = list(dict.fromkeys(jit_functions(tree)))
     if not kernels:

@@ -30,6 +30,7 @@ from types import ModuleType
 
 from diagnose import syntax
 from diagnose.errors import UsageError
+from diagnose.task.harness import header
 from diagnose.task.module import is_jit_decorator
 
 REFERENCE_NAMES = ("Model", "get_inputs", "get_init_inputs")
@@ -134,8 +135,6 @@ def load_task_file(path: str | Path, candidate: str | Path | None = None) -> Tas
 
 
 def _origin(path: Path) -> Path | None:
-    from diagnose.task.harness import header
-
     found = header(path.read_text(encoding="utf-8", errors="replace"))
     return found.origin if found else None
 
@@ -149,8 +148,6 @@ def import_task_file(path: str | Path) -> ModuleType:
     relative imports work; the suffix keeps the original module, a candidate and the reference apart
     when one process holds several.
     """
-    from diagnose.task.harness import header
-
     path = Path(path).resolve()
     folder = str(path.parent)
     found = header(path.read_text(encoding="utf-8", errors="replace"))

@@ -19,6 +19,7 @@ from a backward pass or a method); `launch` the kernel launch itself. No tensor 
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 from dataclasses import asdict, dataclass
@@ -161,8 +162,6 @@ def launches_of_kernels_in(path: Path, launches: str | None = None) -> list[Laun
     """Launches made from other modules of the kernels that `path` defines (`fused_moe.py` launching
     the kernels of `fused_moe_kernels.py`), as launches replayable in `path` itself: at the kernel, under
     the name `path` gives it (the host call lives in the other module, so none is kept)."""
-    import dataclasses
-
     target = str(identity(path).path)
     out: list[LaunchRecord] = []
     seen = set()

@@ -25,8 +25,11 @@ Imports only torch and this package's spec reader: it runs inside the user's pro
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import inspect
+import math
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -66,7 +69,7 @@ class Layout:
         return [_random(spec, size) for (_, spec), size in zip(self.owners, self.sizes)]
 
     def empty(self) -> list:
-        import torch
+        import torch  # deferred: torch is heavy
 
         return [torch.empty(size, dtype=_torch_dtype(spec.dtype)) for (_, spec), size in zip(self.owners, self.sizes)]
 
@@ -118,7 +121,7 @@ def _walk(call: CallSpec):
 
 
 def _torch_dtype(short: str):
-    import torch
+    import torch  # deferred: torch is heavy
 
     return getattr(torch, DTYPES[short])
 
@@ -126,16 +129,16 @@ def _torch_dtype(short: str):
 def _dtype_value(name: str):
     module, _, attr = name.partition(".")
     if module == "torch":
-        import torch
+        import torch  # deferred: torch is heavy
 
         return getattr(torch, attr)
-    import triton.language as tl
+    import triton.language as tl  # deferred: triton is heavy
 
     return getattr(tl, attr)
 
 
 def _random(spec: TensorSpec, size: int):
-    import torch
+    import torch  # deferred: torch is heavy
 
     dtype = _torch_dtype(spec.dtype)
     if spec.dtype == "b8":
@@ -173,7 +176,7 @@ def invoke(fn: Callable, call: CallSpec, args: list, kwargs: dict):
     """Call `fn` as the spec says: launch a kernel on its grid, or call a function (`Cls.apply` of an
     autograd function takes its arguments in `forward`'s order, positionally)."""
     if call.grid is not None:
-        from triton.runtime.jit import KernelInterface
+        from triton.runtime.jit import KernelInterface  # deferred: triton is heavy
 
         if not isinstance(fn, KernelInterface):
             raise TypeError(f"{call.target} is a {type(fn).__name__}, not a Triton kernel: it is launched through "
@@ -217,7 +220,7 @@ def decided_by(kernel: Any) -> set[str]:
 
 def tensors_of(value: Any) -> list:
     """The tensors of a call's result, in order; numbers, strings and None are not results."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     if isinstance(value, torch.Tensor):
         return [value]
@@ -241,13 +244,10 @@ def load_reference(spec: str) -> Callable:
 def user_kernels() -> list:
     """Every live Triton kernel object (`JITFunction`, or the interpreter's `InterpretedFunction`)
     defined outside the triton package."""
-    import gc
-    import warnings
-
-    from triton.runtime.jit import JITFunction, KernelInterface
+    from triton.runtime.jit import JITFunction, KernelInterface  # deferred: triton is heavy
 
     try:
-        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.interpreter import InterpretedFunction  # deferred: triton is heavy
     except ImportError:  # pragma: no cover - older layouts
         InterpretedFunction = JITFunction
     found = []
@@ -290,8 +290,6 @@ def _source(kernel) -> str:
 
 def _dot_flops(tensors: list) -> float:
     """2·M·N·K of the first pair of matrices [.., M, K] x [.., K, N] with an output [.., M, N] among them."""
-    import math
-
     mats = [t for t in tensors if t.dim() >= 2 and t.is_floating_point()]
     for a in mats:
         for b in mats:
@@ -311,7 +309,7 @@ class Harness:
     """
 
     def __init__(self, namespace: dict, spec: dict):
-        import torch
+        import torch  # deferred: torch is heavy
 
         self.namespace = namespace
         self.calls = {name: parse_call(text) for name, text in spec["groups"].items()}
@@ -402,7 +400,7 @@ class Harness:
         return {"bytes": lambda inputs: work(inputs)[0], "flops": lambda inputs: work(inputs)[1]}
 
     def recorded_work(self, inputs: list) -> tuple[float, float]:
-        import torch
+        import torch  # deferred: torch is heavy
 
         *given, which = inputs
         # Copies of the drawn values (host code may check them: `assert target.max() < V`); on `meta`, where
@@ -437,12 +435,12 @@ class Harness:
 
     @staticmethod
     def _drawer(index: int, layout: Layout) -> Callable[[], list]:
-        import torch
+        import torch  # deferred: torch is heavy
 
         return lambda: [*layout.draw(), torch.tensor([index])]
 
     def get_inputs(self) -> list:
-        import torch
+        import torch  # deferred: torch is heavy
 
         index = list(self.layouts).index(self.primary)
         return [*self.layouts[self.primary].empty(), torch.tensor([index])]

@@ -47,7 +47,7 @@ def npu_blocker() -> str | None:
     if not os.environ.get(CANN_ENV):
         return f"torch_npu needs the CANN runtime ({CANN_ENV} not set)"
     try:
-        import torch
+        import torch  # deferred: torch is heavy; torch_npu is in the Ascend toolchain's environment only
         import torch_npu  # noqa: F401 - registers torch.npu
     except Exception as e:  # noqa: BLE001 - a missing CANN library shows up as any of several errors
         return f"torch_npu does not import: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

@@ -85,7 +85,7 @@ def probe(payload: dict) -> dict:
         reason = "triton here is not triton-ascend (no NPU backend)"
     devices = 0
     if reason is None:
-        import torch
+        import torch  # deferred: torch is heavy
 
         devices = int(torch.npu.device_count())
     return {"npu": reason, "devices": devices}

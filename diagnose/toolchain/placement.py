@@ -26,7 +26,7 @@ def placement(device: str) -> tuple[Placement | None, str]:
         return Placement("cpu", interpret=True), ""
     if device == "npu":
         return npu_placement()
-    import torch  # heavy: only the question about cuda needs it
+    import torch  # deferred: torch is heavy; only the question about cuda needs it
 
     if not torch.cuda.is_available():
         return None, "device cuda is not available here (no CUDA GPU visible to torch); use --device cpu"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diagnose.errors import UsageError
+
 
 @dataclass(frozen=True)
 class ToolchainSpec:
@@ -67,8 +69,6 @@ TOOLCHAINS: dict[str, ToolchainSpec] = {spec.name: spec for spec in (ASCEND,)}
 
 def spec_for(name: str) -> ToolchainSpec:
     """The spec called `name`; `UsageError` naming the known ones otherwise."""
-    from diagnose.errors import UsageError
-
     spec = TOOLCHAINS.get(name.strip().lower())
     if spec is None:
         raise UsageError(f"unknown toolchain {name!r}; known toolchains: {', '.join(TOOLCHAINS)}")

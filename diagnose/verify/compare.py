@@ -38,7 +38,7 @@ NORM_MIN_ELEMENTS = 256
 
 
 def compare_one(ref, out, overrides: Overrides = {}) -> tuple[bool, float, float, str | None]:  # noqa: B006 - read only
-    import torch
+    import torch  # deferred: torch is heavy
 
     if not isinstance(out, torch.Tensor):
         return False, float("inf"), float("inf"), f"output is a {type(out).__name__}, not a tensor"

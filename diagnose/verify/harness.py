@@ -23,6 +23,8 @@ and raise `UsageError`; candidate failures become the verdict.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -77,9 +79,6 @@ def hide_memory() -> None:
     """Make this process non-dumpable (Linux `prctl(PR_SET_DUMPABLE, 0)`): this is where the reference
     outputs are held, and a worker running as the same user can then no longer read them through
     `/proc/<pid>/mem` or `map_files` (a root worker still can: `docs/threat-model.md`). Elsewhere, nothing."""
-    import ctypes
-    import sys
-
     if not sys.platform.startswith("linux"):
         return
     try:

@@ -46,7 +46,7 @@ def select_groups(names: list[str], device: str, wanted: list[str] | None) -> li
 
 def redrawn_if_constant(value: Any, generator) -> tuple[Any, bool]:
     """Replace a constant float/bool tensor by random values; say whether it was replaced."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     if not isinstance(value, torch.Tensor) or value.numel() < 2:
         return value, False
@@ -68,7 +68,7 @@ def draw(module: ModuleType, group: str, seed: int) -> tuple[list[Any], list[str
 
 def draw_value(value: Any, group: str, seed: int) -> tuple[list[Any], list[str]]:
     """The inputs a group's value (a list, or a function returning one) gives at `seed`, and notes."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     torch.manual_seed(seed)
     inputs = list(value() if callable(value) else value)
@@ -95,7 +95,7 @@ def perturbation_for(inputs: list, seed: int) -> list[tuple[int, Any, Any]]:
     positive, and a task's own rules hold (distinct values stay distinct; copying values over others
     made ties whose order a top-k's indices then broke either way). Integer and boolean inputs are left alone: they are often indices or masks with rules of their own.
     """
-    import torch
+    import torch  # deferred: torch is heavy
 
     generator = torch.Generator().manual_seed(seed)
     out = []
@@ -115,7 +115,7 @@ def swapped_pairs(value, generator):
     keeps every row's values (rows that are each a permutation of the same values stay permutations;
     a swap across rows would put a value twice in one). A tensor whose rows hold one element swaps
     across them."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     width = value.shape[-1] if value.dim() and value.shape[-1] >= 2 else value.numel()
     rows = value.numel() // width

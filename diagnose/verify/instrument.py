@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
+from diagnose.task.replay import user_kernels as live
+
 
 @dataclass
 class LaunchLog:
@@ -34,8 +36,6 @@ class LaunchLog:
 
 def user_kernels() -> list:
     """Every live Triton kernel object defined outside the triton package."""
-    from diagnose.task.replay import user_kernels as live
-
     return live()
 
 
@@ -45,10 +45,10 @@ def kernel_name(kernel) -> str:
 
 def kernel_classes() -> list[type]:
     """Triton's classes whose `run` launches one kernel: `JITFunction`, and the interpreter's."""
-    from triton.runtime.jit import JITFunction, KernelInterface
+    from triton.runtime.jit import JITFunction, KernelInterface  # deferred: triton is heavy
 
     try:
-        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.interpreter import InterpretedFunction  # deferred: triton is heavy
     except ImportError:  # pragma: no cover - older layouts
         return [JITFunction]
     # Every class of the interpreter's kernels that defines a `run`: under the CPU stand-in they are

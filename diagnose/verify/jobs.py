@@ -38,7 +38,7 @@ from pathlib import Path
 from diagnose.runtime import device_lock
 from diagnose.runtime.devices import empty_cache, events, poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
-from diagnose.verify import instrument, shapes, tensors, torch_state
+from diagnose.verify import instrument, shapes, tensors, timing, torch_state
 from diagnose.verify.inputs import apply_perturbation, draw, draw_value, group_table, perturbation_for, select_groups
 
 INIT_SEED = 42
@@ -46,7 +46,7 @@ INIT_SEED = 42
 
 def build_model(cls, init_inputs: list, device: str, state: dict | None = None):
     """Construct a model the way both sides do (same seed), then copy the reference's state in."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     torch.manual_seed(INIT_SEED)
     model = cls(*init_inputs).to(torch_device(device))
@@ -58,7 +58,7 @@ def build_model(cls, init_inputs: list, device: str, state: dict | None = None):
 
 
 def input_bytes(values: list) -> int:
-    import torch
+    import torch  # deferred: torch is heavy
 
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
@@ -66,7 +66,7 @@ def input_bytes(values: list) -> int:
 def run_forward(model, inputs: list, device: str, plain: bool = False) -> list:
     """The forward's outputs as CPU tensors; `plain`: each must be a plain dense `torch.Tensor` (a
     candidate's), so that what is judged was computed by the call and not on first inspection."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     with torch.no_grad():
         out = model(*inputs)
@@ -86,7 +86,7 @@ def fill_uninitialized(job: Path) -> None:
     inductor and dynamo: 1.1 s of every candidate job, for an option no check case uses, and a cache
     folder made at import. The C switch underneath is set directly where torch has it; otherwise the
     public call runs, its cache folder the job's (deleted with it) unless the user chose one."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     switch = getattr(torch._C, "_set_deterministic_algorithms", None)
     if switch is not None:
@@ -278,9 +278,7 @@ def candidate_job(payload: dict) -> dict:
 
 def timing_job(payload: dict) -> dict:
     """Time candidate, initial kernel, eager and torch.compile side by side, then re-check the candidate."""
-    import torch
-
-    from diagnose.verify import timing
+    import torch  # deferred: torch is heavy
 
     device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any task or candidate code runs here
@@ -338,9 +336,7 @@ def timing_job(payload: dict) -> dict:
 def side_by_side_job(payload: dict) -> dict:
     """Time the `ModelNew` of every variant file on each group's saved inputs, interleaved (one
     `timing.measure` per group over all of them), under the device lock alone."""
-    import torch
-
-    from diagnose.verify import timing
+    import torch  # deferred: torch is heavy
 
     device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any variant's code runs here

@@ -45,7 +45,7 @@ def compare_held(case: dict, held: Held, outputs_file: str, tolerances: dict) ->
 
 
 def differs(a: list, b: list) -> bool:
-    import torch
+    import torch  # deferred: torch is heavy
 
     return len(a) != len(b) or any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(a, b))
 

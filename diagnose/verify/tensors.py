@@ -13,7 +13,7 @@ from typing import Any
 
 def flatten(value: Any) -> list:
     """A forward's result as a flat list of tensors (numbers become 0-d tensors)."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     if isinstance(value, torch.Tensor):
         return [value]
@@ -31,7 +31,7 @@ def flatten(value: Any) -> list:
 def require_plain(values: list) -> None:
     """Raise `TypeError` unless every value is a plain dense `torch.Tensor` (or a parameter): a subclass
     can compute when it is first inspected, so that the calls being timed do no work."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     for index, value in enumerate(values):
         if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided:
@@ -41,20 +41,20 @@ def require_plain(values: list) -> None:
 
 
 def to_device(values: list, device: str) -> list:
-    import torch
+    import torch  # deferred: torch is heavy
 
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def copy_to(values: list, device: str) -> list:
     """Fresh copies on `device`, also where the values already live there (the originals stay pristine)."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     return [v.to(device, copy=True) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def to_cpu(values: list) -> list:
-    import torch
+    import torch  # deferred: torch is heavy
 
     return [v.detach().to("cpu") if isinstance(v, torch.Tensor) else v for v in values]
 
@@ -62,7 +62,7 @@ def to_cpu(values: list) -> list:
 def save(values: Any, path: Path) -> str:
     """`torch.save`, without the zip records' CRC-32: each file is read back once, on this machine,
     by this package, so the checksum is CPU time over every byte written that guards nothing."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     with _without_crc32():
         torch.save(values, path)
@@ -71,7 +71,7 @@ def save(values: Any, path: Path) -> str:
 
 def _without_crc32():
     try:  # torch >= 2.6
-        from torch.utils.serialization import config
+        from torch.utils.serialization import config  # deferred: torch is heavy
     except ImportError:
         return contextlib.nullcontext()
     return config.patch({"save.compute_crc32": False})
@@ -81,7 +81,7 @@ def load(path: str | Path) -> Any:
     """`torch.load` of a file `save` wrote, its storages memory-mapped rather than read in: what is used
     is paged in once, without the reader's copies (`benchmarks/tensor_io_speed.py`). The mapping is
     private: writing to a loaded tensor leaves the file as it was, and a deleted file's tensors stay valid."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -91,7 +91,7 @@ def load(path: str | Path) -> Any:
 
 def changed(before: list, after: list) -> list[int]:
     """Indices of tensor inputs whose contents differ (bitwise; NaN equal to NaN)."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     out = []
     for i, (a, b) in enumerate(zip(before, after)):

@@ -32,6 +32,7 @@ import time
 from typing import Any, Callable
 
 from diagnose.records import Timing
+from diagnose.runtime import devices
 
 MIN_REPS = 10
 BATCH = 10
@@ -82,9 +83,7 @@ class EventTimer:
     """
 
     def __init__(self, device: str, backend: Any = None, flush_bytes: int | None = None):
-        import torch
-
-        from diagnose.runtime import devices
+        import torch  # deferred: torch is heavy
 
         self.device = device
         self.backend = backend if backend is not None else devices.events(device)

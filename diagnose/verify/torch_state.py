@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 
 def namespaces() -> dict[str, Any]:
-    import torch
-    import torch.nn.functional
+    import torch  # deferred: torch is heavy
+    import torch.nn.functional  # deferred: torch is heavy
 
     return {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.Tensor": torch.Tensor,
             "torch.linalg": torch.linalg, "torch.special": torch.special, "torch.fft": torch.fft}
@@ -30,7 +30,7 @@ def namespaces() -> dict[str, Any]:
 
 def switches() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
     """Global settings that change what torch computes: (read, write) per name."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     def attribute(owner, name):
         return (lambda: getattr(owner, name)), (lambda value: setattr(owner, name, value))

@@ -1,11 +1,13 @@
 """The layering of docs/architecture.md holds: every import of every module (function-local ones
-included) points to a lower layer or stays in its own package, and no two modules import each
-other, however indirectly."""
+included) points to a lower layer or stays in its own package, no two modules import each other,
+however indirectly, and every function-local import says why it is not at the top."""
 
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import networkx as nx
@@ -14,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "diagnose"
 DOC = ROOT / "docs" / "architecture.md"
 TABLE = re.compile(r"<!-- layers:.*?-->(.*?)<!-- end layers -->", re.S)
+# A comment that only silences a linter gives no reason.
+BARE_NOQA = re.compile(r"#\s*noqa(:\s*[A-Z0-9, ]+)?\s*$")
 
 
 def layers() -> dict[str, int]:
@@ -93,3 +97,36 @@ def test_no_module_imports_itself_through_others():
         graph.add_edges_from((name, target) for target, _ in imports(name, path, known) if target != name)
     cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
     assert not cycles, f"import cycles: {cycles}"
+
+
+def function_local_imports(tree: ast.AST) -> list[ast.stmt]:
+    """The import statements inside a function (or lambda) body, however deeply nested."""
+    out = []
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if inside and isinstance(child, (ast.Import, ast.ImportFrom)):
+                out.append(child)
+            visit(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return out
+
+
+def test_function_local_imports_say_why():
+    """A function-local import defers a heavy or optional dependency (torch, triton, libcst, pygls, openai,
+    a command's code in the CLI) and says so in a comment on its line or the line above; one that only
+    dodged an import cycle belongs at the top of its module."""
+    silent = []
+    for path in sorted(modules().values()):
+        text = path.read_text()
+        lines = text.splitlines()
+        comments = {tok.start[0]: tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                    if tok.type == tokenize.COMMENT and not BARE_NOQA.fullmatch(tok.string)}
+        for node in function_local_imports(ast.parse(text)):
+            own = any(line in comments for line in range(node.lineno, node.end_lineno + 1))
+            above = node.lineno - 1 in comments and lines[node.lineno - 2].lstrip().startswith("#")
+            if not (own or above):
+                silent.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert not silent, ("function-local imports without a comment saying why they are deferred (hoist them to "
+                        "the top, or name the heavy or optional dependency):\n" + "\n".join(silent))

@@ -37,7 +37,11 @@ from pathlib import Path
 
 from diagnose import syntax
 from diagnose.bench.suite import Entry, matches
+from diagnose.bench.suites import tolerance
+from diagnose.errors import DiagnoseError, UsageError
 from diagnose.records import Verdict
+from diagnose.task import load_task, parse_file, top_level_names
+from diagnose.verify.harness import CheckOptions, verify
 from diagnose.verify.shapes import base_group
 
 Row = tuple[str, str, dict]
@@ -176,11 +180,6 @@ def with_tokens(rows: list[Row], solution: Path | None) -> list[Row]:
 def verify_rows(reference: Path, candidate: Path | None, options) -> list[Row]:
     """Verify and time `candidate`'s ModelNew (None: the reference file's own) against `reference` with
     the harness; store rows."""
-    from diagnose.bench.suites import tolerance
-    from diagnose.errors import DiagnoseError
-    from diagnose.task import load_task
-    from diagnose.verify.harness import CheckOptions, verify
-
     try:
         task = load_task(reference, candidate)
         verdict = verify(task, CheckOptions(device=options.device, seeds=tuple(range(options.seeds)),
@@ -209,9 +208,6 @@ def read_json_object(path: Path, what: str, required: tuple[str, ...]) -> dict:
 
 def python_problem(path: Path, wanted: tuple[str, ...], role: str) -> str | None:
     """Why `path` is not a usable Python file with `wanted` top-level names, or None (parse only)."""
-    from diagnose.errors import UsageError
-    from diagnose.task import parse_file, top_level_names
-
     try:
         names = top_level_names(parse_file(path))
     except UsageError as exc:

@@ -88,8 +88,8 @@ def apply_factor(module: ModuleType, assignments: list[tuple[str, ast.expr]], or
 @contextlib.contextmanager
 def on_meta():
     """Factories make `meta` tensors, and `.cuda()` / `.to(device)` leave a meta tensor where it is."""
-    import torch
-    from torch.overrides import TorchFunctionMode
+    import torch  # deferred: torch is heavy
+    from torch.overrides import TorchFunctionMode  # deferred: torch is heavy
 
     class StayOnMeta(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -106,7 +106,7 @@ def on_meta():
 
 def elements(module: ModuleType) -> float:
     """Input elements plus parameters at the module's current sizes (meta tensors); inf where unknown."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     try:
         with on_meta():
@@ -119,7 +119,7 @@ def elements(module: ModuleType) -> float:
 
 def runs(module: ModuleType, inputs=None) -> bool:
     """Whether the reference forward runs (real CPU tensors, at the current sizes)."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     try:
         with torch.no_grad():

@@ -36,9 +36,11 @@ import dataclasses
 import tempfile
 from pathlib import Path
 
-from diagnose.bench.suites.base import Row, SuiteTask, failed, keep, merged_task, verify_rows
+from diagnose.bench.suites import datakernel_data as data
+from diagnose.bench.suites.base import Row, SuiteTask, digest, failed, keep, merged_task, verify_rows
 from diagnose.bench.suite import Entry
 from diagnose.errors import UsageError
+from diagnose.scoring import geomean
 
 MODES = ("score", "optimize")
 KINDS = ("core", "full")
@@ -77,10 +79,9 @@ def kinds_of(options) -> tuple[str, ...]:
 
 
 def data_folder(options) -> Path:
-    from diagnose.bench.suites import datakernel_data as data
 
     def say(text: str) -> None:
-        from rich.console import Console
+        from rich.console import Console  # deferred: only the command line prints
 
         Console(stderr=True).print(text, markup=False)
 
@@ -89,8 +90,6 @@ def data_folder(options) -> Path:
 
 def load(root: Path, options) -> list[SuiteTask]:
     """The tasks: one per (kind, query); generates the data on first use."""
-    from diagnose.bench.suites import datakernel_data as data
-    from diagnose.bench.suites.base import digest
 
     kinds = kinds_of(options)
     data.require()
@@ -169,7 +168,6 @@ def effective_speedup(row) -> float:
 
 def summary(rows: list) -> dict:
     """Per kind: tasks, how many verified (pass rate), timed, and the geomean of the effective speedups."""
-    from diagnose.scoring import geomean
 
     out = {}
     for kind in KINDS:

@@ -25,17 +25,21 @@ arbitrary: when the rows do not match in order, they are compared again as sorte
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import math
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+from diagnose.bench.suite import matches
 from diagnose.errors import UsageError
+from diagnose.knobs import user_cache_root
 
 ROOT_ENV = "DIAGNOSE_DATAKERNEL_DIR"
 SCALE_FACTORS = (0.01, 0.1, 1.0, 3.0, 10.0, 30.0, 100.0)
@@ -75,7 +79,6 @@ def data_root() -> Path:
     override = os.environ.get(ROOT_ENV)
     if override:
         return Path(override).expanduser()
-    from diagnose.knobs import user_cache_root
 
     return user_cache_root() / "datakernel"
 
@@ -87,7 +90,7 @@ def folder_name(sf: float) -> str:
 def extension_path() -> Path:
     """The tpch extension file the `duckdb-extension-tpch` package ships."""
     require()
-    import duckdb_extension_tpch
+    import duckdb_extension_tpch  # optional: the datakernel extra
 
     found = sorted(Path(duckdb_extension_tpch.__file__).parent.rglob("tpch.duckdb_extension"))
     if not found:
@@ -97,7 +100,7 @@ def extension_path() -> Path:
 
 def connect():
     """A DuckDB connection with the tpch extension loaded from the package's file."""
-    import duckdb
+    import duckdb  # optional: the datakernel extra
 
     con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
     con.execute(f"LOAD '{extension_path()}'")
@@ -156,21 +159,20 @@ def load_query(path: Path) -> ModuleType:
 
 def sql_of(module: ModuleType) -> str:
     """The query's SQL: its `run_query` docstring."""
-    import inspect
 
     return inspect.cleandoc(module.run_query.__doc__ or "")
 
 
 def tables_of(folder: Path):
     """The `Tables` of the suite's shared module for a data folder (after `load_query` put it on the path)."""
-    from _tpch import Tables
+    from _tpch import Tables  # deferred: the suite's own module, importable once its folder is on sys.path
 
     return Tables(Path(folder))
 
 
 def oracle(folder: Path, sql: str) -> list[tuple]:
     """DuckDB's answer to `sql` over the Parquet files of `folder`."""
-    import duckdb
+    import duckdb  # optional: the datakernel extra
 
     con = duckdb.connect()
     for name in TABLES:
@@ -223,11 +225,9 @@ def validate(path: Path, folder: Path) -> Comparison:
 def validate_command(root: Path, sf: float | None, pattern: str | None) -> int:
     """`diagnose bench datakernel --mode validate`: every TorchPlan (or those `pattern` names) against
     DuckDB on the data of `sf`; a table on stdout, exit 1 when one does not match."""
-    import time
 
-    from rich.console import Console
+    from rich.console import Console  # deferred: only the command line prints
 
-    from diagnose.bench.suite import matches
 
     console = Console(stderr=True)
     folder = dataset(sf or 0.01, progress=lambda text: console.print(text, markup=False))

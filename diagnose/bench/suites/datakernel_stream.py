@@ -39,6 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from diagnose.bench.suite import matches
+from diagnose.bench.suites import datakernel_data as data
+from diagnose.bench.suites.datakernel_data import ROW_GROUP_ROWS, compare, load_query, oracle, sql_of
 from diagnose.errors import UsageError
 
 OVERHEAD = 8
@@ -73,7 +76,7 @@ def streamable(module) -> bool:
 def free_bytes(device: str) -> int:
     """Free memory of the device the partitions go through."""
     if device.startswith("cuda"):
-        import torch
+        import torch  # deferred: torch is heavy
 
         return int(torch.cuda.mem_get_info()[0])
     try:
@@ -106,9 +109,9 @@ class Recorder:
 
 def plan(module, folder: Path):
     """(columns read per table, bytes per streamed row) from one extraction on an empty partition."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # optional: the datakernel extra
 
-    from _tpch import Tables
+    from _tpch import Tables  # deferred: the suite's own module, importable once its folder is on sys.path
 
     path = folder / f"{module.STREAM}.parquet"
     stream_columns = pq.read_schema(path).names
@@ -120,9 +123,9 @@ def plan(module, folder: Path):
 
 def fixed_dictionaries(module, folder: Path, columns: list[str]) -> dict:
     """The sorted distinct values of the streamed table's string columns, over the whole column."""
-    import dask.dataframe as dd
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import dask.dataframe as dd  # optional: the datakernel extra
+    import pyarrow as pa  # optional: the datakernel extra
+    import pyarrow.parquet as pq  # optional: the datakernel extra
 
     schema = pq.read_schema(folder / f"{module.STREAM}.parquet")
     strings = [c for c in columns
@@ -139,13 +142,12 @@ def run_streamed(module, folder: Path, device: str = "cpu", partition_rows: int 
                  on_partition: Callable[[int, int], None] | None = None) -> tuple[list[tuple], int, int]:
     """The query's result rows streamed (module docstring), the partition count and rows per partition.
     `on_partition(done, total)` hears of each partition."""
-    import dask.dataframe as dd
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    import torch
+    import dask.dataframe as dd  # optional: the datakernel extra
+    import pyarrow as pa  # optional: the datakernel extra
+    import pyarrow.parquet as pq  # optional: the datakernel extra
+    import torch  # deferred: torch is heavy
 
-    from _tpch import Tables, decode, merge
-    from diagnose.bench.suites.datakernel_data import ROW_GROUP_ROWS
+    from _tpch import Tables, decode, merge  # deferred: the suite's own module, importable once its folder is on sys.path
 
     folder = Path(folder)
     columns, per_row = plan(module, folder)
@@ -174,7 +176,6 @@ def run_streamed(module, folder: Path, device: str = "cpu", partition_rows: int 
 def validate_streamed(path: Path, folder: Path, device: str = "cpu", partition_rows: int | None = None,
                       on_partition: Callable[[int, int], None] | None = None) -> StreamRun:
     """Run one query out of core and compare it with DuckDB's answer."""
-    from diagnose.bench.suites.datakernel_data import compare, load_query, oracle, sql_of
 
     module = load_query(path)
     if not streamable(module):
@@ -190,11 +191,9 @@ def stream_command(root: Path, sf: float | None, pattern: str | None, device: st
                    partition_rows: int | None) -> int:
     """`diagnose bench datakernel --mode stream`: every streamable query (or those `pattern` names), a
     progress bar each, a table of results; exit 1 when one does not match DuckDB."""
-    from rich.console import Console
-    from rich.progress import Progress
+    from rich.console import Console  # deferred: only the command line prints
+    from rich.progress import Progress  # deferred: only the command line prints
 
-    from diagnose.bench.suite import matches
-    from diagnose.bench.suites import datakernel_data as data
 
     console = Console(stderr=True)
     folder = data.dataset(sf or 0.01, progress=lambda text: console.print(text, markup=False))

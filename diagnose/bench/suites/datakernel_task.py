@@ -20,16 +20,18 @@ with Triton kernels inside) bound by `core_model` or `full_model` with the same 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from types import SimpleNamespace
+
+from diagnose.bench.suites.datakernel_data import TABLES, load_query, tables_of
 
 KEEP = 0.9
 _PROBLEMS: dict = {}
 
 
 def query_module(query: str):
-    from diagnose.bench.suites.datakernel_data import load_query
 
     return load_query(Path(query))
 
@@ -37,7 +39,6 @@ def query_module(query: str):
 def capture_path(query: str, data: str) -> Path:
     """Where a query's captured core inputs lie: named by a hash of its TorchPlan and the shared module, so
     that an edited plan captures again."""
-    import hashlib
 
     query = Path(query)
     digest = hashlib.sha256(query.read_bytes() + (query.parent / "_tpch.py").read_bytes()).hexdigest()[:12]
@@ -47,13 +48,12 @@ def capture_path(query: str, data: str) -> Path:
 def captured(query: str, data: str) -> dict:
     """The core's inputs on the data set: `names`, `tensors`, `scalars`, `rows` (names of the largest
     table's columns). Made on first use and saved beside the data."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     path = capture_path(query, data)
     if path.is_file():
         return torch.load(path, weights_only=True)
     module = query_module(query)
-    from diagnose.bench.suites.datakernel_data import tables_of
 
     tensors, scalars, _ = module.extract(tables_of(Path(data)))
     rows = largest_table_columns(tensors, Path(data))
@@ -67,9 +67,8 @@ def captured(query: str, data: str) -> dict:
 
 def largest_table_columns(tensors: dict, data: Path) -> list[str]:
     """The names among `tensors` that are columns of the largest table they read."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # optional: the datakernel extra
 
-    from diagnose.bench.suites.datakernel_data import TABLES
 
     owner = {}
     for table in TABLES:
@@ -84,7 +83,7 @@ def largest_table_columns(tensors: dict, data: Path) -> list[str]:
 
 def subsample(value: dict) -> list:
     """The core inputs with a random `KEEP` share of the largest table's rows (module docstring)."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     rows = [i for i, n in enumerate(value["names"]) if n in value["rows"]]
     tensors = list(value["tensors"])
@@ -96,7 +95,7 @@ def subsample(value: dict) -> list:
 
 def core_model(query: str, data: str, core):
     """An `nn.Module` class whose forward is `core` on the captured inputs' names and scalars."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     value = captured(query, data)
     names, scalars = list(value["names"]), dict(value["scalars"])
@@ -111,10 +110,9 @@ def core_model(query: str, data: str, core):
 
 def full_model(query: str, data: str, core):
     """An `nn.Module` class whose forward runs the query's extraction on the Parquet files, then `core`."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     module = query_module(query)
-    from diagnose.bench.suites.datakernel_data import tables_of
 
     class Full(torch.nn.Module):
         def __init__(self):

@@ -51,6 +51,7 @@ from pathlib import Path
 
 from diagnose.bench.suites.base import (Row, SuiteTask, failed, hidden, keep, make_entry, match_solution, merged_task,
                                         python_problem, unsupported as unsupported_row, verify_rows, with_tokens)
+from diagnose.errors import UsageError
 
 MODES = ("score", "optimize")
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
@@ -103,8 +104,6 @@ def hub_model_missing(path: Path) -> str | None:
 def load(root: Path, options) -> list[SuiteTask]:
     solutions = Path(options.solutions) if options.solutions else None
     if solutions is not None and not solutions.is_dir():
-        from diagnose.errors import UsageError
-
         raise UsageError(f"{solutions}: not a folder of solutions")
     root = problem_root(root)
     tasks = []

@@ -42,11 +42,15 @@ import tempfile
 from pathlib import Path
 
 from diagnose import syntax
+from diagnose.ascend.inspect import ascend_facts
 from diagnose.bench.suites import kernelgen_repo
 from diagnose.bench.suites.base import (
     Row, SuiteTask, failed, keep, make_entry, python_problem, read_json_object, verify_rows,
 )
+from diagnose.cache import cache_root
 from diagnose.errors import DiagnoseError, ToolchainError, UsageError
+from diagnose.ir.cli import run_worker
+from diagnose.targets import lookup
 
 MODES = ("score", "portability")
 DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -202,19 +206,13 @@ def portability(task: SuiteTask, spec: dict, options, scratch: Path) -> list[Row
 
 def compile_for(target: str, path: Path) -> dict:
     """Compile one generated file for one target; {'kernels': [...], 'errors': [...]} or {'unavailable'}."""
-    from diagnose.targets import lookup
-
     spec = lookup(target)
     try:
         if spec.backend == "npu":
-            from diagnose.ascend.inspect import ascend_facts
-
             result = ascend_facts(str(path), target=spec.name)
         else:
             if not spec.can_compile_here:
                 return {"unavailable": f"{spec.name}: not available here (no toolchain to compile for it)"}
-            from diagnose.cache import cache_root
-            from diagnose.ir.cli import run_worker
 
             result = run_worker({"path": str(path), "target": spec.name, "passes": False, "diff_pass": None,
                                  "stage": None, "kernel": None, "cache_root": str(cache_root().resolve())})

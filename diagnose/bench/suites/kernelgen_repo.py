@@ -31,7 +31,11 @@ from pathlib import Path
 
 from diagnose import syntax
 from diagnose.bench.suite import Entry
+from diagnose.bench.suites import tolerance
 from diagnose.bench.suites.base import Row, SuiteTask, digest, failed, group_rows, keep
+from diagnose.errors import DiagnoseError, UsageError
+from diagnose.task import load_task
+from diagnose.verify.harness import CheckOptions, verify
 
 KERNEL_LIST = "src/kernelgenbench/dataset/kernel_list.py"
 ACCURACY = "src/kernelgenbench/accuracy"
@@ -114,8 +118,6 @@ def mm_solution(solutions: Path | None, label: str) -> Path | None:
 
 
 def load(root: Path, options) -> list[SuiteTask]:
-    from diagnose.errors import UsageError
-
     if options.mode != "score":
         raise UsageError("a KernelGenBench checkout is scored (--mode score); portability reads spec folders")
     listing = root / KERNEL_LIST
@@ -153,8 +155,6 @@ def owns(task: SuiteTask) -> bool:
 
 
 def score(task: SuiteTask, options) -> list[Row]:
-    from diagnose.bench.suites import tolerance
-
     if task.problem:
         return failed("unsupported" if ": unsupported: " in task.problem else "load_error", task.problem)
     if task.solution is None:
@@ -182,10 +182,6 @@ def score(task: SuiteTask, options) -> list[Row]:
 
 def verified(path: Path, options, tolerances) -> list[Row]:
     """The harness's rows for a generated task file under the given (dtype, (atol, rtol)) overrides."""
-    from diagnose.errors import DiagnoseError
-    from diagnose.task import load_task
-    from diagnose.verify.harness import CheckOptions, verify
-
     try:
         verdict = verify(load_task(path, None), CheckOptions(
             device=options.device, seeds=tuple(range(options.seeds)), timeout_s=options.timeout_s,

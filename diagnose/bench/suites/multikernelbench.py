@@ -48,6 +48,7 @@ from diagnose.bench.suites.kernelbench import TASK, annotate, optimize_problem, 
 from diagnose.bench.suites.multikernelbench_cases import (  # noqa: F401 - cpu_cases ... shipped_inputs: this adapter's API
     CPU_CASES, DTYPES, cpu_cases, json_groups, make_input, read_cases, read_shipped, shipped_inputs,
 )
+from diagnose.knobs import cache_root
 
 MODES = ("score", "optimize")
 NO_SOLUTION = ("optimize mode runs the agent on a solution's ModelNew and this task has none: give --solutions "
@@ -103,7 +104,6 @@ def code_of(solution: Path) -> Path:
     written to the cache."""
     if solution.suffix == ".py":
         return solution
-    from diagnose.knobs import cache_root
 
     found = FENCED.search(solution.read_text(encoding="utf-8").strip())
     if not found:

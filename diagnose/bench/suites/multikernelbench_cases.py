@@ -10,8 +10,12 @@ reading them, choosing and scaling the CPU's, and building a case's inputs on th
 
 from __future__ import annotations
 
+import builtins
+import io
 import json
 from pathlib import Path
+
+from diagnose.bench.suites import cpu_shapes
 
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
 CPU_CASES = 3
@@ -89,7 +93,7 @@ def cpu_cases(cases: list[dict]) -> list[int]:
 
 def make_input(spec: dict):
     """One input of diagnose's JSON-lines format (worker side; called after the harness seeded torch)."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     if "value" in spec:
         return spec["value"]
@@ -103,9 +107,6 @@ def make_input(spec: dict):
 
 def shipped_inputs(module, case: dict) -> list:
     """The inputs the reference's own `get_input_groups()` builds from one case (worker side)."""
-    import builtins
-    import io
-
     line = json.dumps(case) + "\n"
     module.open = lambda path, *a, **k: io.StringIO(line) if str(path).endswith(".json") else builtins.open(path, *a, **k)
     try:
@@ -119,8 +120,6 @@ def shipped_inputs(module, case: dict) -> list:
 def json_groups(module, cases_path: str, device: str, record: str) -> dict:
     """The input groups of an NPUKernelBench task (worker side): every case on a device; on the CPU the
     `cpu_cases`, scaled down, as `test_case<i>` (the scale chosen once, kept in `record`)."""
-    from diagnose.bench.suites import cpu_shapes
-
     cases = read_shipped(Path(cases_path))
     if device != "cpu":
         return {f"case{i}": (lambda c=c: shipped_inputs(module, c)) for i, c in enumerate(cases)}

@@ -70,6 +70,10 @@ from diagnose.bench.suites.tritonbench_eval import (  # noqa: F401 - compare, fl
     suite_kind, tritonbench_verdict,
 )
 from diagnose.bench.suites.tritonbench_llm import match_lines, materialize, read_jsonl, tritonbench_code
+from diagnose.runtime import call
+from diagnose.runtime.devices import interpreted, timed
+from diagnose.toolchain.placement import require
+from diagnose.verify import tensors
 
 MODES = ("score", "optimize")
 SEPARATOR = re.compile(r"^#{20,}\s*$", re.MULTILINE)
@@ -201,11 +205,6 @@ def optimize_task(task: SuiteTask, options, folder: Path, agent) -> list[Row]:
 # --- parent side -------------------------------------------------------------------------------------
 
 def score(task: SuiteTask, options) -> list[Row]:
-    from diagnose.runtime import call
-    from diagnose.runtime.devices import interpreted, timed
-    from diagnose.toolchain.placement import require
-    from diagnose.verify import tensors
-
     if task.problem:
         return failed("load_error", task.problem)
     original = task.entry.path

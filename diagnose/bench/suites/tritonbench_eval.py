@@ -15,10 +15,22 @@ and the worker side of scoring.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
+import os
 import re
+import runpy
+import statistics
+import sys
+import traceback
+import types
 from pathlib import Path
+
+from diagnose.runtime import cpu_standin
+from diagnose.task import import_task_file
+from diagnose.verify import instrument, tensors
+from diagnose.verify.compare import compare_one
 
 TIMING_REPS = 20
 PERF_G = "performance_metrics/perf_G"
@@ -34,10 +46,7 @@ def suite_kind(folder: Path) -> str:
 def run_script(path: str) -> dict:
     """Run a whole TritonBench file as `python FILE` would (as `__main__`), its stdout captured: did it
     run to the end, what did it print (worker side)."""
-    import runpy
-    import traceback
-
-    import torch
+    import torch  # deferred: torch is heavy
 
     torch.manual_seed(SCRIPT_SEED)
     printed = io.StringIO()
@@ -57,13 +66,9 @@ def perf_times(module, perf_script: str, stem: str, bench=None) -> dict:
     """Milliseconds per shape of a perf_G script's operator call, with `module` standing in for the
     `TritonBench_v1.<stem>` it imports (worker side). `bench(fn) -> ms` defaults to the script's own
     `triton.testing.do_bench` median."""
-    import importlib.util
-    import sys
-    import types
-
     try:
         if bench is None:
-            import triton.testing
+            import triton.testing  # deferred: triton is heavy
 
             def bench(fn):
                 return triton.testing.do_bench(fn, return_mode="median")
@@ -147,20 +152,15 @@ def perf_summary(results: dict, script: Path | None, shapes: int | None) -> dict
 def install_standin(device: str) -> None:
     """The CPU stand-in for a GPU (the suite's tests create `device='cuda'` tensors) in an interpreted
     worker; the runtime installs it for the harness's own entries, not for this one."""
-    import os
-
     if device != "cpu" or os.environ.get("DIAGNOSE_STANDIN") == "0":
         return
-    from diagnose.runtime import cpu_standin
 
     cpu_standin.install(interpreter=os.environ.get("TRITON_INTERPRET") == "1")
 
 
 def kernel_ms(test, kernels: list, device: str, reps: int = TIMING_REPS) -> float:
     """Median over `reps` calls of `test` of the summed device time of its Triton launches (worker side)."""
-    import statistics
-
-    import torch
+    import torch  # deferred: torch is heavy
 
     backend = getattr(torch, device)
     spans: list = []
@@ -187,7 +187,7 @@ def kernel_ms(test, kernels: list, device: str, reps: int = TIMING_REPS) -> floa
 
 def flat(value, prefix: str = "") -> dict:
     """A test's result as {key: tensor or text}, keys in a stable order."""
-    import torch
+    import torch  # deferred: torch is heavy
 
     def below(key) -> str:
         return f"{prefix}/{key}" if prefix else str(key)
@@ -206,8 +206,6 @@ def flat(value, prefix: str = "") -> dict:
 def compare(original: dict, candidate: dict, overrides: dict) -> tuple[bool, float, str | None]:
     """(correct, max abs error, reason) of a candidate's test result against the original's, under the
     tolerance profile's `overrides` of the default table."""
-    from diagnose.verify.compare import compare_one
-
     if list(original) != list(candidate):
         return False, 0.0, f"result keys {sorted(candidate)} != original {sorted(original)}"
     worst = 0.0
@@ -227,12 +225,7 @@ def compare(original: dict, candidate: dict, overrides: dict) -> tuple[bool, flo
 def run_tests(payload: dict) -> dict:
     """Worker side: run the TritonBench file as a script, import the combined file, call each test per
     seed, save what they returned, and time the perf_G script's shapes on a device."""
-    import sys
-
-    import torch
-
-    from diagnose.task import import_task_file
-    from diagnose.verify import instrument, tensors
+    import torch  # deferred: torch is heavy
 
     install_standin(payload["device"])
     sys.path.insert(0, payload["folder"])

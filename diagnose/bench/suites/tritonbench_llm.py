@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from diagnose import syntax
+from diagnose.cache import cache_root, write_bytes_atomic
 
 # The chat-template tokens TritonBench's evaluator strips from LLM output.
 CHAT_TOKENS = ("<|im_end|>", "<|EOT|>")
@@ -127,8 +128,6 @@ def line_overlap(label: str, code: str) -> float:
 
 def materialize(jsonl: Path, matched: dict[Path, dict]) -> dict[Path, Path]:
     """Write each matched line's code (`<name>.py`) and raw answer (`<name>.predict.txt`) to the cache."""
-    from diagnose.cache import cache_root, write_bytes_atomic
-
     digest = hashlib.sha256(jsonl.read_bytes()).hexdigest()[:16]
     folder = cache_root() / "tritonbench" / f"{jsonl.stem}-{digest}"
     out = {}

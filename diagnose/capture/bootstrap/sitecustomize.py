@@ -3,6 +3,8 @@
 mode the hook that skips every compile, then the launch tracer, then runs the `sitecustomize` this one
 shadows, if there is one."""
 
+import importlib.machinery
+import importlib.util
 import os
 import sys
 
@@ -12,16 +14,17 @@ def _start() -> None:
         return
     mode = os.environ.get("DIAGNOSE_CAPTURE_MODE", "gpu")
     if mode in ("interpreter", "record"):
+        # deferred: only when capturing, inside the try at the end (a failed import must not stop the command)
         from diagnose.runtime import cpu_standin
 
         cpu_standin.install(os.environ.get("DIAGNOSE_CAPTURE_TARGET", "cuda:sm90"), interpreter=mode == "interpreter")
     if mode == "record":
-        from triton import knobs
+        from triton import knobs  # deferred: triton is heavy; record mode only
 
         # Triton's own seam: a jit_cache_hook that answers True makes JITFunction.run return None
         # before compiling, so nothing is compiled or launched; the tracer saw the launch on entry.
         knobs.runtime.jit_cache_hook = _skip_compile
-    from diagnose.capture.tracer import install_from_environment
+    from diagnose.capture.tracer import install_from_environment  # deferred: as cpu_standin above
 
     install_from_environment()
 
@@ -32,9 +35,6 @@ def _skip_compile(*args, **kwargs) -> bool:
 
 def _chain() -> None:
     """The user's own sitecustomize, found on the rest of the path."""
-    import importlib.machinery
-    import importlib.util
-
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)

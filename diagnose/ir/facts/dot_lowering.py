@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from diagnose.ir.facts.context import FactContext, tensor_type
+from diagnose.ir.facts.context import FactContext, TensorType, tensor_type
 from diagnose.records import Evidence
 
 NAME = "DotLowering"
@@ -76,7 +76,6 @@ def _operand_type(raw: str):
     m = re.search(r":\s*(?:!ttg\.memdesc<|tensor<)((?:\d+x)+)(\w+)", raw)
     if not m:
         return None
-    from diagnose.ir.facts.context import TensorType
 
     return TensorType(tuple(int(d) for d in m[1].rstrip("x").split("x")), m[2], None)
 

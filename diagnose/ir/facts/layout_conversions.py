@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from diagnose.ir.facts.context import FactContext, tensor_type
+from diagnose.ir.sourcemap import parse_mlir_ops
 from diagnose.records import Evidence
 
 # %4 = ttg.convert_layout %y {allocation.offset = 0 : i32} : tensor<64x64xf32, #blocked1> -> tensor<64x64xf32, #blocked>
@@ -26,8 +27,6 @@ CONVERT = re.compile(r":\s*tensor<[^,]+,\s*(?P<src>#[\w.]+(?:<\{.*?\}>)?)>\s*->\
 
 
 def layout_conversions(ctx: FactContext) -> list[Evidence]:
-    from diagnose.ir.sourcemap import parse_mlir_ops
-
     allocated = [op for op in parse_mlir_ops(ctx.record.allocated_ir()) if op.name == "ttg.convert_layout"]
     converts = [op for op in ctx.ops("ttgir") if op.name == "ttg.convert_layout"]
     out = [ctx.evidence("LayoutConversions", "metric", "ttgir", ctx.kernel_location, {"count": len(converts)}, None)]

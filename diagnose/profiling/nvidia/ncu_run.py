@@ -30,10 +30,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from diagnose.records import Record
+from diagnose.runtime.runner import worker_env
 
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "Occupancy", "LaunchStats", "WarpStateStats", "SourceCounters")
 ENTRY = "diagnose.profiling.jobs:ncu_target_job"
@@ -85,10 +87,6 @@ def _run(cmd: list[str], timeout_s: float, env: dict | None = None, log=None) ->
 
 def run_ncu(payload: dict, kernels: list[str], folder: str | Path, timeout_s: float = 300.0) -> NcuRun:
     """Profile the launches `jobs.ncu_target_job(payload)` makes; export the pages into `folder`."""
-    import time
-
-    from diagnose.runtime.runner import worker_env
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     ncu = find_ncu()

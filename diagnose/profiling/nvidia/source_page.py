@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from diagnose.ir.sourcemap import parse_sass_lines
 from diagnose.profiling.nvidia.csv_pages import find_header, number, rows
 from diagnose.records import Evidence, Location, Record
 
@@ -127,8 +128,6 @@ def parse_source_page(text: str) -> list[SourceRow]:
 
 def sass_offsets(sass_text: str) -> list[tuple[int, str, Location | None]]:
     """(offset, instruction, user location) for every instruction of `nvdisasm -g` output."""
-    from diagnose.ir.sourcemap import parse_sass_lines
-
     out = []
     for line in parse_sass_lines(sass_text):
         m = SASS_INSTRUCTION.search(line.text)

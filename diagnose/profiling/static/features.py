@@ -29,6 +29,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from diagnose.ir.facts.context import tensor_type
+from diagnose.ir.launch import named_arguments
+from diagnose.ir.sourcemap import parse_mlir_ops
 from diagnose.records import Evidence, Record
 
 MEMORY_OPS = {"tt.load": "load", "tt.store": "store", "tt.atomic_rmw": "atomic", "tt.atomic_cas": "atomic",
@@ -139,8 +142,6 @@ def _evaluator(ops, named: dict[str, Any]):
 
 
 def _tile_bytes(raw: str) -> float:
-    from diagnose.ir.facts.context import tensor_type
-
     ttype = tensor_type(raw.split(" : ", 1)[-1]) if " : " in raw else tensor_type(raw)
     if ttype is not None:
         return ttype.numel * max(8, ttype.elem_bits) / 8
@@ -171,9 +172,6 @@ def loop_trips(ttir_ops, named: dict[str, Any]) -> dict[int, tuple[float | None,
 
 def extract(record: Any, launch: Any, evidence: list[Evidence], sm_count: int) -> KernelFeatures:
     """Features of one compiled launch (`CompileRecord`, `ConcreteLaunch`, its IR facts)."""
-    from diagnose.ir.launch import named_arguments
-    from diagnose.ir.sourcemap import parse_mlir_ops
-
     ops = parse_mlir_ops(record.asm.get("ttir", ""))
     named = named_arguments(launch.jit, launch.args, launch.kwargs)
     trips_of = loop_trips(ops, named)

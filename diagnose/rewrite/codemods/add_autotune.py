@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,9 +195,6 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AutotunePlan | str | None:
 
 
 def _reads(text: str) -> dict[str, int]:
-    import ast
-    import textwrap
-
     out: dict[str, int] = {}
     for n in ast.walk(syntax.parse(textwrap.dedent(text).strip())):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):

@@ -91,7 +91,7 @@ def newer_grammar(source: str, err: SyntaxError) -> tuple[tuple[int, int], str] 
     if "\x00" in source or "nest" in (err.msg or ""):
         return None  # null bytes, or nesting deeper than a parser's stack: not a grammar question
     try:
-        import libcst as cst
+        import libcst as cst  # deferred: libcst is heavy; only a file `ast` rejects needs it
 
         module = cst.parse_module(source)
     except Exception:  # noqa: BLE001 - any failure of the second parser means "a syntax error"
@@ -108,7 +108,7 @@ def newer_grammar(source: str, err: SyntaxError) -> tuple[tuple[int, int], str] 
 def _newer_syntax_finder(module):
     """A libcst visitor collecting (version, construct) for every construct newer than some Python.
     Built on demand, so libcst is imported only for files `ast` rejects."""
-    import libcst as cst
+    import libcst as cst  # deferred: libcst is heavy
 
     class Finder(cst.CSTVisitor):
         def __init__(self):
