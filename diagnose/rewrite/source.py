@@ -253,9 +253,10 @@ def simple_assignment(stmt: cst.CSTNode) -> tuple[str | None, cst.BaseExpression
     return None, None
 
 
-def coupled_by_axis(kernel: Kernel) -> dict[int, set[str]]:
-    """Constexprs that multiply a value derived from `tl.program_id(axis)`, per axis."""
-    derived: dict[str, set[int]] = {name: {axis} for name, axis in program_id_names(kernel).items()}
+def coupled_by_axis(kernel: Kernel, bound: dict[str, int] | None = None) -> dict[int, set[str]]:
+    """Constexprs that multiply a value derived from `tl.program_id(axis)`, per axis; `bound`: more names
+    known to hold a program id (name -> axis), bound through a library's own helper."""
+    derived: dict[str, set[int]] = {name: {axis} for name, axis in {**program_id_names(kernel), **(bound or {})}.items()}
     for stmt in kernel.statements:
         target, value = simple_assignment(stmt)
         if target and value is not None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Callable
 
 from diagnose.runtime import device_lock
 from diagnose.runtime.devices import empty_cache, events, poison_allocator, synchronize, torch_device, versions
@@ -170,35 +171,33 @@ def unseen_shape_cases(module, model, groups: list[str], payload: dict) -> tuple
     if getattr(module, shapes.FIXED, False) is True:
         return [], [f"the task declares its shapes fixed ({shapes.FIXED} = True): no other sizes checked"]
     device, job, seed = payload["device"], Path(payload["job_dir"]), payload["seeds"][0]
-    table, cases, notes = group_table(module), [], []
+    salt, table, cases, notes = salted(payload, seed), group_table(module), [], []
+    # (case name, its group, the sizes as the note of a case checked / not checked says them, its inputs)
+    unseen: list[tuple[str, str, str, str, Callable[[], list]]] = []
     # A replayed call's sizes are the project's own: the task names its unseen sizes (its rows cut).
     for name, value in (module.get_unseen_shape_groups() if hasattr(module, "get_unseen_shape_groups") else {}).items():
-        group, new = shapes.base_group(name), name.partition(shapes.SUFFIX)[2]
-        try:
-            inputs, _ = draw_value(value, name, salted(payload, seed))
-            case = reference_case(model, inputs, job, f"{name}_{seed}", device, payload.get("device_lock"))
-        except Exception as exc:  # noqa: BLE001 - the project's code does not take that size: it is fixed in fact
-            notes.append(f"group {group} not checked at {new}: the reference fails there "
-                         f"({type(exc).__name__}: {str(exc)[:120]})")
-            continue
-        cases.append({"group": name, "seed": seed, "role": "shape", **case})
-        notes.append(f"group {group} also checked at {new}, a size its captured calls did not have")
+        size = name.partition(shapes.SUFFIX)[2]
+        unseen.append((name, shapes.base_group(name), f"{size}, a size its captured calls did not have", size,
+                       lambda value=value, name=name: draw_value(value, name, salt)[0]))
     for group in groups:
         changed = shapes.perturbation(module, table[group])
-        if not changed:
-            continue
-        sizes = ", ".join(f"{name} {old} -> {new}" for name, (old, new) in changed.items())
-        name = shapes.label(group, changed)
+        if changed:
+            sizes = ", ".join(f"{name} {old} -> {new}" for name, (old, new) in changed.items())
+
+            def drawn(group=group, changed=changed) -> list:
+                with shapes.sizes_set(module, changed):
+                    return draw(module, group, salt)[0]
+            unseen.append((shapes.label(group, changed), group, f"sizes the task did not name: {sizes}",
+                           f"other sizes ({sizes})", drawn))
+    for name, group, checked, not_checked, drawn in unseen:
         try:
-            with shapes.sizes_set(module, changed):
-                inputs, _ = draw(module, group, salted(payload, seed))
-            case = reference_case(model, inputs, job, f"{name}_{seed}", device, payload.get("device_lock"))
+            case = reference_case(model, drawn(), job, f"{name}_{seed}", device, payload.get("device_lock"))
         except Exception as exc:  # noqa: BLE001 - the reference's own limit: those sizes are fixed in fact
-            notes.append(f"group {group} not checked at other sizes ({sizes}): the reference fails there "
+            notes.append(f"group {group} not checked at {not_checked}: the reference fails there "
                          f"({type(exc).__name__}: {str(exc)[:120]})")
             continue
         cases.append({"group": name, "seed": seed, "role": "shape", **case})
-        notes.append(f"group {group} also checked at sizes the task did not name: {sizes}")
+        notes.append(f"group {group} also checked at {checked}")
     return cases, notes
 
 

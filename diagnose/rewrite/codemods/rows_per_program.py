@@ -136,7 +136,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
         return "autotuned"
     if _library_calls(kernel, "num_programs"):
         return "reads tl.num_programs"
-    if coupled_by_axis(kernel).get(0) or _times_constexpr(kernel, row):
+    if coupled_by_axis(kernel, pids).get(0):
         return f"{row} is multiplied by a block size: a program handles a tile, not a row"
     if _loops_from(kernel, row):
         # a persistent or blocked kernel (`for r in range(pid * rows_per_program, ...)`): fewer of
@@ -207,19 +207,3 @@ def _helper_row(kernel: Kernel) -> tuple[dict[str, int], str]:
             return {target: 0}, code(value)
     return {}, "tl.program_id(0)"
 
-
-def _times_constexpr(kernel: Kernel, row: str) -> bool:
-    """Whether the row, or a value the kernel's top level derives from it, is multiplied by a constexpr
-    (`pid * BLOCK_SIZE`: a tile, not a row). `coupled_by_axis` sees this for `tl.program_id`; a row bound
-    through a library's helper needs it said again."""
-    derived = {row}
-    for stmt in kernel.statements:
-        target, value = simple_assignment(stmt)
-        if target and value is not None and names(value) & derived:
-            derived.add(target)
-    for node in walk(kernel.node.body):
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-            for mine, other in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(mine, cst.Name) and mine.value in kernel.constexprs and names(other) & derived:
-                    return True
-    return False
