@@ -14,10 +14,11 @@ to replay, one per input group, written as call specs. The harness gives the tas
   static method, or a kernel launch `kernel[grid](...)`. Both call the target of the module they were
   defined in: in the reference file that is the original code, in a candidate file the rewritten one.
   With a PyTorch reference (`reference`), `Model` calls that function instead.
-- The outputs are the tensors the call returns (numbers and other values dropped: block sizes handed
-  back for a backward pass are not results), then every storage the call wrote. Which storages a call
-  writes is decided on a model's first call (compared with copies taken before it) and kept, so timed
-  calls pay nothing for it; a kernel that stops writing an output gives fewer outputs and fails.
+- The outputs are the tensors the call returns (NumPy arrays included; numbers and other values
+  dropped, as block sizes handed back for a backward pass are not results, except from a call with no
+  tensor of ours, a project's `test_x()`, whose return value is its result), then every storage the
+  call wrote. Which storages a call writes is decided on a model's first call (compared with copies
+  taken before it) and kept, so timed calls pay nothing for it; a kernel that stops writing an output gives fewer outputs and fails.
 - `get_inputs()`: uninitialised storages of the largest call, for what needs only shapes (IR capture).
 
 Imports only torch and this package's spec reader: it runs inside the user's process.
@@ -218,16 +219,23 @@ def decided_by(kernel: Any) -> set[str]:
     return found
 
 
-def tensors_of(value: Any) -> list:
-    """The tensors of a call's result, in order; numbers, strings and None are not results."""
+def tensors_of(value: Any, numbers: bool = False) -> list:
+    """The tensors of a call's result, in order; a NumPy array is one (`out.cpu().numpy()`, as
+    TritonBench's tests return them). Numbers are results only with `numbers` (a test's own return value,
+    not block sizes handed back for a backward pass); strings and None never are."""
     import torch  # deferred: torch is heavy
 
     if isinstance(value, torch.Tensor):
         return [value]
+    if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", None) in ("b", "i", "u", "f"):
+        # an array or a NumPy scalar of numbers (no numpy import here: torch reads either)
+        return [torch.as_tensor(value)] if numbers or value.ndim else []
+    if numbers and isinstance(value, (bool, int, float)):
+        return [torch.tensor(value)]
     if isinstance(value, (list, tuple)):
-        return [t for item in value for t in tensors_of(item)]
+        return [t for item in value for t in tensors_of(item, numbers)]
     if isinstance(value, dict):
-        return [t for key in sorted(value, key=str) for t in tensors_of(value[key])]
+        return [t for key in sorted(value, key=str) for t in tensors_of(value[key], numbers)]
     return []
 
 
@@ -349,7 +357,7 @@ class Harness:
                     self.written[key] = [i for i, (b, s) in enumerate(zip(before, storages))
                                          if not torch.equal(b, s)]
                     del before
-                return (*tensors_of(result), *(storages[i] for i in self.written[key]))
+                return (*tensors_of(result, numbers=not layout.owners), *(storages[i] for i in self.written[key]))
 
         class ModelNew(Replay):
             pass
