@@ -37,7 +37,8 @@ from diagnose.bench import store
 from diagnose.bench.optimize import optimize_file
 from diagnose.bench.suite import Entry, load_suite
 from diagnose.bench.suites import DEFAULT, adapter, tolerance
-from diagnose.bench.suites.base import failed, verify_rows
+from diagnose.bench.suites.base import failed as failed_row
+from diagnose.bench.suites.base import verify_rows
 from diagnose.errors import DiagnoseError, UsageError
 from diagnose.runtime.devices import timed
 from diagnose.toolchain.placement import require
@@ -108,7 +109,7 @@ def optimize_one(path: Path, options: SweepOptions, out_dir: Path) -> list[tuple
     try:
         return optimize_file(path, options.device, options.target, budget, out_dir, options.device_lock)
     except DiagnoseError as exc:
-        return failed("load_error", str(exc))
+        return failed_row("load_error", str(exc))
 
 
 def check_mode(options: SweepOptions) -> None:
@@ -203,7 +204,10 @@ def run_entries(suite: str, entries: list[Entry], score_one: Callable[[Entry], l
     def run_one(entry: Entry) -> str:
         if options.start_within_s is not None and time.monotonic() - began > options.start_within_s:
             return LEFT
-        groups = score_one(entry)
+        try:
+            groups = score_one(entry)
+        except Exception as exc:  # noqa: BLE001 - a bug of ours on one entry is its row, not the sweep's end
+            groups = failed_row("internal_error", f"{type(exc).__name__}: {exc}")
         writer = store.connect(store_path)
         try:
             store.write_entry(writer, suite, entry.id, options.mode, f"{entry.source_hash}|{tail}", groups)

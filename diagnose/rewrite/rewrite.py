@@ -144,8 +144,10 @@ class Rewrite:
             return Precondition.no(f"meant for {', '.join(self.backends)}, not {ctx.target.name}")
         try:
             return self.precondition(ctx)
-        except cst.ParserSyntaxError as exc:
+        except (cst.ParserSyntaxError, SyntaxError) as exc:
             return Precondition.no(f"the source does not parse: {str(exc).splitlines()[0]}")
+        except Exception as exc:  # noqa: BLE001 - one rewrite's bug on code it did not expect is its own "no"
+            return Precondition.no(f"internal error reading the kernel: {type(exc).__name__}: {exc}")
 
     def apply(self, ctx: RewriteContext) -> str:
         """The rewritten source; `NotApplicable` when the precondition does not hold."""

@@ -55,6 +55,11 @@ def _ast(text: str) -> ast.AST:
     try:
         return syntax.parse(text, mode="eval")
     except SyntaxError:
+        pass
+    try:
+        # an argument that spans lines inside its call's parentheses, printed alone: `a +\n b`
+        return syntax.parse(f"({text}\n)", mode="eval")
+    except SyntaxError:
         return syntax.parse(text)
 
 
@@ -610,7 +615,9 @@ def pointer_params(kernel: Kernel) -> list[str]:
     """Parameters used as the base pointer of a load, store or atomic (in parameter order).
 
     The base is the leftmost term of the pointer's additive chain (`x_ptr + offs`), followed through
-    local names (`x_row = x_ptr + row * stride`): Triton's `pointer + offsets` convention.
+    local names (`x_row = x_ptr + row * stride`): Triton's `pointer + offsets` convention. A block
+    pointer's base is its `tl.make_block_ptr(base, ...)` argument, through `tl.advance(p, ...)` (the
+    idiom of flash-linear-attention's kernels).
     """
     local: dict[str, list[cst.BaseExpression]] = {}
     for node in walk(kernel.node.body):
@@ -619,8 +626,13 @@ def pointer_params(kernel: Kernel) -> list[str]:
             local.setdefault(target, []).append(value)
 
     def base(expr: cst.BaseExpression, depth: int = 0) -> set[str]:
-        while isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
-            expr = expr.left
+        while True:
+            if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+                expr = expr.left
+            elif is_tl_call(expr, "make_block_ptr", "advance") and expr.args:
+                expr = (keyword(expr, "base") or expr.args[0]).value
+            else:
+                break
         if isinstance(expr, cst.Name):
             if expr.value in kernel.params:
                 return {expr.value}

@@ -257,3 +257,27 @@ def test_stored_optimize_rows_are_rebuilt_from_the_run_reports(tmp_path):
     assert all(r.version == "v1" and r.data["reasons"][0].startswith(
         "nothing proposed: the task as given reaches 97% of the roofline bound") for r in mine)
     assert refresh.refresh(str(db), [str(tmp_path / "runs")]) == 0, "a second pass changes nothing"
+
+
+def test_a_bug_of_ours_on_one_entry_is_its_row_and_the_sweep_goes_on(tmp_path):
+    """An exception out of the agent (once a SyntaxError reading a TritonBench kernel) ended a whole
+    device sweep: now it is that entry's `internal_error` row and the others run."""
+    from pathlib import Path
+
+    from diagnose.bench.suite import Entry
+    from diagnose.bench.sweep import run_entries
+
+    entries = [Entry(name, Path(f"{name}.py"), None, "", "", name) for name in ("a", "b", "c")]
+
+    def score_one(entry):
+        if entry.id == "b":
+            raise SyntaxError("invalid syntax")
+        return [("*", "passed", {})]
+
+    db = tmp_path / "r.sqlite"
+    summary = run_entries("s", entries, score_one, db, SweepOptions(jobs=2), None)
+    assert (summary.ran, summary.failed) == (3, 1)
+    rows = {r.entry: r for r in store.rows(store.connect(db))}
+    assert rows["a"].status == rows["c"].status == "passed"
+    assert rows["b"].data["failure"] == {"kind": "internal_error", "message": "SyntaxError: invalid syntax",
+                                         "log_tail": ""}

@@ -197,3 +197,16 @@ def test_a_tail_bound_matmul_calls_for_split_k(tmp_path):
     candidate.write_text(built.source)
     verdict = verify(load_task(entry, candidate), CheckOptions(seeds=(0, 1), baselines=("eager",)))
     assert verdict.passed, verdict.failure
+
+
+def test_a_rewrite_that_trips_on_code_it_did_not_expect_says_no_instead_of_ending_the_run():
+    from diagnose.rewrite.rewrite import RewriteContext
+
+    class Tripping(Rewrite):
+        id = "tripping"
+
+        def precondition(self, ctx):
+            return ()[0]  # a codemod's bug on an idiom it never met
+
+    pre = Tripping().check(RewriteContext("import triton\n"))
+    assert not pre.holds and pre.reason.startswith("internal error reading the kernel: IndexError")

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose import syntax
-from diagnose.rewrite.edit import guarded_launch, insert_after, rename_function, replace, statement, unique_name
+from diagnose.rewrite.edit import (
+    guarded_launch, insert_after, rename_function, replace, statement, unique_name, with_params,
+)
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel, LaunchSite, calls, code, keyword, kernels, launched, module_names, names, pointer_params, positional,
@@ -105,12 +107,9 @@ class VectorizationHints(Rewrite):
         hints[0] = hints[0].with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(
             f"# the launch checked that these are multiples of {vec}: written so the compiler can prove it"))])
         node = plan.kernel.node
-        params = list(node.params.params)
-        params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        params.append(cst.Param(name=cst.Name(vec), annotation=cst.Annotation(cst.parse_expression("tl.constexpr"))))
         body = [*hints, *node.body.body]
-        twin_node = rename_function(node.with_changes(params=node.params.with_changes(params=params),
-                                                      body=node.body.with_changes(body=body)), twin)
+        twin_node = rename_function(with_params(node, f"{vec}: tl.constexpr").with_changes(
+            body=node.body.with_changes(body=body)), twin)
         twin_node = twin_node.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(
             f"# {plan.kernel.name} for launches whose integer arguments are multiples of {vec} elements."))])
         module = insert_after(ctx.module, node, [twin_node])
@@ -161,6 +160,8 @@ def _plan(ctx: RewriteContext, kernel: Kernel, lines: tuple[int, ...]) -> HintPl
         if not isinstance(value, cst.Name):
             return f"{p} is not passed as a plain tensor name"
         tensors.append(value.value)
+    if not tensors:
+        return "no pointer argument that a load or store reads: no tensor to size VEC by"
     for p in ints:
         value = site.value(kernel, p)
         if value is None or not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.Integer)):
