@@ -20,6 +20,8 @@ from diagnose.rewrite.source import LaunchSite, assigned_names, code, keyword, w
 # One indentation level, to measure the lines of a launch an edit moves into a new block (libcst writes
 # the block with the module's own indentation, four spaces nearly always).
 INDENT = 4
+# Where a line an edit grows is broken (the width of the project's own code).
+LINE_LIMIT = 110
 
 
 class _Replace(cst.CSTTransformer):
@@ -99,12 +101,13 @@ def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
     return call.with_changes(args=[*args, new])
 
 
-def fit_call(call: cst.Call, indent: int, limit: int = 110, lead: int = 0) -> cst.Call:
+def fit_call(call: cst.Call, indent: int, limit: int = LINE_LIMIT, lead: int = 0) -> cst.Call:
     """Break a call's argument list where a line would pass `limit` columns, aligned under its paren,
     or, for a call whose arguments start on the line after its paren (`kernel[grid](\n    x, y,`), at
     their indentation.
 
-    Only breaks between arguments that sit on the same line (existing breaks are kept); `indent` is
+    Only breaks between arguments that sit on the same line (existing breaks are kept, moved under the
+    paren where the call's head changed width); `indent` is
     the column the statement starts at, `lead` the width of what precedes the call on its line
     (`out = `).
     """
@@ -125,6 +128,9 @@ def fit_call(call: cst.Call, indent: int, limit: int = 110, lead: int = 0) -> cs
                     first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(" " * open_col))))
                 column = indent + open_col
         if isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace):
+            if hanging is None:  # an existing break stays, realigned under the paren (the grid may have grown)
+                args[i] = arg = arg.with_changes(comma=arg.comma.with_changes(
+                    whitespace_after=arg.comma.whitespace_after.with_changes(last_line=cst.SimpleWhitespace(" " * open_col))))
             column = indent + len(arg.comma.whitespace_after.last_line.value)
         else:
             column += len(text) + 2
@@ -182,6 +188,44 @@ def rename_function(node: cst.FunctionDef, name: str) -> cst.FunctionDef:
     """The function under another name, its parameter continuation lines kept aligned."""
     params = shift_continuations(node.params, len(name) - len(node.name.value))
     return node.with_changes(name=cst.Name(name), params=params)
+
+
+def with_params(node: cst.FunctionDef, *params: str) -> cst.FunctionDef:
+    """The function with parameters appended, each `name` or `name: annotation` (`BLOCK: tl.constexpr`).
+    After a parameter with a default each gets `=1` too, or the function does not parse (the launches
+    the codemods write pass every new parameter by keyword, so the default is never read)."""
+    old = list(node.params.params)
+    needs_default = any(p.default is not None for p in old)
+    if old:
+        old[-1] = old[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    new = []
+    for index, text in enumerate(params):
+        name, _, annotation = (part.strip() for part in text.partition(":"))
+        param = cst.Param(name=cst.Name(name),
+                          annotation=cst.Annotation(cst.parse_expression(annotation)) if annotation else None)
+        if needs_default:
+            space = cst.SimpleWhitespace(" " if annotation else "")
+            param = param.with_changes(default=cst.Integer("1"),
+                                       equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space))
+        if index < len(params) - 1:
+            param = param.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        new.append(param)
+    grown = node.with_changes(params=node.params.with_changes(params=[*old, *new]))
+    if old and _header_width(grown) > LINE_LIMIT:  # the new ones on a line of their own, under the others
+        breaks = [p.comma.whitespace_after for p in old[:-1] if isinstance(p.comma, cst.Comma)
+                  and isinstance(p.comma.whitespace_after, cst.ParenthesizedWhitespace)]
+        under = breaks[-1].last_line.value if breaks else " " * (len("def ") + len(node.name.value) + 1)
+        old[-1] = old[-1].with_changes(comma=cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(under))))
+        grown = node.with_changes(params=node.params.with_changes(params=[*old, *new]))
+    return grown
+
+
+def _header_width(node: cst.FunctionDef) -> int:
+    """The longest line of a function's `def` line(s), as written at column 0."""
+    header = code(node.with_changes(decorators=[], leading_lines=[],
+                                    body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])))
+    return max(len(line) for line in header.split(":\n", 1)[0].splitlines())
 
 
 def unique_name(taken: Iterable[str], base: str) -> str:

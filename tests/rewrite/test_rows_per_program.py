@@ -78,3 +78,12 @@ def test_a_library_program_id_kernel_stays_correct(tmp_path):
                                    tmp_path)["library_program_id"]
     assert verdict.failure is None, verdict.failure
     assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]
+
+
+@pytest.mark.slow
+def test_a_kernel_with_defaulted_parameters_stays_correct(tmp_path):
+    """Liger's KL-div kernels give their constexpr options defaults: the appended parameters get one too."""
+    verdict = verify_module_styles(FOLDER, {"defaulted_params": "kldiv_rows(y_pred=f32[10,40], "
+                                            "y_true=f32[10,40](range=(0.01, 1.0)))"}, tmp_path)["defaulted_params"]
+    assert verdict.failure is None, verdict.failure
+    assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]

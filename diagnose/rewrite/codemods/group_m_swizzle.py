@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statements, unique_name
+from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statements, unique_name, with_params
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
@@ -100,23 +100,18 @@ class GroupMSwizzle(Rewrite):
                 body += order[1:]
             elif target != pid_n:
                 body.append(stmt)
-        params = list(kernel.node.params.params)
-        last = params[-1]
-        params[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        params.append(cst.Param(name=cst.Name(group), annotation=cst.Annotation(cst.parse_expression("tl.constexpr"))))
-        new_kernel = kernel.node.with_changes(params=kernel.node.params.with_changes(params=params),
-                                              body=kernel.node.body.with_changes(body=body))
+        new_kernel = with_params(kernel.node, f"{group}: tl.constexpr").with_changes(
+            body=kernel.node.body.with_changes(body=body))
         flat = cst.Tuple(elements=[cst.Element(cst.BinaryOperation(
             left=plan.grid.elements[0].value, operator=cst.Multiply(), right=plan.grid.elements[1].value),
             comma=cst.Comma())])
         mapping = {kernel.node: new_kernel}
-        call = fit_launch(plan.site, set_keyword(plan.site.call, group, cst.Integer(str(ctx.param("group_m", GROUP)))))
+        call = set_keyword(plan.site.call, group, cst.Integer(str(ctx.param("group_m", GROUP))))
         if plan.grid_statement is not None:
             mapping[plan.grid] = flat
-            mapping[plan.site.call] = call
-        else:
-            mapping[plan.site.call] = call.with_changes(func=call.func.with_changes(
-                slice=[cst.SubscriptElement(cst.Index(flat))]))
+        else:  # the grid written in the launch: its new width moves the paren, so it changes before the fit
+            call = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(flat))]))
+        mapping[plan.site.call] = fit_launch(plan.site, call)
         return replace(ctx.module, mapping).code
 
 

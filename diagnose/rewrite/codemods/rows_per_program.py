@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose import syntax
-from diagnose.rewrite.edit import fit_launch, replace, restarted_each_iteration, set_keyword, unique_name
+from diagnose.rewrite.edit import fit_launch, replace, restarted_each_iteration, set_keyword, unique_name, with_params
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -102,12 +102,8 @@ class RowsPerProgram(Rewrite):
                        body=cst.IndentedBlock([*restores, binding, guarded]),
                        leading_lines=[*body[at].leading_lines, cst.EmptyLine(comment=cst.Comment(
                            f"# {rows} rows per program: short rows made millions of tiny programs"))])
-        params = list(kernel.node.params.params)
-        params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        params += [cst.Param(name=cst.Name(n_rows), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                   cst.Param(name=cst.Name(rows), annotation=cst.Annotation(cst.parse_expression("tl.constexpr")))]
-        new_kernel = kernel.node.with_changes(params=kernel.node.params.with_changes(params=params),
-                                              body=kernel.node.body.with_changes(body=[*before, *saves, loop]))
+        new_kernel = with_params(kernel.node, n_rows, f"{rows}: tl.constexpr").with_changes(
+            body=kernel.node.body.with_changes(body=[*before, *saves, loop]))
         grid = cst.parse_expression(f"(triton.cdiv({code(plan.rows)}, {value}),)")
         call = set_keyword(set_keyword(plan.site.call, n_rows, plan.rows), rows, cst.Integer(str(value)))
         mapping = {kernel.node: new_kernel}

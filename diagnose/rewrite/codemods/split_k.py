@@ -9,7 +9,7 @@ import libcst as cst
 from diagnose.rewrite.cores import core_count_helper
 from diagnose.rewrite.edit import (
     expression, fit_call, fit_launch, insert_before_host, operand, relaunch, replace, set_keyword, statement,
-    statements, unique_name,
+    statements, unique_name, with_params,
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
@@ -128,15 +128,7 @@ def _split_kernel(plan: SplitPlan, pid_k: str, split: str) -> cst.FunctionDef:
     atomic = fit_call(expression(f"tl.atomic_add({code(store.args[0].value)}, {plan.accumulator}"
                                  + (f", mask={code(mask.value)}" if mask is not None else "") + ', sem="relaxed")'),
                       indent=4)
-    params = list(kernel.node.params.params)
-    params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    if any(p.default is not None for p in params):  # a parameter with a default: this one needs one too
-        params.append(cst.Param(name=cst.Name(split), default=cst.Integer("1"), equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
-    else:
-        params.append(cst.Param(name=cst.Name(split)))
-    new = kernel.node.with_changes(params=kernel.node.params.with_changes(params=params),
-                                   body=kernel.node.body.with_changes(body=statements_out))
+    new = with_params(kernel.node, split).with_changes(body=kernel.node.body.with_changes(body=statements_out))
     return replace(cst.Module(body=[new]), {store: atomic}).body[0]
 
 

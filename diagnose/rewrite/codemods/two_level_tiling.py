@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statement, unique_name
+from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statement, unique_name, with_params
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     REDUCTIONS, Kernel, LaunchSite, calls, code, dotted, int_value, kernels, launched, names, simple_assignment,
@@ -86,11 +86,8 @@ class TwoLevelTiling(Rewrite):
         loop = loop.with_changes(body=loop.body.with_changes(body=[rest[0].with_changes(leading_lines=[]), *rest[1:]]),
                                  leading_lines=[*plan.offsets.leading_lines, cst.EmptyLine(comment=cst.Comment(
                                      f"# {sub_block} lanes at a time: the live tiles fit the unified buffer"))])
-        params = list(kernel.node.params.params)
-        params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        params.append(cst.Param(name=cst.Name(sub_block), annotation=cst.Annotation(cst.parse_expression("tl.constexpr"))))
-        new_kernel = kernel.node.with_changes(params=kernel.node.params.with_changes(params=params),
-                                              body=kernel.node.body.with_changes(body=[*kernel.statements[:index], loop]))
+        new_kernel = with_params(kernel.node, f"{sub_block}: tl.constexpr").with_changes(
+            body=kernel.node.body.with_changes(body=[*kernel.statements[:index], loop]))
         block_value = code(plan.site.value(kernel, plan.block))
         sub_value = int(ctx.param("block_sub", SUB))
         call = fit_launch(plan.site, set_keyword(plan.site.call, sub_block,
