@@ -19,7 +19,7 @@ from pathlib import Path
 
 from diagnose.capture.tracer import Tracer
 from diagnose.errors import UsageError
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.task.kernelbench import parse_file
 from diagnose.task.launches import LaunchRecord, merge
 from diagnose.task.module import identity

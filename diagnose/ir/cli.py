@@ -2,7 +2,7 @@
 
 `inspect_command(path, target, fmt, passes, diff_pass, stage, kernel) -> (exit code, stdout text)`;
 `ir_facts(...)` is the same result as data, for the language server and other callers.
-The user's file is imported only inside a worker process (`diagnose.runtime.call` running
+The user's file is imported only inside a worker process (`diagnose.runtime.runner.call` running
 `diagnose.ir.inspect:inspect_file`); this side imports neither torch nor triton, so a warm answer,
 read from `<cache>/ir/inspect/` and checked against the hashes of the user files it came from,
 costs milliseconds. Exit codes: 0 when every kernel compiled, 1 when one did not, 2 for bad input
@@ -24,7 +24,7 @@ from diagnose.knobs import Knobs
 from diagnose.cache import cache_root, read_json, sha256_file, write_json_atomic
 from diagnose.ir.cache import ir_cache_dir
 from diagnose.ir.stages import STAGE_NAMES
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.runtime.runner import user_failure
 from diagnose.ir.stages import stage as stage_descriptor
 from diagnose.targets import DEFAULT_TARGET, lookup

@@ -41,7 +41,7 @@ METADATA_KEYS = ("num_warps", "num_stages", "num_ctas", "shared", "maxnreg", "gl
 
 
 def inspect_file(payload: dict) -> dict:
-    """Entry point for `diagnose.runtime.call("diagnose.ir.inspect:inspect_file", payload)`."""
+    """Entry point for `diagnose.runtime.runner.call("diagnose.ir.inspect:inspect_file", payload)`."""
     if payload.get("cache_root"):
         # This process is a fresh worker of ours: point it at the caller's cache.
         os.environ[CACHE_ENV] = payload["cache_root"]

@@ -1,4 +1,4 @@
-"""Worker entries of the rewrite layer (each runs in a fresh subprocess through `diagnose.runtime.call`).
+"""Worker entries of the rewrite layer (each runs in a fresh subprocess through `diagnose.runtime.runner.call`).
 
 - `static_batch`: for each candidate file, its launches on the device-sized input groups (captured
   on `meta` tensors), compiled offline for the target, their IR facts and their `KernelFeatures`

@@ -8,7 +8,7 @@ For a tunable rewrite (`retune-launch`, `wgmma-tiles`, `add-autotune`) and a sou
    (M per warpgroup below 64, fewer than 4 warps);
 2. **compile** every remaining configuration offline for the target (its whole rewritten task file,
    launches captured on the device-sized input groups), in parallel: several `static_batch` workers
-   through `diagnose.runtime.call`;
+   through `diagnose.runtime.runner.call`;
 3. **prune on IR facts**: a compile error, register spills, shared memory over the target's limit,
    the dot off the target's best engine when another configuration reaches it, more narrow global
    accesses than the best configuration has;
@@ -40,7 +40,7 @@ from typing import Any
 from diagnose import __version__
 from diagnose.optimizer import ranking
 from diagnose.rewrite.rewrite import NotApplicable, Rewrite, RewriteContext
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.runtime.devices import timed
 from diagnose.scoring import geomean
 from diagnose.targets import Target

@@ -32,7 +32,7 @@ from typing import Any
 from diagnose.cache import cache_root, read_json, write_json_atomic
 from diagnose.errors import DiagnoseError
 from diagnose.records import Record
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.targets import Target
 from diagnose.toolchain.placement import require
 from diagnose.verify.timing import EventTimer, measure as time_variants

@@ -1,4 +1,4 @@
-"""The profiling level's worker entries: each runs in a fresh subprocess (`diagnose.runtime.call`).
+"""The profiling level's worker entries: each runs in a fresh subprocess (`diagnose.runtime.runner.call`).
 
 - `device_job`: on a device, per input group: the work (bytes, FLOPs) counted on the reference, and
   the candidate timed beside its baselines with the harness's protocol; the device's ceilings from

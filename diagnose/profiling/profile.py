@@ -1,7 +1,7 @@
 """Level 1 of the escalation for one task: roofline position, classification, evidence (parent side).
 
 `profile_task(path, options) -> ProfileResult`. Every execution of user code runs in a worker
-(`diagnose.runtime.call`, entries in `jobs.py`); this side imports neither torch nor triton.
+(`diagnose.runtime.runner.call`, entries in `jobs.py`); this side imports neither torch nor triton.
 
 On a device (`cuda`, `npu`):
 1. `device_job`: the work per group, the candidate and its baselines timed, the measured ceilings;
@@ -42,7 +42,7 @@ from diagnose.profiling.roofline import RooflinePosition, Work, position, roof_f
 from diagnose.profiling.static.estimate import Estimate, estimate, hardware
 from diagnose.profiling.static.features import Access, KernelFeatures
 from diagnose.records import Evidence, Finding, Location, Record, Timing
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.runtime.devices import DEVICES, timed
 from diagnose.runtime.runner import user_failure
 from diagnose.targets import DEFAULT_TARGET, Target, lookup

@@ -1,5 +1,4 @@
-"""Running user code in worker subprocesses: timeouts, crash isolation, devices, the interpreter on CPU."""
+"""Running user code in worker subprocesses: timeouts, crash isolation, devices, the interpreter on CPU.
 
-from diagnose.runtime.runner import WorkerResult, call
-
-__all__ = ["WorkerResult", "call"]
+`diagnose.runtime.runner.call` runs a worker entry; this package's modules import nothing from its
+`__init__`, so the worker side (`worker`, `cpu_standin`) loads without the parent side (`runner`, `zygote`)."""

@@ -43,7 +43,7 @@ DEVICES = tuple(KINDS)
 @dataclass(frozen=True)
 class Placement:
     """Where one device's jobs run: `python` (None: this interpreter), extra environment for the
-    worker, and whether Triton is interpreted. `runner_options()` are `diagnose.runtime.call`'s."""
+    worker, and whether Triton is interpreted. `runner_options()` are `diagnose.runtime.runner.call`'s."""
 
     device: str
     python: str | None = None

@@ -35,6 +35,8 @@ import sys
 import threading
 from pathlib import Path
 
+from diagnose.runtime import worker
+
 START_TIMEOUT_S = 120.0  # the first fork waits for the zygote's imports
 POOL_SIZE = 4  # distinct environments kept warm; the least recently used goes first
 POLL_S = 0.05
@@ -182,9 +184,6 @@ def _worker(job: dict) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.environ.clear()
         os.environ.update(job["env"])
-        # serve() imported it before the fork; at the top it would loop (runtime/__init__ -> runner -> zygote)
-        from diagnose.runtime import worker
-
         worker.main(["worker", job["request"], job["result"]])  # ends the process
     finally:
         os._exit(70)
@@ -194,8 +193,6 @@ def serve() -> None:
     import torch  # noqa: F401 - what makes the zygote worth having (deferred: the parent never imports it)
     import triton  # noqa: F401 - as torch
     import triton.language  # noqa: F401 - as torch
-
-    import diagnose.runtime.worker  # noqa: F401 - what every forked job runs (see _worker)
 
     parent = os.getppid()
     children: set[int] = set()

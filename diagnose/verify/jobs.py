@@ -1,4 +1,4 @@
-"""The harness's worker entries: each runs in its own fresh subprocess (`diagnose.runtime.call`).
+"""The harness's worker entries: each runs in its own fresh subprocess (`diagnose.runtime.runner.call`).
 
 - `reference_job` imports the reference file, draws every case's inputs, runs `Model`, and writes inputs,
   reference outputs and the reference's state to the job folder.

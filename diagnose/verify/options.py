@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.errors import UsageError
 from diagnose.runtime.devices import Placement
 from diagnose.toolchain.placement import require

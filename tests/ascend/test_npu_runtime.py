@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.toolchain import placement
 from diagnose.runtime.devices import Placement
 from diagnose.toolchain.specs import spec_for

@@ -10,7 +10,7 @@ import pytest
 from diagnose import knobs
 from diagnose.errors import UsageError
 from diagnose.knobs import Knobs
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.runtime.runner import user_failure
 
 ENTRIES = "tests.foundation.runner_entries"

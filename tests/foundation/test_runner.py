@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 
 ENTRIES = "tests.foundation.runner_entries"
 
@@ -80,7 +80,7 @@ def test_children_left_behind_are_killed():
 
 def test_a_worker_ends_when_its_parent_is_killed_outright():
     # A parent killed by SIGKILL cannot kill the worker's group: the worker must notice on its own.
-    parent = subprocess.Popen([sys.executable, "-c", "from diagnose.runtime import call; "
+    parent = subprocess.Popen([sys.executable, "-c", "from diagnose.runtime.runner import call; "
                                f"call('{ENTRIES}:hang', {{}}, timeout_s=3600)"], cwd=Path(__file__).parents[2])
     try:
         children: list[str] = []

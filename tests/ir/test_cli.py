@@ -9,7 +9,7 @@ import pytest
 from diagnose.errors import UsageError
 from diagnose.ir import cli
 from diagnose.ir.inspect import inspect_file
-from diagnose.runtime import WorkerResult
+from diagnose.runtime.runner import WorkerResult
 
 from .conftest import FIXTURES
 

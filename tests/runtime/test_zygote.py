@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 
 ENTRIES = "tests.foundation.runner_entries"
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def test_a_crash_is_reported_as_the_signal_that_killed_the_forked_worker():
 
 
 def test_the_zygote_and_its_workers_end_with_their_parent():
-    parent = subprocess.Popen([sys.executable, "-c", "from diagnose.runtime import call; "
+    parent = subprocess.Popen([sys.executable, "-c", "from diagnose.runtime.runner import call; "
                                f"call('{ENTRIES}:hang', {{}}, timeout_s=3600)"], cwd=ROOT)
     try:
         tree: list[int] = []

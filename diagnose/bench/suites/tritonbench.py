@@ -70,7 +70,7 @@ from diagnose.bench.suites.tritonbench_eval import (  # noqa: F401 - compare, fl
     suite_kind, tritonbench_verdict,
 )
 from diagnose.bench.suites.tritonbench_llm import match_lines, materialize, read_jsonl, tritonbench_code
-from diagnose.runtime import call
+from diagnose.runtime.runner import call
 from diagnose.runtime.devices import interpreted, timed
 from diagnose.toolchain.placement import require
 from diagnose.verify import tensors
