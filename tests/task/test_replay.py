@@ -68,6 +68,15 @@ def test_a_test_functions_numpy_arrays_and_numbers_are_its_outputs():
     assert outputs[0].dtype == torch.float32 and torch.allclose(outputs[0].sum() / 2, outputs[1].float())
 
 
+def test_a_test_that_checks_itself_outputs_that_it_ran_to_its_end():
+    def test_checked():
+        x = torch.randn(8)
+        torch.testing.assert_close(x * 2, x + x)
+
+    harness = Harness({"test_checked": test_checked}, {"groups": {"t": "test_checked()"}})
+    assert harness.ModelNew()(*harness.get_input_groups()["t"]()) == (torch.tensor(True),)
+
+
 def test_groups_with_storages_of_one_size_are_told_apart_by_their_index():
     harness = Harness({"t": lambda x: x.t().contiguous()},
                       {"groups": {"a": "t(x=f32[4,8])", "b": "t(x=f32[8,4])"}})
