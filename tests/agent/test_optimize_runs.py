@@ -39,8 +39,11 @@ def comparable(report: dict) -> dict:
             "candidates": [(c["candidate"]["id"], c["verdict"]["passed"]) for c in report["candidates"]]}
 
 
+# Two of the four examples: what is asserted is the run's shape, the same for each; the rewrites each
+# example should get are verified on all four by tests/rewrite/test_examples.py (layernorm and matmul
+# took 190 of CI's CPU seconds here).
 @pytest.mark.slow
-@pytest.mark.parametrize("example", ["vector_add", "softmax", "layernorm", "matmul"])
+@pytest.mark.parametrize("example", ["vector_add", "softmax"])
 def test_optimize_each_example_on_cpu(example, tmp_path):
     task = tmp_path / f"{example}.py"
     task.write_text((EXAMPLES / f"{example}.py").read_text())
