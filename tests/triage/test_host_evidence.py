@@ -11,7 +11,8 @@ from diagnose.targets import lookup
 from diagnose.triage import triage_source
 from diagnose.triage.context import build_context
 
-FIXTURES = [("TRI004_host_dtypes.py", "TRI004", "cuda:sm90"), ("TRI017_padded_buffer.py", "TRI017", "cuda:sm90"),
+FIXTURES = [("TRI004_host_dtypes.py", "TRI004", "cuda:sm90"), ("TRI004_launched_elsewhere.py", "TRI004", "cuda:sm90"),
+            ("TRI017_padded_buffer.py", "TRI017", "cuda:sm90"),
             ("TRI017_padded_buffer.py", "TRI017", "ascend:910b")]
 
 
