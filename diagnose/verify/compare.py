@@ -88,7 +88,8 @@ def compare_one(ref, out, overrides: Overrides = {}) -> tuple[bool, float, float
         bad += int((diff > atol + rtol * mag).sum())
     # the same precedence as one pass over the whole tensor: NaN, Inf, a lost NaN, then the tolerance
     if new_nan:
-        return False, float("nan"), float("nan"), f"{new_nan} NaN where the reference has none"
+        why = "computed, or never written: checks fill new memory with NaN"
+        return False, float("nan"), float("nan"), f"{new_nan} NaN where the reference has none ({why})"
     if inf_wrong:
         return False, float("inf"), float("inf"), "Inf where the reference has none (or of the other sign)"
     if nan_lost:
