@@ -54,7 +54,7 @@ def broken_task(baseline: Verdict | None) -> str | None:
 
 def best_result(results: list[dict]) -> dict | None:
     """The passed result that scores highest, if it beats the task as given: a measured speedup above
-    1, or, where nothing was timed, a predicted gain above 1. A candidate timed slower than the initial
+    1, or, where nothing was timed, a predicted gain above 1 by `MIN_GAIN`. A candidate timed slower than the initial
     kernel is never the best, even when it is the only one that passed: it is a regression, not a
     result. Nor is one with no gain to show: a patch estimated at 1.00x (such as `num_warps=4` added
     where 4 is already Triton's default) changes nothing. A measured gain must also clear `margin`."""
@@ -64,9 +64,10 @@ def best_result(results: list[dict]) -> dict | None:
 
 
 def margin(result: dict, how: str) -> float:
-    """How much a measured speedup must exceed 1 to count: `MIN_GAIN`, or the timing run's own spread
-    where it is wider (`scores.spread`); a source edit for a gain inside the noise is not a result."""
-    return max(MIN_GAIN, scores.spread(verdict_from_dict(result["verdict"]))) if how == "measured" else 0.0
+    """How much a speedup must exceed 1 to count: `MIN_GAIN`, or for a measured one the timing run's own
+    spread where it is wider (`scores.spread`); a source edit for a gain inside the noise is not a
+    result, nor one estimated at 1.00x (an estimate of 1.004 once picked a patch on the CPU)."""
+    return max(MIN_GAIN, scores.spread(verdict_from_dict(result["verdict"]))) if how == "measured" else MIN_GAIN
 
 
 def base_lineage(state: State) -> list[str]:

@@ -128,8 +128,9 @@ def test_best_is_measured_where_timed_and_estimated_where_not():
     best = policy.best_result(untimed)
     assert best["candidate"]["id"] == "b" and policy.score(best) == (3.0, "estimated (nothing timed)")
     assert policy.best_result([result("x", timed_verdict(1.0, passed=False))]) is None
-    # verified, nothing timed, no gain predicted: nothing to hand back
+    # verified, nothing timed, no gain predicted (or one that prints as 1.00x): nothing to hand back
     assert policy.best_result([result("c", verdict_json(True))]) is None
+    assert policy.best_result([result("d", verdict_json(True), predicted=1.004)]) is None
 
 
 def test_a_candidate_timed_no_faster_than_the_task_as_given_is_never_best():
