@@ -54,8 +54,8 @@ def broken_task(baseline: Verdict | None) -> str | None:
 
 def best_result(results: list[dict]) -> dict | None:
     """The passed result that scores highest, if it beats the task as given: a measured speedup above
-    1, or, where nothing was timed, a predicted gain above 1 by `MIN_GAIN`. A candidate timed slower than the initial
-    kernel is never the best, even when it is the only one that passed: it is a regression, not a
+    1, or, where nothing was timed, a predicted gain above 1 by `MIN_GAIN`. A candidate timed slower
+    than the initial kernel is never the best, even when it is the only one that passed: it is a regression, not a
     result. Nor is one with no gain to show: a patch estimated at 1.00x (such as `num_warps=4` added
     where 4 is already Triton's default) changes nothing. A measured gain must also clear `margin`."""
     scored = [(score(r), r) for r in results if r["verdict"]["passed"]]
