@@ -55,9 +55,10 @@ def broken_task(baseline: Verdict | None) -> str | None:
 def best_result(results: list[dict]) -> dict | None:
     """The passed result that scores highest, if it beats the task as given: a measured speedup above
     1, or, where nothing was timed, a predicted gain above 1 by `MIN_GAIN`. A candidate timed slower
-    than the initial kernel is never the best, even when it is the only one that passed: it is a regression, not a
-    result. Nor is one with no gain to show: a patch estimated at 1.00x (such as `num_warps=4` added
-    where 4 is already Triton's default) changes nothing. A measured gain must also clear `margin`."""
+    than the initial kernel is never the best, even when it is the only one that passed: it is a
+    regression, not a result. Nor is one with no gain to show: a patch estimated at 1.00x (such as
+    `num_warps=4` added where 4 is already Triton's default) changes nothing. A measured gain must
+    also clear `margin`."""
     scored = [(score(r), r) for r in results if r["verdict"]["passed"]]
     better = [(value, r) for (value, how), r in scored if value > 1.0 + margin(r, how)]
     return max(better, key=lambda pair: pair[0])[1] if better else None
