@@ -129,11 +129,13 @@ def runs(module: ModuleType, inputs=None) -> bool:
         return False
 
 
-def import_file(path: Path) -> ModuleType:
+def import_file(path: Path, name: str | None = None) -> ModuleType:
+    """Import a suite file by path, its folder first on `sys.path` (for the helpers beside it), as
+    `name` (a stable name lets its functions be pickled by name) or a fresh one."""
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    name = f"diagnose_suite_{path.stem}_{uuid.uuid4().hex[:8]}"
+    name = name or f"diagnose_suite_{path.stem}_{uuid.uuid4().hex[:8]}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

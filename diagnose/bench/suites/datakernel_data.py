@@ -29,7 +29,6 @@ import inspect
 import math
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -38,6 +37,7 @@ from types import ModuleType
 from typing import Callable
 
 from diagnose.bench.suite import matches
+from diagnose.bench.suites.cpu_shapes import import_file
 from diagnose.errors import UsageError
 from diagnose.knobs import user_cache_root
 
@@ -146,15 +146,7 @@ def query_files(root: Path) -> list[Path]:
 def load_query(path: Path) -> ModuleType:
     """Import a query module by path, its folder first on `sys.path` (for the shared `_tpch`)."""
     path = Path(path).resolve()
-    folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    name = f"datakernel_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, f"datakernel_{path.stem}")
 
 
 def sql_of(module: ModuleType) -> str:
