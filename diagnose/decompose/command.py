@@ -2,11 +2,13 @@
 composite end to end, report.
 
 The output folder is `--out` or `MODEL.decompose/` beside the model. A folder that exists must be
-empty or one this command made (it holds `MARKER`): user files are never overwritten.
+empty or one this command made (it holds `MARKER`): user files are never overwritten. A folder
+made for a model that then fails to build, run or trace is removed.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from diagnose.decompose import compose
@@ -15,7 +17,7 @@ from diagnose.decompose.choose import Prefer, choose
 from diagnose.decompose.jobs import capture
 from diagnose.decompose.report import DecomposeReport, EndToEnd, SubgraphReport, markdown
 from diagnose.decompose.subtask import describe
-from diagnose.errors import EXIT_FAILED, EXIT_OK, UsageError
+from diagnose.errors import EXIT_FAILED, EXIT_OK, DiagnoseError, UsageError
 from diagnose.outputs import check_folder
 from diagnose.task import load_task_file, parse_file
 from diagnose.task.kernelbench import REFERENCE_NAMES, top_level_names
@@ -43,8 +45,15 @@ def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Pat
         raise UsageError(f"{model}: the model file has no {', '.join(missing)} (it needs {', '.join(REFERENCE_NAMES)})")
     if kernels is not None and not kernels.is_dir():
         raise UsageError(f"--kernels {kernels}: not a folder")
+    target = out if out is not None else model.with_suffix(".decompose")
+    made = not target.exists()
     folder = output_folder(model, out)
-    found = capture(model, folder, options.timeout_s)
+    try:
+        found = capture(model, folder, options.timeout_s)
+    except DiagnoseError:
+        if made:  # a model that does not run leaves nothing behind
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     records = {r.name: r for r in found.records}
     rows, chosen, tried, notes = [], {}, {}, {}
     for sg, task_file in zip(found.subgraphs, found.files):

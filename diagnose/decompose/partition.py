@@ -69,9 +69,12 @@ def partition(records: tuple[NodeRecord, ...]) -> tuple[Subgraph, ...]:
             groups.append([])
         groups[home].append(node.name)
         group_of[node.name] = home
-    users = {r.name: [u.name for u in records if r.name in u.inputs] for r in records}
-    parts = [p for g in groups for p in split(g, users)]
-    parts.sort(key=lambda p: [r.name for r in records].index(p[0]))
+    users: dict[str, list[str]] = {r.name: [] for r in records}
+    for r in records:
+        for i in r.inputs:
+            users[i].append(r.name)
+    order = {r.name: i for i, r in enumerate(records)}
+    parts = sorted((p for g in groups for p in split(g, users)), key=lambda p: order[p[0]])
     return tuple(subgraph(i, p, by_name, users) for i, p in enumerate(parts))
 
 

@@ -22,3 +22,4 @@ def test_a_model_fx_cannot_trace_is_one_usage_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("diagnose: error:")
     assert "torch.fx cannot trace this model" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "branchy.decompose").exists(), "the folder made for it is removed"
