@@ -22,6 +22,7 @@ from diagnose.outputs import check_folder
 from diagnose.task import load_task_file, parse_file
 from diagnose.task.kernelbench import REFERENCE_NAMES, top_level_names
 from diagnose.verify.harness import CheckOptions, verify
+from diagnose.verify.options import placement_for
 
 MARKER = ".diagnose-decompose"
 
@@ -45,6 +46,7 @@ def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Pat
         raise UsageError(f"{model}: the model file has no {', '.join(missing)} (it needs {', '.join(REFERENCE_NAMES)})")
     if kernels is not None and not kernels.is_dir():
         raise UsageError(f"--kernels {kernels}: not a folder")
+    placement_for(options)  # the device runs here, before any worker or folder
     target = out if out is not None else model.with_suffix(".decompose")
     made = not target.exists()
     folder = output_folder(model, out)
@@ -68,7 +70,10 @@ def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Pat
                                    ", ".join(compose.shape_of(records[i]) for i in sg.inputs),
                                    compose.shape_of(records[sg.output]), tried_here, choice))
     composite = compose.write(found, folder, chosen, tried, notes)
-    report = DecomposeReport(model, folder, composite, tuple(rows), end_to_end(model, composite, chosen, options))
+    names = {sg.name for sg in found.subgraphs}
+    unused = tuple(sorted(p.name for p in kernels.glob("*.py") if p.stem not in names)) if kernels else ()
+    report = DecomposeReport(model, folder, composite, tuple(rows), end_to_end(model, composite, chosen, options),
+                             unused)
     (folder / "report.md").write_text(markdown(report))
     return report
 

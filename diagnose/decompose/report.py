@@ -38,6 +38,8 @@ class DecomposeReport:
     composite: Path
     subgraphs: tuple[SubgraphReport, ...]
     end_to_end: EndToEnd
+    # Files of `--kernels` named for no subgraph (a name from another model, or a typo).
+    unused_kernels: tuple[str, ...] = ()
 
 
 def verdict_text(candidate: Candidate) -> str:
@@ -59,6 +61,8 @@ def markdown(report: DecomposeReport) -> str:
     failed = [(sg.name, c.note) for sg in report.subgraphs for c in sg.candidates if c.status == "failed"]
     if failed:
         lines += ["", "Rejected candidates:", *(f"- {name}: {note}" for name, note in failed)]
+    if report.unused_kernels:
+        lines += ["", f"Kernel files named for no subgraph (not used): {', '.join(report.unused_kernels)}"]
     verdict = {True: "PASSED", False: "FAILED", None: "torch only, nothing to verify"}[report.end_to_end.passed]
     lines += ["", f"End to end (composite vs Model): {verdict}: {report.end_to_end.detail}"]
     return "\n".join(lines) + "\n"

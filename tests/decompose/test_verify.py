@@ -49,6 +49,16 @@ def test_the_all_torch_composite_computes_the_model_s_forward(tmp_path):
         torch.testing.assert_close(composite.ModelNew(8)(*x), model(*x))
 
 
+def test_kernel_files_named_for_no_subgraph_are_reported_unused(tmp_path):
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "sg9_nothing.py").write_text("")
+    report = decompose(MODELS / "mlp.py", kernels, OPTIONS, tmp_path / "out")
+    assert report.unused_kernels == ("sg9_nothing.py",)
+    assert all(len(sg.candidates) == 1 for sg in report.subgraphs)
+    assert "named for no subgraph (not used): sg9_nothing.py" in (tmp_path / "out" / "report.md").read_text()
+
+
 def test_a_folder_not_made_by_decompose_is_never_written(tmp_path):
     (tmp_path / "mine.txt").write_text("keep")
     with pytest.raises(UsageError, match="not made by `diagnose decompose`"):
