@@ -60,6 +60,36 @@ def sub_module(graph_module, sg: Subgraph):
     return torch.fx.GraphModule(graph_module, graph)
 
 
+def owner_of(path: str) -> str:
+    """The code that names the module at `path` (`self.block`; `self.get_submodule("block.0")` where a
+    part is no identifier, as in an `nn.Sequential`)."""
+    if not path:
+        return "self"
+    if all(part.isidentifier() for part in path.split(".")):
+        return f"self.{path}"
+    return f"self.get_submodule({path!r})"
+
+
+def assign(target: str, code: str) -> str:
+    """The line that puts `code` at `target` under the model."""
+    owner, _, leaf = target.rpartition(".")
+    if leaf.isidentifier():
+        return f"{owner_of(owner)}.{leaf} = {code}"
+    return f"{owner_of(owner)}.add_module({leaf!r}, {code})"
+
+
+def layer_code(target: str, layer) -> str:
+    """The constructor call that re-creates `layer` (torch's own repr, cast to its parameters' dtype)."""
+    code = f"nn.{layer!r}"
+    again = rebuilt(code)
+    if type(again) is not type(layer) or shapes(again) != shapes(layer):
+        raise ValueError(f"cannot re-create the layer {target} ({type(layer).__name__}) from {code}")
+    dtypes = {v.dtype for v in layer.state_dict().values() if v.is_floating_point()}
+    if len(dtypes) == 1 and str(next(iter(dtypes))) != "torch.float32":
+        code += f".to({next(iter(dtypes))})"
+    return code
+
+
 def layer_lines(graph_module, sub) -> tuple[list[str], dict]:
     """The `__init__` lines that re-create the subgraph's layers and parameters, and their values."""
     import torch  # deferred: torch is heavy
@@ -72,30 +102,26 @@ def layer_lines(graph_module, sub) -> tuple[list[str], dict]:
             path = ".".join(parts[:i])
             if path not in made:
                 made.add(path)
-                lines.append(f"self.{path} = nn.Module()")
+                lines.append(assign(path, "nn.Module()"))
 
     for node in sub.graph.nodes:
         if node.op == "call_module" and node.target not in made:
             layer = graph_module.get_submodule(node.target)
-            code = f"nn.{layer!r}"
-            again = rebuilt(code)
-            if type(again) is not type(layer) or shapes(again) != shapes(layer):
-                raise ValueError(f"cannot re-create the layer {node.target} ({type(layer).__name__}) from {code}")
+            code = layer_code(node.target, layer)
             parents(node.target)
             made.add(node.target)
-            lines.append(f"self.{node.target} = {code}")
+            lines.append(assign(node.target, code))
             state.update({f"{node.target}.{k}": v.detach().clone() for k, v in layer.state_dict().items()})
         elif node.op == "get_attr" and node.target not in made:
-            value = graph_module.get_parameter(node.target) if is_parameter(graph_module, node.target) \
-                else getattr_path(graph_module, node.target)
+            value = getattr_path(graph_module, node.target)
             parents(node.target)
             made.add(node.target)
             owner, _, leaf = node.target.rpartition(".")
             empty = f"torch.empty({tuple(value.shape)}, dtype={value.dtype})"
             if isinstance(value, torch.nn.Parameter):
-                lines.append(f"self.{node.target} = nn.Parameter({empty})")
+                lines.append(assign(node.target, f"nn.Parameter({empty})"))
             else:
-                lines.append(f"self{'.' + owner if owner else ''}.register_buffer({leaf!r}, {empty})")
+                lines.append(f"{owner_of(owner)}.register_buffer({leaf!r}, {empty})")
             state[node.target] = value.detach().clone()
     return lines, state
 
@@ -111,10 +137,6 @@ def rebuilt(code: str):
 
 def shapes(layer) -> dict:
     return {k: tuple(v.shape) for k, v in layer.state_dict().items()}
-
-
-def is_parameter(root, target: str) -> bool:
-    return target in dict(root.named_parameters())
 
 
 def getattr_path(root, target: str):

@@ -17,7 +17,7 @@ MODELS = FIXTURES / "decompose"
 def decomposed(tmp_path_factory):
     """name -> its `Decomposition`, written in a folder of its own."""
     out = {}
-    for name in ("l2_chain", "mlp", "attention"):
+    for name in ("l2_chain", "mlp", "attention", "sequential"):
         folder = tmp_path_factory.mktemp(name)
         out[name] = capture(MODELS / f"{name}.py", folder)
     return out

@@ -10,7 +10,7 @@ from diagnose.task.kernelbench import REFERENCE_NAMES
 from tests.decompose.conftest import MODELS, node_values
 
 
-@pytest.mark.parametrize("name", ["l2_chain", "mlp", "attention"])
+@pytest.mark.parametrize("name", ["l2_chain", "mlp", "attention", "sequential"])
 def test_each_subtask_reproduces_its_part_of_the_whole_forward(decomposed, name):
     found = decomposed[name]
     values = node_values(MODELS / f"{name}.py")
@@ -33,3 +33,11 @@ def test_a_subtask_re_creates_its_layers_and_the_model_s_parameters(decomposed):
     assert "self.norm = nn.GroupNorm(2, 4" in source and "self.bias = nn.Parameter(" in source
     assert (path.parent / "sg1_groupnorm.pt").exists()
     assert "relu = torch.relu(add)" in source and "= None" not in source
+
+
+def test_layers_with_numbered_names_and_buffers_are_re_created(decomposed):
+    assert [(sg.name, sg.nodes) for sg in decomposed["sequential"].subgraphs] == [
+        ("sg0_linear", ("block_0", "block_1")), ("sg1_linear", ("block_2", "sub"))]
+    source = decomposed["sequential"].files[1].read_text()
+    assert "self.block.add_module('2', nn.Linear(" in source
+    assert "self.register_buffer('shift'" in source
