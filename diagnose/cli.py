@@ -1,4 +1,4 @@
-"""The command line: `diagnose check | triage | inspect ...`.
+"""The command line: `diagnose check | triage | inspect | decompose ...`.
 
 Exit codes (see `diagnose/errors.py`): 0 success, 1 the candidate failed verification or findings were
 reported, 2 bad usage or bad input, 3 internal error or missing toolchain, 130 interrupted (Ctrl-C).
@@ -91,6 +91,13 @@ def positive(value: Optional[float]) -> Optional[float]:
     """An option that must be more than 0 when given (seconds, GiB)."""
     if value is not None and not value > 0:
         raise typer.BadParameter(f"must be more than 0, not {value:g}")
+    return value
+
+
+def preference(value: str) -> str:
+    """`--prefer`: torch or triton."""
+    if value not in ("torch", "triton"):
+        raise typer.BadParameter(f"must be torch or triton, not {value}")
     return value
 
 
@@ -622,6 +629,32 @@ def profile(
         code, text = profile_command(str(task), device=device, ncu=ncu, proton=proton, target=target,
                                      plot_dir=str(plot_dir) if plot_dir else None,
                                      fmt="json" if as_json else "text", groups=group or None)
+    typer.echo(text, nl=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+@one_line_errors
+def decompose(
+    model: Path = typer.Argument(..., help="Model file (Model, get_inputs, get_init_inputs)."),
+    kernels: Optional[Path] = typer.Option(None, "--kernels", help="Folder of Triton implementations, "
+                                           "DIR/<subgraph name>.py defining ModelNew."),
+    device: str = typer.Option("cpu", "--device", help="cuda, or cpu (Triton interpreter, not timed)."),
+    seeds: int = typer.Option(2, "--seeds", min=1, help="Random input sets per verification."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the subtasks, the composite and "
+                                       "report.md (default: MODEL.decompose/ beside the model)."),
+    prefer: str = typer.Option("torch", "--prefer", callback=preference, help="torch or triton: the choice where nothing is timed."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
+):
+    """Cut a model into subgraph tasks, verify each subgraph's candidates, and compose a ModelNew that
+    calls one chosen implementation per subgraph (swappable), verified end to end."""
+    from diagnose.decompose.command import decompose_command  # deferred: command code
+    from diagnose.verify.harness import CheckOptions  # deferred: command code
+
+    options = CheckOptions(device=device, seeds=tuple(range(seeds)), timeout_s=timeout or CheckOptions.timeout_s,
+                           baselines=("eager",), unseen_shapes=False)
+    with worker_timeout(timeout):
+        code, text = decompose_command(model, kernels, options, out, prefer)  # type: ignore[arg-type]
     typer.echo(text, nl=False)
     raise typer.Exit(code)
 

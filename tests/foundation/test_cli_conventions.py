@@ -5,6 +5,7 @@ every worker; global options go before or after the command; runs are found from
 import json
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ COMMANDS = {
     "inspect": lambda task: ["inspect", task],
     "profile": lambda task: ["profile", task, "--device", "cpu"],
     "rewrite": lambda task: ["rewrite", task, "--list"],
+    "decompose": lambda task: ["decompose", task, "--out", tempfile.mkdtemp(prefix="diagnose-decompose-")],
 }
 # The same failure, for every command: (task file, extra options, words of the one error line).
 FAILURES = {

@@ -1,0 +1,97 @@
+"""The model's graph: `Model(*get_init_inputs())` traced with `torch.fx.symbolic_trace`, one forward on
+`get_inputs()` recording each node's output shape and dtype.
+
+Worker side (`trace`, `record`): it builds and runs the user's model. The records are plain data
+(`NodeRecord`) so that partitioning (`diagnose/decompose/partition.py`) runs anywhere, torch or not.
+A node whose value is not a tensor (`x.size(0)`) keeps that value (`literal`) when it is a number or
+a tuple of numbers: a subgraph that takes it as an input gets it as a constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One fx node: its op (`placeholder`, `get_attr`, `call_module`, `call_function`, `call_method`,
+    `output`), a short op name (`conv2d`, `relu`, `add`), the nodes it reads, and what it produced."""
+
+    name: str
+    op: str
+    opname: str
+    inputs: tuple[str, ...]
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    literal: object = None
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.shape is not None
+
+    @staticmethod
+    def from_dict(data: dict) -> "NodeRecord":
+        shape = data.get("shape")
+        literal = data.get("literal")
+        return NodeRecord(data["name"], data["op"], data["opname"], tuple(data["inputs"]),
+                          tuple(shape) if shape is not None else None, data.get("dtype"),
+                          tuple(literal) if isinstance(literal, list) else literal)
+
+
+def opname(node, root) -> str:
+    """A short lowercase name for what `node` does: the module's class, the function's or method's name."""
+    if node.op == "call_module":
+        return type(root.get_submodule(node.target)).__name__.lower()
+    if node.op == "call_function":
+        return getattr(node.target, "__name__", str(node.target)).strip("_").lower()
+    if node.op == "call_method":
+        return str(node.target).strip("_").lower()
+    return node.op
+
+
+def trace(model):
+    """`model` traced by torch.fx; a model fx cannot trace is a `ValueError` with fx's reason in one line."""
+    import torch.fx  # deferred: torch is heavy
+
+    try:
+        return torch.fx.symbolic_trace(model)
+    except Exception as exc:  # noqa: BLE001 - any tracing failure is the model's, said in one line
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ValueError(f"torch.fx cannot trace this model ({type(exc).__name__}: {reason})") from None
+
+
+def record(graph_module, inputs: list) -> tuple[NodeRecord, ...]:
+    """Run one forward under an fx Interpreter, recording each node's output shape and dtype."""
+    import torch  # deferred: torch is heavy
+    import torch.fx  # deferred: torch is heavy
+
+    seen: dict[str, object] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, node):
+            value = super().run_node(node)
+            seen[node.name] = value
+            return value
+
+    with torch.no_grad():
+        Recorder(graph_module).run(*inputs)
+    out = []
+    for node in graph_module.graph.nodes:
+        value = seen.get(node.name)
+        inputs_of = tuple(n.name for n in node.all_input_nodes)
+        if isinstance(value, torch.Tensor):
+            out.append(NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of,
+                                  tuple(value.shape), str(value.dtype).removeprefix("torch.")))
+        else:
+            out.append(NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of,
+                                  literal=plain_literal(value)))
+    return tuple(out)
+
+
+def plain_literal(value) -> object:
+    """A number, or a tuple of numbers, as it is (`x.size()`); anything else None."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (tuple, list)) and all(isinstance(v, (bool, int, float)) for v in value):
+        return tuple(value)
+    return None

@@ -1,0 +1,68 @@
+"""What `diagnose decompose` found and chose: a record per subgraph and the end-to-end verdict, and
+its rendering as a Markdown table (the command prints it and writes it to `report.md`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from diagnose.decompose.choose import Candidate, Choice
+
+NOT_TIMED = "not timed"
+
+
+@dataclass(frozen=True)
+class SubgraphReport:
+    """One subgraph: its ops, its inputs' and output's shapes, its candidates and the choice."""
+
+    name: str
+    ops: str
+    inputs: str
+    output: str
+    candidates: tuple[Candidate, ...]
+    choice: Choice
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    """The composite against the whole `Model`: `passed` None when there was nothing to verify."""
+
+    passed: bool | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class DecomposeReport:
+    model: Path
+    folder: Path
+    composite: Path
+    subgraphs: tuple[SubgraphReport, ...]
+    end_to_end: EndToEnd
+    # Files of `--kernels` named for no subgraph (a name from another model, or a typo).
+    unused_kernels: tuple[str, ...] = ()
+
+
+def verdict_text(candidate: Candidate) -> str:
+    time = f"{candidate.time_ms:.3g} ms" if candidate.time_ms is not None else NOT_TIMED
+    return f"{candidate.name}: {candidate.status}, {time}"
+
+
+def markdown(report: DecomposeReport) -> str:
+    """The report as Markdown: one table row per subgraph, then the end-to-end verdict."""
+    lines = [f"# diagnose decompose: {report.model.name}", "",
+             f"{len(report.subgraphs)} subgraphs, task files in `{report.folder}`; "
+             f"composite: `{report.composite.name}` (swap an implementation in its `CHOICES`).", "",
+             "| subgraph | ops | inputs -> output | candidates | chosen | why |",
+             "|---|---|---|---|---|---|"]
+    for sg in report.subgraphs:
+        tried = "<br>".join(verdict_text(c) for c in sg.candidates)
+        lines.append(f"| {sg.name} | {sg.ops} | {sg.inputs} -> {sg.output} | {tried} | {sg.choice.name} | "
+                     f"{sg.choice.why} |")
+    failed = [(sg.name, c.note) for sg in report.subgraphs for c in sg.candidates if c.status == "failed"]
+    if failed:
+        lines += ["", "Rejected candidates:", *(f"- {name}: {note}" for name, note in failed)]
+    if report.unused_kernels:
+        lines += ["", f"Kernel files named for no subgraph (not used): {', '.join(report.unused_kernels)}"]
+    verdict = {True: "PASSED", False: "FAILED", None: "torch only, nothing to verify"}[report.end_to_end.passed]
+    lines += ["", f"End to end (composite vs Model): {verdict}: {report.end_to_end.detail}"]
+    return "\n".join(lines) + "\n"

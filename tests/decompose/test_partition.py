@@ -1,0 +1,50 @@
+"""The partition: anchors start groups, elementwise ops fuse into the group they read, each group has
+one output."""
+
+from diagnose.decompose.graph import NodeRecord
+from diagnose.decompose.partition import partition
+
+
+def node(name, op, opname, *inputs):
+    return NodeRecord(name, op, opname, tuple(inputs), (2, 2), "float32")
+
+
+def groups(decomposition):
+    return [(sg.name, sg.nodes) for sg in decomposition.subgraphs]
+
+
+def test_l2_chain_fuses_the_bias_add_and_relu_into_the_norm(decomposed):
+    assert groups(decomposed["l2_chain"]) == [("sg0_conv2d", ("conv",)),
+                                              ("sg1_groupnorm", ("norm", "add", "relu"))]
+    norm = decomposed["l2_chain"].subgraphs[1]
+    assert norm.inputs == ("conv",) and norm.params == ("bias",) and norm.output == "relu"
+
+
+def test_mlp_fuses_gelu_as_the_first_linear_s_epilogue(decomposed):
+    assert groups(decomposed["mlp"]) == [("sg0_linear", ("up", "act")), ("sg1_linear", ("down",))]
+
+
+def test_attention_has_one_group_per_linear_matmul_and_softmax(decomposed):
+    assert groups(decomposed["attention"]) == [
+        ("sg0_linear", ("q",)), ("sg1_linear", ("k", "transpose")), ("sg2_linear", ("v",)),
+        ("sg3_matmul", ("matmul", "mul")), ("sg4_softmax", ("softmax",)), ("sg5_matmul", ("matmul_1",))]
+    assert decomposed["attention"].subgraphs[5].inputs == ("softmax", "v")
+
+
+def test_an_elementwise_op_of_two_groups_starts_its_own_and_later_ones_join_it():
+    records = (node("x", "placeholder", "placeholder"), node("a", "call_module", "linear", "x"),
+               node("b", "call_module", "linear", "x"), node("s", "call_function", "add", "a", "b"),
+               node("r", "call_function", "relu", "s"), node("out", "output", "output", "r"))
+    assert [(sg.name, sg.nodes) for sg in partition(records)] == [
+        ("sg0_linear", ("a",)), ("sg1_linear", ("b",)), ("sg2_add", ("s", "r"))]
+
+
+def test_a_group_with_two_values_used_outside_is_split():
+    # conv -> relu -> sigmoid, and the relu's value is also the model's output: two outputs.
+    records = (node("x", "placeholder", "placeholder"), node("c", "call_module", "conv2d", "x"),
+               node("r", "call_function", "relu", "c"), node("s", "call_function", "sigmoid", "r"),
+               node("out", "output", "output", "r", "s"))
+    parts = partition(records)
+    assert [(sg.name, sg.nodes, sg.output) for sg in parts] == [
+        ("sg0_conv2d", ("c", "r"), "r"), ("sg1_sigmoid", ("s",), "s")]
+    assert parts[1].inputs == ("r",)

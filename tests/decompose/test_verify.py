@@ -1,0 +1,66 @@
+"""A user's Triton kernel for one subgraph is verified on its own on the CPU interpreter: a correct one
+is chosen (`--prefer triton`) and the composite verifies end to end against the whole `Model`; a
+wrong one is rejected and Swap keeps torch. The composite's `CHOICES` swaps an implementation."""
+
+import re
+
+import pytest
+import torch
+
+from diagnose.decompose.command import MARKER, decompose
+from diagnose.errors import UsageError
+from diagnose.task import import_task_file
+from diagnose.verify.harness import CheckOptions
+from diagnose.verify.jobs import build_model
+from tests.decompose.conftest import MODELS
+
+OPTIONS = CheckOptions(seeds=(0, 1), baselines=("eager",), unseen_shapes=False)
+
+
+def test_a_correct_kernel_is_chosen_and_the_composite_verifies_end_to_end(tmp_path):
+    report = decompose(MODELS / "mlp.py", MODELS / "kernels_good", OPTIONS, tmp_path / "out", "triton")
+    first, second = report.subgraphs
+    assert [(c.name, c.status) for c in first.candidates] == [("torch", "reference"), ("triton", "passed")]
+    assert first.choice.name == "triton" and second.choice.name == "torch"
+    assert all(c.time_ms is None for c in first.candidates), "nothing is timed on CPU"
+    assert report.end_to_end.passed is True
+    source = report.composite.read_text()
+    assert '"sg0_linear": "triton"' in source and '"sg1_linear": "torch"' in source
+    assert (tmp_path / "out" / "triton_sg0_linear.py").exists() and (tmp_path / "out" / "report.md").exists()
+
+
+def test_a_wrong_kernel_is_rejected_and_torch_swapped_back(tmp_path):
+    report = decompose(MODELS / "mlp.py", MODELS / "kernels_bad", OPTIONS, tmp_path / "out", "triton")
+    first = report.subgraphs[0]
+    assert first.candidates[1].status == "failed" and "wrong output" in first.candidates[1].note
+    assert first.choice.name == "torch" and first.choice.why.startswith("Swap")
+    assert report.end_to_end.passed is None and "torch" in report.end_to_end.detail
+
+
+def test_the_all_torch_composite_computes_the_model_s_forward(tmp_path):
+    # The composite with every CHOICES entry torch, run here (no Triton: nothing for the harness to check).
+    report = decompose(MODELS / "attention.py", None, OPTIONS, tmp_path / "out")
+    source = report.composite.read_text()
+    assert re.findall(r'"(sg\d_\w+)": "torch"', source) == [sg.name for sg in report.subgraphs]
+    composite, original = import_task_file(report.composite), import_task_file(MODELS / "attention.py")
+    model = build_model(original.Model, list(original.get_init_inputs()), "cpu")
+    x = original.get_inputs()
+    with torch.no_grad():
+        torch.testing.assert_close(composite.ModelNew(8)(*x), model(*x))
+
+
+def test_kernel_files_named_for_no_subgraph_are_reported_unused(tmp_path):
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "sg9_nothing.py").write_text("")
+    report = decompose(MODELS / "mlp.py", kernels, OPTIONS, tmp_path / "out")
+    assert report.unused_kernels == ("sg9_nothing.py",)
+    assert all(len(sg.candidates) == 1 for sg in report.subgraphs)
+    assert "named for no subgraph (not used): sg9_nothing.py" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_folder_not_made_by_decompose_is_never_written(tmp_path):
+    (tmp_path / "mine.txt").write_text("keep")
+    with pytest.raises(UsageError, match="not made by `diagnose decompose`"):
+        decompose(MODELS / "mlp.py", None, OPTIONS, tmp_path)
+    assert not (tmp_path / MARKER).exists()
