@@ -9,6 +9,7 @@ a tuple of numbers: a subgraph that takes it as an input gets it as a constant.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 
@@ -61,7 +62,20 @@ def trace(model):
 
 
 def record(graph_module, inputs: list) -> tuple[NodeRecord, ...]:
-    """Run one forward under an fx Interpreter, recording each node's output shape and dtype."""
+    """Run one forward under an fx Interpreter, recording each node's output shape and dtype: on the
+    `meta` device first (shapes without memory: KernelBench level 2's activations reach 8 GiB on a CPU
+    at their real sizes), on the given inputs where an op has no meta implementation."""
+    import torch  # deferred: torch is heavy
+
+    try:
+        meta = copy.deepcopy(graph_module).to("meta")
+        on_meta = [torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x for x in inputs]
+        return recorded(meta, on_meta, names_from=graph_module)
+    except (NotImplementedError, RuntimeError, TypeError):
+        return recorded(graph_module, inputs, names_from=graph_module)
+
+
+def recorded(graph_module, inputs: list, names_from) -> tuple[NodeRecord, ...]:
     import torch  # deferred: torch is heavy
     import torch.fx  # deferred: torch is heavy
 
@@ -80,10 +94,10 @@ def record(graph_module, inputs: list) -> tuple[NodeRecord, ...]:
         value = seen.get(node.name)
         inputs_of = tuple(n.name for n in node.all_input_nodes)
         if isinstance(value, torch.Tensor):
-            out.append(NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of,
+            out.append(NodeRecord(node.name, node.op, opname(node, names_from), inputs_of,
                                   tuple(value.shape), str(value.dtype).removeprefix("torch.")))
         else:
-            out.append(NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of,
+            out.append(NodeRecord(node.name, node.op, opname(node, names_from), inputs_of,
                                   literal=plain_literal(value)))
     return tuple(out)
 
