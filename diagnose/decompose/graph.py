@@ -68,11 +68,24 @@ def record(graph_module, inputs: list) -> tuple[NodeRecord, ...]:
     import torch  # deferred: torch is heavy
 
     try:
-        meta = copy.deepcopy(graph_module).to("meta")
+        meta = copy.deepcopy(graph_module, memo=meta_memo(graph_module))
         on_meta = [torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x for x in inputs]
         return recorded(meta, on_meta, names_from=graph_module)
     except (NotImplementedError, RuntimeError, TypeError):
         return recorded(graph_module, inputs, names_from=graph_module)
+
+
+def meta_memo(module) -> dict:
+    """A `deepcopy` memo that copies each parameter and buffer as a meta tensor: the copy costs no
+    memory (a level-2 linear layer's weights alone can be 4 GiB)."""
+    import torch  # deferred: torch is heavy
+
+    memo: dict = {}
+    for tensor in (*module.parameters(), *module.buffers()):
+        meta = torch.empty_like(tensor, device="meta")
+        memo[id(tensor)] = torch.nn.Parameter(meta, tensor.requires_grad) if isinstance(
+            tensor, torch.nn.Parameter) else meta
+    return memo
 
 
 def recorded(graph_module, inputs: list, names_from) -> tuple[NodeRecord, ...]:

@@ -111,7 +111,7 @@ def layer_lines(graph_module, sub) -> tuple[list[str], dict]:
             parents(node.target)
             made.add(node.target)
             lines.append(assign(node.target, code))
-            state.update({f"{node.target}.{k}": v.detach().clone() for k, v in layer.state_dict().items()})
+            state.update({f"{node.target}.{k}": v.detach() for k, v in layer.state_dict().items()})
         elif node.op == "get_attr" and node.target not in made:
             value = getattr_path(graph_module, node.target)
             parents(node.target)
@@ -122,7 +122,7 @@ def layer_lines(graph_module, sub) -> tuple[list[str], dict]:
                 lines.append(assign(node.target, f"nn.Parameter({empty})"))
             else:
                 lines.append(f"{owner_of(owner)}.register_buffer({leaf!r}, {empty})")
-            state[node.target] = value.detach().clone()
+            state[node.target] = value.detach()
     return lines, state
 
 
@@ -130,7 +130,8 @@ def rebuilt(code: str):
     import torch  # deferred: torch is heavy
 
     try:
-        return eval(code, {"nn": torch.nn, "torch": torch})  # noqa: S307 - torch's own repr of a torch layer
+        with torch.device("meta"):  # only its type and shapes are compared: no memory for its weights
+            return eval(code, {"nn": torch.nn, "torch": torch})  # noqa: S307 - torch's own repr of a torch layer
     except Exception as exc:  # noqa: BLE001 - any failure means the repr is not a constructor call
         raise ValueError(f"cannot re-create a layer from {code} ({type(exc).__name__}: {exc})") from None
 
