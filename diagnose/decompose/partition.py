@@ -7,6 +7,8 @@ that follow fuse into it as its epilogue.
   produces every node it reads (parameters and constants aside): `conv -> add bias -> relu` is one
   group. One that reads no group's output alone (a residual add of two groups, an op on a model
   input) starts a group of its own, which later elementwise ops may join.
+- An op reading a value that is neither a tensor nor a number (`x.device`, the pair `torch.max(x,
+  dim)` returns) joins the group that makes it: no task could be handed that value.
 - Each group has one output. A group with several values used outside it is split after the first
   such value, and again until each part has one.
 
@@ -54,6 +56,11 @@ def is_fusable(node: NodeRecord) -> bool:
     return node.opname in ELEMENTWISE
 
 
+def opaque_value(node: NodeRecord) -> bool:
+    """Neither a tensor nor a number: a value a subgraph's task cannot take as an input."""
+    return not node.is_tensor and node.literal is None
+
+
 def partition(records: tuple[NodeRecord, ...]) -> tuple[Subgraph, ...]:
     """The subgraphs of a recorded graph, in the order they run."""
     by_name = {r.name: r for r in records}
@@ -62,7 +69,12 @@ def partition(records: tuple[NodeRecord, ...]) -> tuple[Subgraph, ...]:
     groups: list[list[str]] = []
     for node in compute:
         sources = {group_of.get(i) for i in node.inputs if by_name[i].op not in ("get_attr",)}
-        if is_fusable(node) and len(sources) == 1 and None not in sources:
+        # a value no task can be handed (`x.device`, the (values, indices) of `torch.max(x, dim)`) keeps
+        # the ops that read it in the group that makes it
+        opaque = [group_of[i] for i in node.inputs if i in group_of and opaque_value(by_name[i])]
+        if opaque:
+            home = max(opaque)
+        elif is_fusable(node) and len(sources) == 1 and None not in sources:
             home = sources.pop()
         else:
             home = len(groups)

@@ -48,3 +48,16 @@ def test_a_group_with_two_values_used_outside_is_split():
     assert [(sg.name, sg.nodes, sg.output) for sg in parts] == [
         ("sg0_conv2d", ("c", "r"), "r"), ("sg1_sigmoid", ("s",), "s")]
     assert parts[1].inputs == ("r",)
+
+
+def test_ops_reading_a_value_no_task_can_take_stay_with_the_group_that_makes_it():
+    """KernelBench level 2's `torch.max(x, dim=1).values`: the (values, indices) pair is no tensor, so
+    `.values` may not start a group of its own that would take the pair as its input."""
+    records = (node("x", "placeholder", "placeholder"), node("g", "call_module", "linear", "x"),
+               NodeRecord("m", "call_function", "max", ("g",)),  # the pair: neither tensor nor number
+               node("v", "call_function", "getattr", "m"), node("s", "call_function", "sub", "v", "g"),
+               node("out", "output", "output", "s"))
+    parts = partition(records)
+    assert [(sg.name, sg.nodes) for sg in parts] == [
+        ("sg0_linear", ("g",)), ("sg1_max", ("m", "v")), ("sg2_sub", ("s",))]
+    assert all("m" not in sg.inputs for sg in parts)
