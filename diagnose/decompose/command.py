@@ -27,9 +27,8 @@ from diagnose.verify.options import placement_for
 MARKER = ".diagnose-decompose"
 
 
-def output_folder(model: Path, out: Path | None) -> Path:
+def output_folder(folder: Path) -> Path:
     """Where the subtasks go, made and checked before any worker runs."""
-    folder = out if out is not None else model.with_suffix(".decompose")
     if folder.exists() and folder.is_dir() and any(folder.iterdir()) and not (folder / MARKER).exists():
         raise UsageError(f"{folder}: exists and was not made by `diagnose decompose`; give another --out")
     check_folder(folder, "--out", create=True)
@@ -49,7 +48,7 @@ def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Pat
     placement_for(options)  # the device runs here, before any worker or folder
     target = out if out is not None else model.with_suffix(".decompose")
     made = not target.exists()
-    folder = output_folder(model, out)
+    folder = output_folder(target)
     try:
         found = capture(model, folder, options.timeout_s)
     except DiagnoseError:

@@ -72,8 +72,8 @@ def shape_of(record: NodeRecord) -> str:
 def composite_source(found: Decomposition, choices: dict[str, str], notes: dict[str, str]) -> str:
     """The composite file's text for these choices (subgraph name -> `torch` or `triton`)."""
     records = {r.name: r for r in found.records}
-    table = "".join(f'    "{sg.name}": "{choices[sg.name]}",  # {notes.get(sg.name, "")}\n'.replace("  # \n", "\n")
-                    for sg in found.subgraphs)
+    table = "".join(f'    "{sg.name}": "{choices[sg.name]}",' + (f"  # {notes[sg.name]}" if notes.get(sg.name) else "")
+                    + "\n" for sg in found.subgraphs)
     text = HEADER.format(model=found.model.name, choices=table)
     text += "".join(f'        self.{sg.name} = load("{sg.name}")\n' for sg in found.subgraphs)
     arguments = ", ".join(found.arguments)

@@ -70,9 +70,9 @@ def record(graph_module, inputs: list) -> tuple[NodeRecord, ...]:
     try:
         meta = copy.deepcopy(graph_module, memo=meta_memo(graph_module))
         on_meta = [torch.empty_like(x, device="meta") if isinstance(x, torch.Tensor) else x for x in inputs]
-        return recorded(meta, on_meta, names_from=graph_module)
-    except (NotImplementedError, RuntimeError, TypeError):
-        return recorded(graph_module, inputs, names_from=graph_module)
+        return recorded(meta, on_meta)
+    except (NotImplementedError, RuntimeError, TypeError):  # an op with no meta kernel, or one reading data
+        return recorded(graph_module, inputs)
 
 
 def meta_memo(module) -> dict:
@@ -88,7 +88,7 @@ def meta_memo(module) -> dict:
     return memo
 
 
-def recorded(graph_module, inputs: list, names_from) -> tuple[NodeRecord, ...]:
+def recorded(graph_module, inputs: list) -> tuple[NodeRecord, ...]:
     import torch  # deferred: torch is heavy
     import torch.fx  # deferred: torch is heavy
 
@@ -107,10 +107,10 @@ def recorded(graph_module, inputs: list, names_from) -> tuple[NodeRecord, ...]:
         value = seen.get(node.name)
         inputs_of = tuple(n.name for n in node.all_input_nodes)
         if isinstance(value, torch.Tensor):
-            out.append(NodeRecord(node.name, node.op, opname(node, names_from), inputs_of,
+            out.append(NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of,
                                   tuple(value.shape), str(value.dtype).removeprefix("torch.")))
         else:
-            out.append(NodeRecord(node.name, node.op, opname(node, names_from), inputs_of,
+            out.append(NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of,
                                   literal=plain_literal(value)))
     return tuple(out)
 
