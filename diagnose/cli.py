@@ -110,6 +110,46 @@ def worker_timeout(timeout: Optional[float]):
     return knobs.scope(timeout_s=timeout)
 
 
+class CtrlC:
+    """Ctrl-C (SIGINT) during a long command: raises KeyboardInterrupt as Python does, and is remembered, so
+    that an `except BaseException` in a library callback (LangGraph's futures have them) that swallows the
+    exception cannot turn an interrupted run into a finished one; `checked(f)` raises again at the next
+    progress callback, and `raise_if_pressed()` once the work returns."""
+
+    def __init__(self):
+        self.pressed = False
+        self.previous = None
+
+    def __enter__(self) -> "CtrlC":
+        import signal  # deferred: only the long commands install the handler
+        import threading  # deferred: as signal
+
+        if threading.current_thread() is threading.main_thread():  # handlers live in the main thread only
+            self.previous = signal.signal(signal.SIGINT, self.on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal  # deferred: as in __enter__
+
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def on_sigint(self, signum, frame) -> None:
+        self.pressed = True
+        raise KeyboardInterrupt
+
+    def raise_if_pressed(self) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+
+    def checked(self, callback: Callable) -> Callable:
+        def call(*args, **kwargs):
+            self.raise_if_pressed()
+            return callback(*args, **kwargs)
+
+        return call
+
+
 def phase_line(command: str) -> Callable[[str], None]:
     """Progress on stderr, one line as each step of a verification starts (stdout stays the result's)."""
     from diagnose.verify.harness import PHASES  # deferred: command code
@@ -500,12 +540,15 @@ def optimize(
             task = Path(module_task_file(task, module_inputs(call, launch, reference, launches), device))
     progress = OptimizeProgress(Console(stderr=True), quiet=quiet)
     try:
-        with worker_timeout(timeout), progress:
+        with worker_timeout(timeout), progress, CtrlC() as ctrl_c:
             result = run_optimize(str(task) if task else "", target=target, device=device, resume=resume,
                                   write=write, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall,
                                                              seeds=seeds, compile_baseline=not no_compile),
-                                  on_run=progress.on_run, on_start=progress.on_start, on_step=progress.on_step,
-                                  on_candidate=progress.on_candidate, on_phase=progress.on_phase)
+                                  on_run=progress.on_run, on_start=ctrl_c.checked(progress.on_start),
+                                  on_step=ctrl_c.checked(progress.on_step),
+                                  on_candidate=ctrl_c.checked(progress.on_candidate),
+                                  on_phase=ctrl_c.checked(progress.on_phase))
+            ctrl_c.raise_if_pressed()
     except KeyboardInterrupt:
         # Every finished node is checkpointed: say how to go on from there.
         where = resume_hint(progress.run_id) if progress.run_id else "no run was started"

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -62,6 +63,28 @@ def test_ctrl_c_prints_the_run_id_and_how_to_resume(monkeypatch):
     lines = result.stderr.strip().splitlines()
     assert lines[0] == resume_line("20250101-000000-abcdef")
     assert lines[-1] == f"diagnose: interrupted; {resume_line('20250101-000000-abcdef')}"
+
+
+def test_ctrl_c_that_a_library_swallows_still_interrupts_the_run(monkeypatch):
+    """A library callback with `except BaseException: pass` (LangGraph's futures) can eat the
+    KeyboardInterrupt; the command remembers the key and stops at the next progress callback."""
+    steps = []
+
+    def swallowing(task, on_run=None, on_step=None, **kwargs):
+        on_run("20250101-000000-abcdef")
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the handler runs here
+        except BaseException:  # noqa: BLE001 - the library's swallow this test is about
+            pass
+        on_step("triage", {"trace": []})
+        steps.append("ran on")
+        raise AssertionError("the run went on after Ctrl-C")
+
+    monkeypatch.setattr("diagnose.agent.run.optimize", swallowing)
+    result = CliRunner().invoke(app, ["optimize", str(EXAMPLES / "vector_add.py")])
+    assert result.exit_code == EXIT_INTERRUPTED and not steps
+    assert result.stderr.strip().splitlines()[-1] == f"diagnose: interrupted; {resume_line('20250101-000000-abcdef')}"
 
 
 def test_ctrl_c_before_the_run_exists_says_so(monkeypatch):
