@@ -11,11 +11,12 @@ context.
 
 A zygote serves one environment: what may be read while torch and triton are imported (the
 interpreter switch, `PYTHONPATH`, any `TRITON_*` or `TORCH_*` variable) is fixed when it starts, so
-the pool keeps one per distinct environment, `diagnose`'s own `DIAGNOSE_*` variables aside: those are
-read when a job runs, and each worker gets the job's whole environment right after the fork. Zygotes
-start on first use and end with this process (and, should this process die without ending them, each
-zygote ends itself and its workers when its parent is gone). Only workers of this Python fork from a zygote; another toolchain's interpreter, and every
-worker when `DIAGNOSE_WORKER_FORK=0`, starts from scratch.
+the pool keeps one per distinct environment, two kinds of variable aside: `diagnose`'s own
+`DIAGNOSE_*` (read when a job runs) and pytest's `PYTEST_CURRENT_TEST` (renamed at every test). Each
+worker gets the job's whole environment right after the fork. Zygotes start on first use and end
+with this process (and, should this process die without ending them, each zygote ends itself and
+its workers when its parent is gone). Only workers of this Python fork from a zygote; another
+toolchain's interpreter, and every worker when `DIAGNOSE_WORKER_FORK=0`, starts from scratch.
 
 Protocol, one JSON object per line: the parent writes `{"id", "request", "result", "log", "env"}` on the
 zygote's stdin; the zygote answers `{"id", "pid"}` once the worker is forked and `{"exit": pid,
@@ -42,6 +43,9 @@ POOL_SIZE = 4  # distinct environments kept warm; the least recently used goes f
 POLL_S = 0.05
 # Variables only `diagnose` reads, and only while a job runs: they do not make another zygote.
 OWN_VARIABLES = "DIAGNOSE_"
+# Variables that change while this process runs and that nothing reads at import: pytest renames the
+# current test in the environment at each of its phases, which made a fresh zygote for every test.
+VOLATILE_VARIABLES = frozenset({"PYTEST_CURRENT_TEST"})
 
 
 def end_group(pid: int) -> None:
@@ -136,7 +140,8 @@ class Pool:
         atexit.register(self.close)
 
     def spawn(self, env: dict[str, str], request: Path, result: Path, log: Path) -> ForkedWorker:
-        key = tuple(sorted((name, value) for name, value in env.items() if not name.startswith(OWN_VARIABLES)))
+        key = tuple(sorted((name, value) for name, value in env.items()
+                           if not name.startswith(OWN_VARIABLES) and name not in VOLATILE_VARIABLES))
         with self.lock:
             zygote = self.zygotes.pop(key, None)
             if zygote is None or not zygote.alive:

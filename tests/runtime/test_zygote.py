@@ -84,3 +84,14 @@ def test_a_job_gets_its_own_diagnose_variables_from_a_shared_zygote(monkeypatch)
     monkeypatch.setenv("DIAGNOSE_TIMEOUT_S", "88")
     second = call(f"{ENTRIES}:environment", {"name": "DIAGNOSE_TIMEOUT_S"}, timeout_s=120, user_code=False).value
     assert (first["value"], second["value"]) == ("77", "88") and first["parent"] == second["parent"]
+
+
+def test_tests_share_one_zygote_though_pytest_renames_the_current_test(monkeypatch):
+    """pytest rewrites `PYTEST_CURRENT_TEST` at every phase of every test: it must not make a zygote
+    (an import of torch and triton) per test."""
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/a.py::one (call)")
+    first = call(f"{ENTRIES}:environment", {"name": "PYTEST_CURRENT_TEST"}, timeout_s=120, user_code=False).value
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/b.py::two (call)")
+    second = call(f"{ENTRIES}:environment", {"name": "PYTEST_CURRENT_TEST"}, timeout_s=120, user_code=False).value
+    assert first["parent"] == second["parent"]
+    assert (first["value"], second["value"]) == ("tests/a.py::one (call)", "tests/b.py::two (call)")
