@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from collections import Counter, deque
 from contextlib import contextmanager
@@ -47,6 +48,18 @@ def require_ray() -> None:
         import ray  # noqa: F401 - deferred: ray is heavy and optional
     except ImportError:
         raise UsageError("--executor ray needs Ray: pip install 'diagnose[ray]'") from None
+
+
+def reachable(address: str) -> None:
+    """A usage error at once when nothing listens at HOST:PORT (Ray itself retries for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return  # not HOST:PORT (`auto`, `ray://...`): Ray says what it makes of it
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as exc:
+        raise UsageError(f"--address {address}: nothing answers there ({exc.strerror or exc}); start the "
+                         "cluster's head with `ray start --head --port=PORT`") from None
 
 
 class DeviceWorker:
@@ -157,7 +170,11 @@ def devices(address: str | None, device: str, cpu_devices: int, fingerprint: Cal
 
     started = not ray.is_initialized()
     if started and address:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+        try:
+            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+        except ConnectionError as exc:
+            raise UsageError(f"--address {address}: {exc} (is `ray start --head` running there? If the cluster "
+                             "authenticates by token, set RAY_AUTH_MODE=token and its token here too)") from None
     elif started:
         ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
                  logging_level=logging.WARNING, log_to_driver=False,

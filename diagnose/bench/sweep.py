@@ -182,7 +182,7 @@ def check_mode(options: SweepOptions) -> None:
 
 
 def check_executor(options: SweepOptions) -> None:
-    """A known executor, its options, and Ray installed when it is asked for."""
+    """A known executor, its options, Ray installed when it is asked for, and its cluster's head answering."""
     if options.executor not in EXECUTORS:
         raise UsageError(f"unknown executor {options.executor!r}; choose local or ray")
     if options.executor == "local":
@@ -193,6 +193,8 @@ def check_executor(options: SweepOptions) -> None:
         raise UsageError("--jobs is for one machine (with Ray, the CPU devices of a local Ray): on a Ray "
                          "cluster each device runs one entry at a time")
     ray_executor.require_ray()
+    if options.ray_address:
+        ray_executor.reachable(options.ray_address)
 
 
 def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,

@@ -150,6 +150,12 @@ def test_executor_options_are_checked():
         check_executor(SweepOptions(executor="ray", ray_address="10.0.0.1:6379", jobs=2))
 
 
+def test_a_cluster_that_does_not_answer_is_one_line_at_once():
+    pytest.importorskip("ray")
+    with pytest.raises(UsageError, match=r"^--address 127.0.0.1:1: nothing answers there"):
+        check_executor(SweepOptions(executor="ray", ray_address="127.0.0.1:1"))
+
+
 def test_entries_go_longest_first_those_never_run_first(tmp_path):
     def entry(name: str, size: int) -> Entry:
         (tmp_path / f"{name}.py").write_text("#" * size)
@@ -168,3 +174,11 @@ def test_wall_times_come_from_the_newest_rows(tmp_path):
                                                               ("h", "passed", {"phases": [["total", 2.5]]})])
     store.write_entry(connection, "s", "b", "score", "v", [("*", "failed", {"failure": {}})])
     assert store.wall_times(connection, "s", "score") == {"a": 2.5}
+
+
+@pytest.mark.slow
+def test_a_cluster_without_the_sweeps_devices_says_how_to_add_them(cluster):
+    entries = [Entry("a", Path("a.py"), None, "", "", "a")]
+    with pytest.raises(UsageError, match=r"no NPU resource for --device npu: .*--resources='\{\"NPU\": 1\}'"):
+        run_entries("s", entries, StallsOnce(Path("unused")), Path("unused.sqlite"),
+                    SweepOptions(executor="ray", ray_address=cluster, device="npu"), None)
