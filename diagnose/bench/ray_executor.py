@@ -96,7 +96,7 @@ class Devices:
             except ray.exceptions.RayActorError:
                 continue  # died while starting: the others go on
         if not prints:
-            raise UsageError(f"no device of the Ray cluster started within {WAIT_S:.0f} s")
+            raise UsageError(f"no device of the Ray cluster answered (waited up to {WAIT_S:.0f} s)")
         if len(set(prints.values())) > 1:
             raise UsageError("the cluster's devices differ (a sweep's rows carry one toolchain): "
                              + "; ".join(f"{self.where[n]}: {p}" for n, p in sorted(prints.items())))
@@ -138,10 +138,12 @@ class Devices:
             if ref in restarting:
                 n = restarting.pop(ref)
                 try:
-                    self.where[n], _ = ray.get(ref)
+                    where, toolchain = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError):
+                    continue  # gone for good (`ray.kill(no_restart=True)`), or broken there: the others go on
+                if toolchain == self.fingerprint:  # restarted on a device unlike the others: left out
+                    self.where[n] = where
                     idle.append(n)
-                except ray.exceptions.RayActorError:
-                    pass  # killed for good (`ray.kill(no_restart=True)`): the others go on
                 continue
             n, entry = running.pop(ref)
             try:
