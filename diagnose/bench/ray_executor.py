@@ -80,11 +80,10 @@ class DeviceWorker:
 
 
 class Devices:
-    """The device actors of a cluster: `fingerprint` is their toolchain, `run` sweeps entries over them."""
+    """The device actors of a cluster: `fingerprint` is their toolchain, `run` sweeps entries over them.
+    `ray` is the module (tests hand in a stand-in that plays the cluster's part)."""
 
-    def __init__(self, actors: list, fingerprint: Callable[[], str]):
-        import ray  # deferred: ray is heavy and optional
-
+    def __init__(self, ray, actors: list, fingerprint: Callable[[], str]):
         self.ray, self.probe = ray, fingerprint
         self.where: dict[int, str] = {}  # actor number -> where it runs now (a restart may move it)
         answers = {actor.hello.remote(fingerprint): n for n, actor in enumerate(actors)}
@@ -196,7 +195,7 @@ def devices(address: str | None, device: str, cpu_devices: int, fingerprint: Cal
             runtime_env={"env_vars": env} if env else None)
         actors = [worker.remote(device, n) for n in range(count)]
         try:
-            yield Devices(actors, fingerprint)
+            yield Devices(ray, actors, fingerprint)
         finally:
             for actor in actors:
                 ray.kill(actor)

@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -181,3 +182,56 @@ def test_a_cluster_without_the_sweeps_devices_says_how_to_add_them(cluster):
     with pytest.raises(UsageError, match=r"no NPU resource for --device npu: .*--resources='\{\"NPU\": 1\}'"):
         run_entries("s", entries, StallsOnce(Path("unused")), Path("unused.sqlite"),
                     SweepOptions(executor="ray", ray_address=cluster, device="npu"), None)
+
+
+class StandIn:
+    """What `Devices` uses of Ray, with calls answered at once: a device's `run` of an entry in `fatal`
+    loses the actor, and its next `hello` (Ray restarted it) gives the toolchain its `toolchains` list next."""
+
+    class exceptions:
+        class RayActorError(Exception):
+            pass
+
+        class RayTaskError(Exception):
+            cause = None
+
+    @dataclass(frozen=True, eq=False)  # hashed by identity, as Ray's ObjectRefs are told apart
+    class Ref:
+        value: object
+
+    class Actor:
+        def __init__(self, name: str, toolchains: list[str], fatal: set[str]):
+            ref, died = StandIn.Ref, StandIn.exceptions.RayActorError()
+            hello = lambda _: ref((name, toolchains.pop(0)))
+            run = lambda job, entry: ref(died if entry.id in fatal else job(entry))
+            self.hello, self.run = StandIn.Method(hello), StandIn.Method(run)
+
+    @dataclass(frozen=True)
+    class Method:
+        remote: Callable
+
+    put = staticmethod(lambda value: value)
+
+    @staticmethod
+    def wait(refs, num_returns, timeout=None):
+        return refs[:num_returns], refs[num_returns:]
+
+    @staticmethod
+    def get(ref):
+        if isinstance(ref.value, Exception):
+            raise ref.value
+        return ref.value
+
+
+def test_an_entry_that_keeps_losing_its_device_waits_for_the_next_sweep():
+    """`x` kills whichever actor runs it: it is retried on the next idle device until `LOSSES` losses, then
+    left unwritten; the device restarted unlike the others (a new toolchain) stays out; the rest pass."""
+    entries = [Entry(name, Path(f"{name}.py"), None, "", "", name) for name in ("x", "a", "b")]
+    actors = [StandIn.Actor("A", ["fp", "other"], {"x"}), StandIn.Actor("B", ["fp", "fp", "fp"], {"x"})]
+    cluster = ray_executor.Devices(StandIn, actors, lambda: "fp")
+    recorded = []
+    outcomes = list(cluster.run(lambda entry: [("*", "passed", {})], entries,
+                                lambda entry, rows: recorded.append(entry.id) or "passed"))
+    assert [(e.id, outcome, where) for e, outcome, where in outcomes] == [
+        ("a", "passed", "B"), ("x", ray_executor.LOST.format(3), "B"), ("b", "passed", "B")]
+    assert recorded == ["a", "b"], "a lost entry is not written: the next sweep runs it"
