@@ -372,6 +372,10 @@ def bench(
                                                      "(datakernel: out-of-core TorchPlans, checked against DuckDB)."),
     device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
     jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (on a device they share it: timing runs alone)."),
+    executor: str = typer.Option("local", "--executor", help="Where entries run: local (this machine) or ray (one "
+                                                             "at a time on each device of a Ray cluster)."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's HOST:PORT "
+                                                                  "(`ray start --head`); none: a local Ray."),
     filter_: Optional[str] = typer.Option(None, "--filter", help="Only entries whose id contains this "
                                                                  "(or one of several, comma-separated)."),
     redo: bool = typer.Option(False, "--redo", help="Run entries again even when done for this version."),
@@ -405,7 +409,7 @@ def bench(
     from diagnose.bench import report as bench_report  # deferred: command code
     from diagnose.bench import store  # deferred: command code
     from diagnose.bench.suites import DEFAULT, FORMATS  # deferred: command code
-    from diagnose.bench.sweep import SweepOptions, check_mode, sweep  # deferred: command code
+    from diagnose.bench.sweep import SweepOptions, check_executor, check_mode, sweep  # deferred: command code
     from diagnose.outputs import check_file  # deferred: command code
 
     if out is not None:
@@ -463,8 +467,9 @@ def bench(
                            target=target, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), suite_format=suite_format,
                            solutions=solutions, targets=target_list, tolerance=tolerance,
                            start_within_s=start_within, memory_limit=int(memory_limit * 2**30),
-                           scale_factor=sf, kind=kind)
+                           scale_factor=sf, kind=kind, executor=executor, ray_address=address)
     check_mode(options)  # before the progress bar starts: a usage error is one line
+    check_executor(options)
     if suite_format == DEFAULT:
         total = len(load_suite(folder, filter_))
     else:

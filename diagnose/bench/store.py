@@ -92,3 +92,14 @@ def rows(connection: sqlite3.Connection, suite: str | None = None, mode: str | N
         newest[(row.suite, row.entry, row.mode)] = row.version
     kept = [row for row in records if newest[(row.suite, row.entry, row.mode)] == row.version]
     return sorted(kept, key=lambda r: (r.suite, r.entry, r.mode, r.group))
+
+
+def wall_times(connection: sqlite3.Connection, suite: str, mode: str) -> dict[str, float]:
+    """Entry -> seconds its newest run took (its harness's `total` phase, the same on each of its groups'
+    rows), for the entries whose rows record it: the cost hint of a Ray sweep's longest-first order."""
+    out = {}
+    for row in rows(connection, suite, mode):
+        total = dict((step, seconds) for step, seconds in row.data.get("phases") or ()).get("total")
+        if total is not None:
+            out[row.entry] = max(total, out.get(row.entry, 0.0))
+    return out
