@@ -15,7 +15,8 @@ One row per input group of the baseline (the entry as given):
   sharing the host, creation_arange's initial kernel read 0.201 ms in its baseline, 0.175 ms beside a candidate);
 - `speedup_vs_compile`: the baseline run's `torch.compile` median over the candidate's (two runs, one
   device, the same protocol);
-- `roofline_fraction` on each group the profile level bounded; `deepest_level`; `rewrites`; `run_id`.
+- `roofline_fraction` on each group the profile level bounded; `deepest_level`; `rewrites` and the findings
+  they `answers` (`CODE@file:line`); `run_id`.
 
 The rows are made from the report's JSON (`Report.to_dict()`, what `report.json` holds), the form the
 store keeps beside them; its timings are read with the geometric mean of `diagnose.scoring`.
@@ -61,7 +62,8 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
     baseline = report.get("baseline") or {}
     best = next((c for c in report["candidates"] if c["candidate"]["id"] == report["best"]), None)
     common = {"deepest_level": report.get("deepest_level"), "run_id": run_id,
-              "rewrites": list(best["candidate"]["made_by"]) if best else []}
+              "rewrites": list(best["candidate"]["made_by"]) if best else [],
+              "answers": list(best["candidate"].get("answers", ())) if best else []}
     if not baseline.get("passed"):
         failure = baseline.get("failure") or {"kind": "incorrect", "message": "the entry as given fails verification",
                                               "log_tail": ""}

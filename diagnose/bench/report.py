@@ -49,7 +49,7 @@ class Line:
     speedup_vs_compile: float | None
     roofline_fraction: float | None
     deepest_level: str | None
-    rewrites: str
+    rewrites: str  # the best candidate's rewrites, then the findings they answer in brackets
     why: str
     tokens: int | None = None
 
@@ -86,7 +86,8 @@ def lines(rows: list[Row]) -> list[Line]:
             speedup_vs_compile=data.get("speedup_vs_compile"),
             roofline_fraction=data.get("roofline_fraction"),
             deepest_level=data.get("deepest_level"),
-            rewrites=", ".join(data.get("rewrites", [])),
+            rewrites=", ".join(data.get("rewrites", []))
+            + (f" [answers {', '.join(data['answers'])}]" if data.get("answers") else ""),
             why=why_not(row),
             tokens=entry_tokens(row),
         ))

@@ -38,9 +38,9 @@ def candidates_section(report: Report) -> str:
     rows = run_view.candidate_rows(report)
     if not rows:
         return "<h2>Candidates</h2><p>(none proposed)</p>"
-    head = "".join(f"<th>{h}</th>" for h in ("id", "rewrites", "safety", "verdict", "median", "speedup"))
+    head = "".join(f"<th>{h}</th>" for h in ("id", "rewrites", "answers", "safety", "verdict", "median", "speedup"))
     body = "".join(
-        f"<tr><td>{e(r.id)}</td><td>{e(r.rewrites)}</td><td>{e(r.safety)}</td>"
+        f"<tr><td>{e(r.id)}</td><td>{e(r.rewrites)}</td><td>{e(r.answers)}</td><td>{e(r.safety)}</td>"
         f"<td class='{'passed' if r.verdict == 'passed' else 'failed'}'>{e(r.verdict)}</td>"
         f"<td>{e(r.medians)}</td><td>{e(r.speedup)}</td></tr>" for r in rows)
     diffs = "".join(f"<h3>{e(r.id)}: {e(r.verdict)}</h3><pre>{e(r.diff) or '(no diff)'}</pre>" for r in rows)

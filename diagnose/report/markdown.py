@@ -36,8 +36,8 @@ def render_markdown(report: Report, plot_link: str | None = None) -> str:
     if not rows:
         out.append("(none proposed)")
     else:
-        out += ["| id | rewrites | safety | verdict | median | speedup |", "|---|---|---|---|---|---|"]
-        out += [f"| {cell(r.id)} | {cell(r.rewrites)} | {r.safety} | {cell(r.verdict)} | {cell(r.medians)} | {r.speedup} |"
+        out += ["| id | rewrites | answers | safety | verdict | median | speedup |", "|---|---|---|---|---|---|---|"]
+        out += [f"| {cell(r.id)} | {cell(r.rewrites)} | {cell(r.answers)} | {r.safety} | {cell(r.verdict)} | {cell(r.medians)} | {r.speedup} |"
                 for r in rows]
     for r in rows:
         out += ["", f"### {r.id}: {r.verdict}", "", "```diff", r.diff.rstrip("\n") or "(no diff)", "```"]

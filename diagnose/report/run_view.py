@@ -43,6 +43,7 @@ class CandidateRow:
     medians: str        # the candidate's median per timed group, or "not timed"
     speedup: str        # "1.52x" measured, "2.13x (estimate)" without timings, "-" when it failed
     diff: str
+    answers: str = "-"  # the findings and IR evidence it answers (`CODE@file:line`), "-" when none
 
 
 def outcome(report: Report) -> str:
@@ -124,7 +125,7 @@ def candidate_row(candidate: Candidate, verdict: Verdict) -> CandidateRow:
     else:
         speedup = f"{value:.2f}x (estimate)"
     return CandidateRow(candidate.id, ", ".join(candidate.made_by), candidate.safety, verdict_text(verdict),
-                        ", ".join(medians) or "not timed", speedup, candidate.diff)
+                        ", ".join(medians) or "not timed", speedup, candidate.diff, ", ".join(candidate.answers) or "-")
 
 
 def candidate_rows(report: Report) -> list[CandidateRow]:

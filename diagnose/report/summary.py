@@ -14,11 +14,11 @@ from diagnose.report import run_view
 def candidates_table(report: Report) -> Table:
     timed = run_view.timed(report)
     table = Table(title="candidates" + ("" if timed else " (nothing timed: speedups are estimates)"), title_justify="left")
-    for column in ("id", "rewrites", "verdict", "median", "speedup"):
+    for column in ("id", "rewrites", "answers", "verdict", "median", "speedup"):
         table.add_column(column, overflow="fold")  # a narrow terminal folds a cell, never cuts it
     for row in run_view.candidate_rows(report):
         best = ", best" if row.id == report.best else ""
-        table.add_row(row.id, row.rewrites, row.verdict + best, row.medians, row.speedup)
+        table.add_row(row.id, row.rewrites, row.answers, row.verdict + best, row.medians, row.speedup)
     if not report.candidates:
         table.caption = "no candidate was proposed"
     return table

@@ -175,7 +175,7 @@ def test_optimize_rows_carry_medians_speedups_and_roofline():
     # a case at unseen sizes belongs to its group's row
     baseline = {"passed": True, "cases": [{"group": "g"}, {"group": "g@N=1001"}], "checks": [],
                 "timings": [timing("candidate", 4.0), timing("eager", 2.0), timing("compile", 1.5)]}
-    best = {"candidate": {"id": "c1", "made_by": ["retune-launch"]},
+    best = {"candidate": {"id": "c1", "made_by": ["retune-launch"], "answers": ["TRI001@k.py:12"]},
             "verdict": {"passed": True, "timings": [timing("candidate", 1.0), timing("initial", 4.2), timing("eager", 2.1)]}}
     report = {"baseline": baseline, "candidates": [best], "best": "c1", "deepest_level": "profile",
               "roofline": {"bound_ms": 0.8, "group": "g"}}
@@ -191,6 +191,7 @@ def test_optimize_rows_carry_medians_speedups_and_roofline():
     [(_, _, data)] = rows_from_report(report, "run1")
     assert data["roofline_fraction"] == pytest.approx(0.9)
     assert (line.initial_ms, line.optimized_ms, line.deepest_level) == (4.2, 1.0, "profile")
+    assert line.rewrites == "retune-launch [answers TRI001@k.py:12]"
 
 
 def report_module_lines(groups):

@@ -34,7 +34,7 @@ def verdict(timings, passed=True):
 
 def candidate(id_, made_by, predicted=None):
     return {"id": id_, "source": "", "diff": f"--- a\n+++ b\n@@ -1 +1 @@\n-old {id_}\n+new {id_}\n", "made_by": made_by,
-            "safety": "safe", "answers": ["TRI001"], "predicted_gain": predicted, "searched": [],
+            "safety": "safe", "answers": ["TRI001@task.py:3"], "predicted_gain": predicted, "searched": [],
             "lineage": made_by}
 
 
@@ -115,6 +115,7 @@ def test_html_has_the_roofline_with_every_timed_variant_and_the_evidence_with_it
     assert "task.py:3</b> <code class='src'>x = tl.load(x_ptr + offs)  # the flagged line</code>" in page
     assert "missed GlobalAccessWidth [ptx] (bits=32)" in page
     assert "failed: ghost_replay" in page and "+new tile-def" in page  # verdicts and diffs
+    assert "<td>vectorization-hints</td><td>TRI001@task.py:3</td>" in page  # what each candidate answers
 
 
 def test_markdown_has_the_same_sections_and_links_the_plot(task_file):
@@ -123,7 +124,7 @@ def test_markdown_has_the_same_sections_and_links_the_plot(task_file):
         assert heading in text
     assert "![roofline](roofline.svg)" in text and "<svg" not in text
     assert "- task.py:3: `x = tl.load(x_ptr + offs)  # the flagged line`" in text
-    assert "| widen-abc | vectorization-hints | safe | passed | 1 ms | 2.00x |" in text
+    assert "| widen-abc | vectorization-hints | TRI001@task.py:3 | safe | passed | 1 ms | 2.00x |" in text
 
 
 def test_without_timings_the_report_says_so_and_plots_the_estimate(task_file):
@@ -143,6 +144,7 @@ def test_summary_table_lists_each_candidate(task_file):
     text = summary_text(make_record(task_file))
     assert "passed, best" in text and "widen-abc" in text and "vectorization-hints" in text and "2.00x" in text and "1 ms" in text
     assert "tile-def" in text and "failed: ghost_replay" in text
+    assert "TRI001@task.py:3" in text  # the finding each candidate answers
     untimed = summary_text(make_record(task_file, timed=False))
     assert "nothing timed" in untimed and "1.80x (estimate)" in untimed
 
