@@ -33,7 +33,8 @@ def test_entries_past_start_within_wait_for_the_next_sweep(small_suite, tmp_path
     assert (none.ran, none.left, none.failed) == (0, 3, 0) and set(seen) == {"not started (past --start-within)"}
     assert store.rows(store.connect(db)) == [], "nothing written for an entry that did not start"
     # the first entry starts at once; the next ones, queued behind it on one job, start past the limit
-    some = sweep(small_suite, db, SweepOptions(seeds=2, start_within_s=1.0))
+    # (an entry's verification takes well over 0.2 s: several worker jobs, each a process)
+    some = sweep(small_suite, db, SweepOptions(seeds=2, start_within_s=0.2))
     assert (some.ran, some.left) == (1, 2)
 
 
