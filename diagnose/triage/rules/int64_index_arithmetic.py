@@ -314,7 +314,7 @@ class Int64IndexArithmetic(Rule):
     reused as a boolean (`hit = (digit == b) & key_mask`, `tl.where(hit, rank - 1, 0)`): the compare
     is the memory mask the rule accepts, and what reads the boolean does no int64 work. A compare
     written straight into a `tl.where`, or named but needed by no load or store, is still flagged.
-    After a second held-out set (2026-12, 15 findings: 10 true, 2 false), also accepted: values made
+    After a second held-out set (2026-12, 13 findings: 8 true, 2 false, 3 debatable), also accepted: values made
     unsigned 64-bit (`row.to(tl.uint64) * n_cols + col`, a dropout philox subsequence): uint64 is a
     bit pattern (RNG counter, packed key, hash) whose 64 bits are the point, not index math that int32
     holds; and an int64 block combined with values loaded from a parameter for which every launch in
