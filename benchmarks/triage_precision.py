@@ -3,6 +3,9 @@
     python benchmarks/triage_precision.py --corpus ../corpus [--labels benchmarks/triage_precision] \
         [--target cuda:sm90 --target ascend:910b] [--code TRI007 ...] [--out report.md]
 
+`--labels` may be given several times (the first set, `heldout`, `heldout2`): the table is then over
+all their rows together.
+
 `--corpus` holds one checkout per repository, named as the labels name them (`liger`, `flaggems`,
 `tritonbench`, `triton-tutorials`); nothing of theirs is committed here. The labels are CSV files in
 `--labels` (one per rule, `<CODE>.csv`), one row per finding read against the code::
@@ -134,13 +137,14 @@ def volume_table(corpus: Path, repos: list[str], targets: list[str], triage: Tri
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="folder with one checkout per repository")
-    parser.add_argument("--labels", type=Path, default=LABELS)
+    parser.add_argument("--labels", type=Path, action="append",
+                        help=f"a folder of <CODE>.csv labels; repeat to combine sets (default: {LABELS.relative_to(ROOT)})")
     parser.add_argument("--target", action="append", help=f"targets of the volume table (default: {', '.join(TARGETS)})")
     parser.add_argument("--code", action="append", help="only these rules in the precision table")
     parser.add_argument("--no-volume", action="store_true", help="skip the per-repository volume table")
     parser.add_argument("--out", type=Path, help="also write the tables here (Markdown)")
     args = parser.parse_args()
-    labels = read_labels(args.labels)
+    labels = [label for folder in args.labels or [LABELS] for label in read_labels(folder)]
     triage = Triage()
     out = ["## Precision on labelled real findings", ""]
     out += precision_table(labels, args.corpus, triage, set(args.code) if args.code else None)

@@ -5,9 +5,13 @@ import ast
 from diagnose.triage.kernel import BLOCK_MAKERS, TL, Kernel
 from diagnose.triage.kernel import REDUCTIONS as KERNEL_REDUCTIONS
 from diagnose.triage.rule import Rule
-from diagnose.triage.rules.common import keyword
+from diagnose.triage.rules.common import keyword, pointer_of
 
 INT64 = ("triton.language.int64", "triton.language.uint64")
+# Where a finding starts: signed int64, the width index arithmetic is widened to. A value made
+# unsigned 64-bit (`row.to(tl.uint64) * n_cols + col`) is a bit pattern: a philox counter split into
+# 32-bit words, a packed sort key, a hash; its 64 bits are the point, not an index that int32 holds.
+INDEX_INT64 = "triton.language.int64"
 # Where a value becomes (part of) an address; triton-ascend folds structured address arithmetic into
 # a scalar offset and strides, so int64 index math that only ends here is never a vector op.
 ADDRESS_MAKERS = {TL + n for n in ("make_block_ptr", "advance", "make_tensor_descriptor")}
@@ -21,7 +25,7 @@ REDUCTIONS = {TL + n for n in ("sum", "max", "min", "reduce", "argmax", "argmin"
 
 
 def int64_dtype(kernel: Kernel, call: ast.Call) -> bool:
-    """`x.to(tl.int64)`, `tl.cast(x, tl.int64)`, `tl.zeros/full(..., dtype=tl.int64)`."""
+    """`x.to(tl.int64)`, `tl.cast(x, tl.int64)`, `tl.zeros/full(..., dtype=tl.int64)`; not uint64."""
     name = kernel.qualname(call.func) or ""
     if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cast") and not name.startswith("triton."):
         dtype = call.args[0] if call.args else keyword(call, "dtype")
@@ -35,7 +39,7 @@ def int64_dtype(kernel: Kernel, call: ast.Call) -> bool:
             return False  # a 0-d or one-element value: no vector work
     else:
         return False
-    return dtype is not None and kernel.qualname(dtype) in INT64
+    return dtype is not None and kernel.qualname(dtype) == INDEX_INT64
 
 
 def vector_use(kernel: Kernel, start: ast.AST, helpers: dict | None = None) -> ast.AST | None:
@@ -310,6 +314,13 @@ class Int64IndexArithmetic(Rule):
     reused as a boolean (`hit = (digit == b) & key_mask`, `tl.where(hit, rank - 1, 0)`): the compare
     is the memory mask the rule accepts, and what reads the boolean does no int64 work. A compare
     written straight into a `tl.where`, or named but needed by no load or store, is still flagged.
+    After a second held-out set (2026-12, 13 findings: 8 true, 2 false, 3 debatable), also accepted: values made
+    unsigned 64-bit (`row.to(tl.uint64) * n_cols + col`, a dropout philox subsequence): uint64 is a
+    bit pattern (RNG counter, packed key, hash) whose 64 bits are the point, not index math that int32
+    holds; and an int64 block combined with values loaded from a parameter for which every launch in
+    the file passes an int64 tensor, as the launching function's `if x.dtype == torch.int64:` (also
+    through `dtype = x.dtype`, or an `assert`) says: the running min / max of int64 data must be int64.
+    The same accumulator launched for narrower integers (an `else:` branch) is still flagged.
     Still misread: the accepted mask may be one that triton-ascend folds into the DMA bounds for the
     load, so reusing it in a `tl.where` can materialize the int64 compare after all; other
     `@triton.jit` helpers are opaque: an int64 block passed to one counts as used there only after
@@ -341,8 +352,85 @@ class Int64IndexArithmetic(Rule):
                 if not int64_dtype(kernel, call):
                     continue
                 use = vector_use(kernel, call, ctx.kernels)
-                if use is not None:
+                if use is not None and not int64_data(ctx, kernel, use):
                     yield self.hit(call, expr=_short(call), use=_short(use))
+
+
+def int64_data(ctx, kernel: Kernel, use: ast.AST) -> bool:
+    """The vector use combines the int64 block with values loaded from pointer parameters for which
+    every launch in the file passes an int64 tensor, as the launching function's own branch on the
+    argument's dtype says (`elif inp.dtype == torch.int64: min_kernel_int64[grid](inp, ...)`, also
+    through `dtype = inp.dtype`) or its assert does: a running min / max / sum of int64 data, which
+    must be int64. False when nothing in the use is loaded from a parameter or a launch says nothing."""
+    params = _loaded_params(kernel, use)
+    launches = ctx.launches_of(kernel)
+    if not params or not launches:
+        return False
+    for launch in launches:
+        args = launch.arg_nodes(kernel.params)
+        for param in params:
+            arg = args.get(param)
+            while isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in (
+                    "contiguous", "view", "reshape", "flatten"):
+                arg = arg.func.value
+            dtypes = _guarded_dtypes(ctx, launch, arg.id) if isinstance(arg, ast.Name) else None
+            if not dtypes or not dtypes <= {"int64", "uint64"}:
+                return False
+    return True
+
+
+def _loaded_params(kernel: Kernel, use: ast.AST) -> set[str]:
+    """Pointer parameters whose loads the use reads, directly or through a name assigned a load."""
+    values = [use] + [v for n in ast.walk(use) if isinstance(n, ast.Name) for v in kernel.assigns.get(n.id, ())]
+    out: set[str] = set()
+    for value in values:
+        for call in (c for c in ast.walk(value) if isinstance(c, ast.Call)):
+            if kernel.qualname(call.func) == TL + "load" and (ptr := pointer_of(call)) is not None:
+                base = _leftmost(ptr)
+                if base in kernel.params:
+                    out.add(base)
+    return out
+
+
+def _guarded_dtypes(ctx, launch, name: str) -> set[str] | None:
+    """The dtypes an `if` around the launch (the launch in its body) or an `assert` before it allows
+    for `name`: `name.dtype == torch.int64`, `name.dtype in (...)`, or the same on `d` after
+    `d = name.dtype`."""
+    fn = launch.function
+    if fn is None:
+        return None
+    aliases = {t.id for a in ast.walk(fn) if isinstance(a, ast.Assign) and isinstance(a.value, ast.Attribute)
+               and a.value.attr == "dtype" and isinstance(a.value.value, ast.Name) and a.value.value.id == name
+               for t in a.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.If) and any(launch.node in ast.walk(s) for s in node.body) or (
+                isinstance(node, ast.Assert) and node.lineno < launch.node.lineno):
+            found = _dtype_test(ctx, node.test, name, aliases)
+            if found:
+                return found
+    return None
+
+
+def _dtype_test(ctx, test: ast.AST, name: str, aliases: set[str]) -> set[str] | None:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return next((f for f in (_dtype_test(ctx, v, name, aliases) for v in test.values) if f), None)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left = test.left
+    if not (isinstance(left, ast.Attribute) and left.attr == "dtype" and isinstance(left.value, ast.Name)
+            and left.value.id == name or isinstance(left, ast.Name) and left.id in aliases):
+        return None
+    right = test.comparators[0]
+    if isinstance(test.ops[0], ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        options = right.elts
+    elif isinstance(test.ops[0], ast.Eq):
+        options = [right]
+    else:
+        return None
+    names = [ctx.qualname(o) or "" for o in options]
+    if not names or not all(n.startswith("torch.") for n in names):
+        return None
+    return {n.rsplit(".", 1)[-1] for n in names}
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:
