@@ -158,7 +158,7 @@ def verify_against(task: Task, options: CheckOptions, where: Placement, referenc
             else:
                 after = next(r for r in cand.value["cases"] if r["role"] == "recheck")
                 checks.append(anticheat.recheck_after_timing(compare_held(spare, held, after["outputs"], tolerances),
-                                                             f"soak of {options.soak} calls"))
+                                                             f"soak of {int(cand.value.get('soak_calls', options.soak))} calls"))
     passed = correct and all(c.passed for c in checks)
     return Verdict(passed, options.device, judged.cases, tuple(checks), timings,
                    versions=versions, notes=notes, phases=phases.done())

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -43,6 +44,12 @@ from diagnose.verify import instrument, shapes, tensors, timing, torch_state
 from diagnose.verify.inputs import apply_perturbation, draw, draw_value, group_table, perturbation_for, select_groups
 
 INIT_SEED = 42
+# The soak where nothing is timed (CPU): `soak` calls, but past SOAK_MIN calls it stops once it has run
+# SOAK_S seconds. Twenty calls of a large interpreted kernel took 20 s of a 28 s check; nothing is timed
+# there, so a candidate that changes after many calls gains no speed by it, and the device's timing loop
+# and its re-check still see every call.
+SOAK_MIN = 3
+SOAK_S = 1.0
 
 
 def build_model(cls, init_inputs: list, device: str, state: dict | None = None):
@@ -255,14 +262,18 @@ def candidate_job(payload: dict) -> dict:
     rechecks = [c for c in payload["cases"] if c["role"] == "recheck"]
     for case in checks:
         results.append(run_case(model, case, device, out, mode, log, lock))
-    soaked = None
+    soaked, soak_calls = None, 0
     if payload.get("soak") and checks:
         # Stand-in for a timing loop where nothing is timed: a candidate that changes behaviour
         # after many calls is caught by the re-check case that follows. The soak runs on the first
         # case's inputs: the buffers an in-place re-check changes.
         soaked = tensors.to_device(tensors.load(checks[0]["inputs"]), torch_device(device))
-        for _ in range(payload["soak"]):
+        began = time.monotonic()
+        for calls in range(1, payload["soak"] + 1):
             run_forward(model, soaked, device)
+            if calls >= SOAK_MIN and time.monotonic() - began > SOAK_S:
+                break
+        soak_calls = calls
     for case in rechecks:
         if soaked is not None and case.get("in_place"):
             results.append(recheck_in_place(model, soaked, case, device, out, log, lock))
@@ -271,7 +282,7 @@ def candidate_job(payload: dict) -> dict:
     if not instrument.intact(watched):
         raise RuntimeError("the candidate replaced the harness's launch wrapper on Triton's kernels "
                            "(`run`): its launches can be neither counted nor replayed")
-    return {"cases": results, "reference_calls": log.reference_calls,
+    return {"cases": results, "reference_calls": log.reference_calls, "soak_calls": soak_calls,
             "kernels": sorted(log.launches), "launches": dict(log.launches)}
 
 

@@ -23,7 +23,7 @@ class CheckOptions:
     groups: tuple[str, ...] | None = None
     timeout_s: float = 600.0
     memory_limit: int = 16 * 2**30
-    soak: int = 20
+    soak: int = 20  # calls at most where nothing is timed: past 3 it stops after 1 s (`jobs.SOAK_S`)
     baselines: tuple[str, ...] = ("eager", "compile")
     initial: Path | None = None
     recheck_seed: int = 1009
