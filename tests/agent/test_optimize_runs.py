@@ -39,17 +39,11 @@ def comparable(report: dict) -> dict:
             "candidates": [(c["candidate"]["id"], c["verdict"]["passed"]) for c in report["candidates"]]}
 
 
-# Two of the four examples: what is asserted is the run's shape, the same for each; the rewrites each
-# example should get are verified on all four by tests/rewrite/test_examples.py (layernorm and matmul
-# took 190 of CI's CPU seconds here).
-@pytest.mark.slow
-@pytest.mark.parametrize("example", ["vector_add", "softmax"])
-def test_optimize_each_example_on_cpu(example, tmp_path):
-    task = tmp_path / f"{example}.py"
-    task.write_text((EXAMPLES / f"{example}.py").read_text())
-    result = optimize_cli(str(task), *BUDGET, cache=tmp_path / "cache", timeout=900)
+def check_example_run(example: str, task: Path, result: subprocess.CompletedProcess, cache: Path) -> dict:
+    """What every optimize run on the CPU shows: a report that validates, the trace's first levels, the
+    HTML page and its roofline, the summary table, and the input file untouched."""
     assert result.returncode == 0, result.stderr[-2000:]
-    run = only_run(tmp_path / "cache")
+    run = only_run(cache)
     report = json.loads((run / "report.json").read_text())
     validate(report)
     assert report["device"] == "cpu" and report["target"] == "cuda:sm90" and report["wall_s"] > 0
@@ -63,18 +57,43 @@ def test_optimize_each_example_on_cpu(example, tmp_path):
     assert "candidates (nothing timed: speedups are estimates)" in result.stdout  # the summary table
     assert all(c["candidate"]["id"][:20] in result.stdout for c in report["candidates"])
     assert task.read_text() == (EXAMPLES / f"{example}.py").read_text(), "the input is never overwritten"
+    return report
+
+
+# Two of the four examples: what is asserted is the run's shape, the same for each; the rewrites each
+# example should get are verified on all four by tests/rewrite/test_examples.py (layernorm and matmul
+# took 190 of CI's CPU seconds here). vector_add's run is the killed-run test's run left alone, below.
+@pytest.mark.slow
+def test_optimize_softmax_on_cpu(tmp_path):
+    task = tmp_path / "softmax.py"
+    task.write_text((EXAMPLES / "softmax.py").read_text())
+    result = optimize_cli(str(task), *BUDGET, cache=tmp_path / "cache", timeout=900)
+    check_example_run("softmax", task, result, tmp_path / "cache")
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_to_the_same_result(tmp_path):
+def test_options_reach_every_verification_and_a_killed_run_resumes_to_the_same_result(tmp_path):
+    """One run of vector_add left alone (with --seeds 2 and --no-compile, which must reach every
+    verification of the run, and a TMPDIR of its own, which it must leave empty), then the same run
+    killed mid-way and resumed: the same trace, candidates and best."""
     task = tmp_path / "vector_add.py"
     task.write_text((EXAMPLES / "vector_add.py").read_text())
-    alone = optimize_cli(str(task), *BUDGET, cache=tmp_path / "alone", timeout=900)
-    assert alone.returncode == 0, alone.stderr[-2000:]
-    expected = json.loads((only_run(tmp_path / "alone") / "report.json").read_text())
+    (tmp_path / "tmp").mkdir()  # where the run's job folders go: none is left behind
+    flags = (*BUDGET, "--seeds", "2", "--no-compile")
+    alone = optimize_cli(str(task), *flags, cache=tmp_path / "alone", env={"TMPDIR": str(tmp_path / "tmp")},
+                         timeout=900)
+    expected = check_example_run("vector_add", task, alone, tmp_path / "alone")
+    verdicts = [expected["baseline"], *(c["verdict"] for c in expected["candidates"])]
+    assert len(verdicts) >= 2, "the baseline and at least one candidate"
+    for verdict in verdicts:
+        assert {case["seed"] for case in verdict["cases"]} == {0, 1}
+        assert "compile" not in {t["variant"] for t in verdict["timings"]}
+    assert "reference" in dict(expected["baseline"]["phases"])
+    assert not list((tmp_path / "tmp").iterdir()), "the run deletes its kept reference"
+    assert json.loads((only_run(tmp_path / "alone") / "run.json").read_text())["budget"]["seeds"] == 2
 
     cache = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "optimize", str(task), *BUDGET], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "optimize", str(task), *flags], cwd=ROOT,
                             env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)}, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline, checkpoints = time.monotonic() + 300, 0
@@ -105,25 +124,6 @@ def test_bad_input_and_unknown_run_are_one_line(tmp_path):
     assert result.returncode == 2 and "no run 'nope'" in result.stderr
     result = optimize_cli(str(EXAMPLES / "vector_add.py"), "--seeds", "1", cache=tmp_path)
     assert result.returncode == 2 and "--seeds" in result.stderr and "Traceback" not in result.stderr
-
-
-@pytest.mark.slow
-def test_seeds_and_no_compile_reach_every_verification_of_the_run(tmp_path):
-    task = tmp_path / "vector_add.py"
-    task.write_text((EXAMPLES / "vector_add.py").read_text())
-    (tmp_path / "tmp").mkdir()  # where the run's job folders go: none is left behind
-    result = optimize_cli(str(task), "--max-candidates", "1", "--seeds", "2", "--no-compile", "--quiet",
-                          cache=tmp_path / "cache", env={"TMPDIR": str(tmp_path / "tmp")}, timeout=900)
-    assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads((only_run(tmp_path / "cache") / "report.json").read_text())
-    verdicts = [report["baseline"], *(c["verdict"] for c in report["candidates"])]
-    assert len(verdicts) == 2, "the baseline and one candidate"
-    for verdict in verdicts:
-        assert {case["seed"] for case in verdict["cases"]} == {0, 1}
-        assert "compile" not in {t["variant"] for t in verdict["timings"]}
-    assert "reference" in dict(report["baseline"]["phases"])
-    assert not list((tmp_path / "tmp").iterdir()), "the run deletes its kept reference"
-    assert json.loads((only_run(tmp_path / "cache") / "run.json").read_text())["budget"]["seeds"] == 2
 
 
 @pytest.mark.slow
