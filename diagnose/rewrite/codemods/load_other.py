@@ -21,6 +21,7 @@ class Site:
     load_stmt: cst.SimpleStatementLine
     load: cst.Call
     where_stmt: cst.SimpleStatementLine
+    where: cst.Call  # the `tl.where` call, the statement's value or the receiver of casts on it
     loaded: str
     target: str
     fill: cst.BaseExpression
@@ -36,7 +37,8 @@ class LoadOther(Rewrite):
     """## What it changes
     `x = tl.load(p, mask=m)` followed in the same block by `y = tl.where(m, x, v)` (v a constant)
     becomes `x = tl.load(p, mask=m, other=v)`; the `tl.where` becomes `y = x`, or disappears when
-    it assigned `x` itself.
+    it assigned `x` itself. A where under casts (`y = tl.where(m, x, v).to(tl.float32)`, as row
+    kernels upcast their loads) keeps the casts: `y = x.to(tl.float32)`.
 
     ## When it is valid
     The where's condition is the load's mask (the same expression, its names not reassigned in
@@ -81,7 +83,9 @@ class LoadOther(Rewrite):
         mapping = {}
         for site in plan.sites:
             mapping[site.load] = set_keyword(site.load, "other", site.fill)
-            if site.target == site.loaded:
+            if site.where is not simple_assignment(site.where_stmt)[1]:
+                mapping[site.where] = cst.Name(site.loaded)  # `y = tl.where(m, x, v).to(t)`: `y = x.to(t)`
+            elif site.target == site.loaded:
                 mapping[site.where_stmt] = cst.RemoveFromParent()
             else:
                 mapping[site.where_stmt] = statement(f"{site.target} = {site.loaded}").with_changes(
@@ -115,16 +119,26 @@ def _matching_where(block, i, stmt, load, loaded, mask) -> Site | None:
     watched = names(mask) | {loaded}
     for later in block[i + 1:]:
         target, value = simple_assignment(later)
+        value = _peel_casts(value)
         if (target is not None and is_tl_call(value, "where") and len(value.args) == 3
                 and all(a.keyword is None for a in value.args)):
             cond, true, false = (a.value for a in value.args)
             if (same(cond, mask) and isinstance(true, cst.Name) and true.value == loaded
                     and not (names(false) - {"float", "int"})
                     and _read_only_there(block, i, later, loaded, target)):
-                return Site(stmt, load, later, loaded, target, false)
+                return Site(stmt, load, later, value, loaded, target, false)
         if loaded in names(later) or assigned_names(later) & watched:
             return None
     return None
+
+
+def _peel_casts(value):
+    """The receiver of `value`'s chain of `.to(...)` casts (`tl.where(m, x, v).to(tl.float32)`: the where);
+    a cast of a filled lane is the cast of the fill, so the fill may move into the load under it."""
+    while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+           and value.func.attr.value == "to"):
+        value = value.func.value
+    return value
 
 
 def _read_only_there(block, i, where_stmt, loaded, target) -> bool:
