@@ -23,8 +23,8 @@ class IndexPlan:
     kernel: Kernel
     site: LaunchSite
     offs: cst.SimpleStatementLine
-    row: cst.SimpleStatementLine
-    col: cst.SimpleStatementLine
+    row: cst.SimpleStatementLine | None  # None: the kernel reads only the column (or only the row)
+    col: cst.SimpleStatementLine | None
     masks: tuple[cst.BaseExpression, ...]
     rows: str
     cols: str
@@ -36,7 +36,8 @@ class IndexPlan:
 class Structured2dIndex(Rewrite):
     """## What it changes
     A 1-D kernel over a flattened index — `offs = pid * BLOCK + tl.arange(0, BLOCK)`,
-    `row = offs // n_cols`, `col = offs % n_cols`, masks `offs < n_rows * n_cols` — becomes a 2-D
+    `row = offs // n_cols`, `col = offs % n_cols` (or only one of them, as a per-column bias reads
+    `offs % n_cols` alone), masks `offs < n_rows * n_cols` — becomes a 2-D
     one: a grid of `(cdiv(n_rows, BLOCK_R), cdiv(n_cols, BLOCK_C))` programs, `row` and `col` as a
     column and a row vector of aranges, `offs = row * n_cols + col` (a 2-D tile, so every
     `x_ptr + offs` still addresses the same element) and the masks `(row < n_rows) & (col < n_cols)`.
@@ -85,7 +86,9 @@ class Structured2dIndex(Rewrite):
         taken = names(kernel.node) | set(kernel.params)
         block_r, block_c = unique_name(taken, f"{plan.block}_R"), unique_name(taken, f"{plan.block}_C")
         pid_r, pid_c = unique_name(taken, "pid_r"), unique_name(taken, "pid_c")
-        offs, row, col = (simple_assignment(s)[0] for s in (plan.offs, plan.row, plan.col))
+        offs = simple_assignment(plan.offs)[0]
+        row = simple_assignment(plan.row)[0] if plan.row is not None else unique_name(taken, "row")
+        col = simple_assignment(plan.col)[0] if plan.col is not None else unique_name(taken, "col")
         head = statements(f"""
             {pid_r} = tl.program_id(0)
             {pid_c} = tl.program_id(1)
@@ -101,7 +104,7 @@ class Structured2dIndex(Rewrite):
         for stmt in kernel.statements:
             if stmt is plan.offs:
                 body += head
-            elif stmt in (plan.row, plan.col) or (stmt is pid_stmt and stmt is not plan.offs):
+            elif any(stmt is s for s in (plan.row, plan.col)) or (stmt is pid_stmt and stmt is not plan.offs):
                 continue
             else:
                 body.append(replace(cst.Module(body=[stmt]), {m: mask for m in plan.masks}).body[0])
@@ -175,7 +178,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> IndexPlan | str | None:
             return f"tl.{tl_name(node.func)} is not elementwise"
     masks, rows = [], None
     for stmt in kernel.statements:
-        if stmt in (offs_stmt, row_stmt, col_stmt):
+        if any(stmt is s for s in (offs_stmt, row_stmt, col_stmt)):
             continue
         for use in _offs_uses(stmt, offs):
             kind, node = use
@@ -209,18 +212,24 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> IndexPlan | str | None:
 
 
 def _split(kernel: Kernel):
-    """(offsets, row, col statements, divisor) for `row = offs // C; col = offs % C`."""
+    """(offsets, row, col statements, divisor) for `row = offs // C; col = offs % C`; a kernel that needs
+    only one of them (`col = offs % C` to read a per-column bias) has None for the other."""
     by_name = {simple_assignment(s)[0]: s for s in kernel.statements if simple_assignment(s)[0]}
+
+    def split(operator, offs, cols):
+        return next((s for s in kernel.statements if isinstance(simple_assignment(s)[1], cst.BinaryOperation)
+                     and isinstance(simple_assignment(s)[1].operator, operator)
+                     and same(simple_assignment(s)[1], f"{offs} {'//' if operator is cst.FloorDivide else '%'} {cols}")),
+                    None)
+
     for stmt in kernel.statements:
         target, value = simple_assignment(stmt)
-        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.FloorDivide) \
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.FloorDivide, cst.Modulo)) \
                 and isinstance(value.left, cst.Name) and isinstance(value.right, cst.Name):
             offs, cols = value.left.value, value.right.value
-            col_stmt = next((s for s in kernel.statements if isinstance(simple_assignment(s)[1], cst.BinaryOperation)
-                             and isinstance(simple_assignment(s)[1].operator, cst.Modulo)
-                             and same(simple_assignment(s)[1], f"{offs} % {cols}")), None)
-            if col_stmt is not None and offs in by_name and cols in kernel.params and cols not in kernel.constexprs:
-                return by_name[offs], stmt, col_stmt, cols
+            row_stmt, col_stmt = split(cst.FloorDivide, offs, cols), split(cst.Modulo, offs, cols)
+            if offs in by_name and cols in kernel.params and cols not in kernel.constexprs:
+                return by_name[offs], row_stmt, col_stmt, cols
     return None
 
 
