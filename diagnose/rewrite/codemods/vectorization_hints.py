@@ -170,12 +170,15 @@ def _plan(ctx: RewriteContext, kernel: Kernel, lines: tuple[int, ...]) -> HintPl
 
 
 def _address_ints(kernel: Kernel) -> list[str]:
-    """Kernel parameters that reach a load/store pointer or mask, through local assignments."""
+    """Kernel parameters that reach a load/store pointer or mask, through local assignments and pointer
+    bumps (`x_ptr += row * stride`: the stride enters every address of `x_ptr` after it)."""
     local = {}
     for node in walk(kernel.node.body):
         target, value = simple_assignment(node)
         if target is not None:
             local.setdefault(target, set()).update(names(value))
+        elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+            local.setdefault(node.target.value, set()).update(names(node.value))
     reach: set[str] = set()
     for call in calls(kernel.node.body, "load", "store"):
         args = [a.value for a in positional(call)[:2]]
