@@ -185,3 +185,82 @@ def _masked(call: cst.Call) -> bool:
     if mask is not None:
         return dotted(mask.value) != "None"
     return len(positional(call)) > (1 if op == "load" else 2)
+
+
+# ---------------------------------------------------------------- autotuned kernels
+
+
+@dataclass(frozen=True)
+class TunedConfigs:
+    """The literal `configs=[triton.Config({...}, num_warps=..., num_stages=...), ...]` of a kernel's
+    `@triton.autotune`, each config read as its constexprs and options (None where not a literal)."""
+
+    configs: cst.List
+    values: tuple[dict[str, int | None], ...]
+
+
+def tuned_configs(module: cst.Module, kernel_name: str, params: tuple[str, ...]) -> TunedConfigs | str:
+    """The kernel's autotune configs, every one setting each of `params` that is not a launch option;
+    or why they cannot be edited (a list built elsewhere, as FlagGems' `runtime.get_tuned_config(...)`,
+    or a config that leaves a tile to the launch)."""
+    kernel = kernels(module)[kernel_name]
+    autotune = next((d.decorator for d in kernel.node.decorators if isinstance(d.decorator, cst.Call)
+                     and (dotted(d.decorator.func) or "").endswith("autotune")), None)
+    if autotune is None:
+        return "not under @triton.autotune(configs=...)"
+    configs = keyword(autotune, "configs") or (autotune.args[0] if autotune.args and autotune.args[0].keyword is None
+                                               else None)
+    if configs is None or not isinstance(configs.value, cst.List) or not configs.value.elements:
+        return "its autotune configs are not a literal list of triton.Config"
+    values = []
+    for element in configs.value.elements:
+        config = element.value
+        if not isinstance(config, cst.Call) or not (dotted(config.func) or "").endswith("Config") \
+                or not config.args or not isinstance(config.args[0].value, cst.Dict):
+            return f"autotune config {code(config)} is not triton.Config({{...}}, ...)"
+        found: dict[str, int | None] = {}
+        for item in config.args[0].value.elements:
+            if isinstance(item, cst.DictElement) and isinstance(item.key, cst.SimpleString):
+                found[item.key.evaluated_value] = int_value(item.value)
+        for option in OPTIONS:
+            given = keyword(config, option)
+            found[option] = int_value(given.value) if given is not None else None
+        missing = [p for p in params if p not in OPTIONS and p not in found]
+        if missing:
+            return f"autotune config {code(config)} does not set {', '.join(missing)}"
+        values.append(found)
+    return TunedConfigs(configs.value, tuple(values))
+
+
+def config_first(module: cst.Module, kernel_name: str, values: dict[str, int]) -> cst.Module:
+    """The module with a config of `values` first in the kernel's autotune list: an equal config moves
+    there, else a new one (the first config's other constexprs kept) is added before the others, so
+    the autotuner still times every config the authors wrote and one more."""
+    tuned = tuned_configs(module, kernel_name, tuple(values))
+    if isinstance(tuned, str):
+        raise ValueError(tuned)
+    elements = list(tuned.configs.elements)
+    same_at = [i for i, found in enumerate(tuned.values) if all(found.get(k) == v for k, v in values.items())]
+    if same_at:
+        first = elements.pop(same_at[0])
+    else:
+        constexprs = {k: v for k, v in tuned.values[0].items() if k not in OPTIONS}
+        constexprs.update({k: v for k, v in values.items() if k not in OPTIONS})
+        shown_constexprs = ", ".join(f"{k!r}: {v}" for k, v in constexprs.items()).replace("'", '"')
+        options = "".join(f", {k}={values[k]}" for k in OPTIONS if k in values)
+        first = elements[0].with_changes(value=cst.parse_expression(f"triton.Config({{{shown_constexprs}}}{options})"))
+    if elements:
+        # keep the list's separators: the new first element takes the old first one's comma
+        first = first.with_changes(comma=elements[0].comma if elements[0].comma is not cst.MaybeSentinel.DEFAULT
+                                   else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return replace(module, {tuned.configs: tuned.configs.with_changes(elements=[first, *elements])})
+
+
+def grid_reads_meta(site: LaunchSite, tiles: tuple[str, ...]) -> bool:
+    """An autotuned launch's grid is a callable that reads each of `tiles` from its meta-parameters
+    (`lambda META: (triton.cdiv(M, META["BLOCK_M"]), ...)`), so the grid follows whichever config runs."""
+    grid, _ = resolve_grid(site)
+    if not isinstance(grid, cst.Lambda):
+        return False
+    text = code(grid.body)
+    return all(f'"{t}"' in text or f"'{t}'" in text for t in tiles)

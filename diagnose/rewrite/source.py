@@ -26,7 +26,7 @@ import libcst as cst
 from diagnose import syntax
 from diagnose.jit import is_triton_jit
 
-TL = ("tl", "triton.language")
+TL = ("tl", "triton.language", "tl.math", "triton.language.math")  # `tl.math.exp2` is `tl.exp2`
 # tl functions that read or write memory or have effects: never duplicated, moved or dropped.
 EFFECTS = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
            "atomic_xchg", "atomic_cas", "device_print", "device_assert", "debug_barrier", "inline_asm_elementwise",
@@ -97,7 +97,7 @@ def dotted(node: cst.CSTNode) -> str | None:
 
 
 def tl_name(node: cst.CSTNode) -> str | None:
-    """`load` for a call target `tl.load` / `triton.language.load`, else None."""
+    """`load` for a call target `tl.load` / `triton.language.load` (`exp2` for `tl.math.exp2`), else None."""
     name = dotted(node)
     for prefix in TL:
         if name and name.startswith(prefix + ".") and name.count(".") == prefix.count(".") + 1:

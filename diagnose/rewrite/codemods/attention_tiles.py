@@ -7,7 +7,9 @@ from typing import Any
 
 import libcst as cst
 
-from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values, shown
+from diagnose.rewrite.launch_values import (
+    config_first, current_values, every_access_masked, grid_reads_meta, set_values, shown, tuned_configs,
+)
 from diagnose.rewrite.matmul import arange_sizes, assignments, axis_names, operand_pointer
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
@@ -46,6 +48,7 @@ class AttentionPlan:
     kernel: str
     tiles: AttentionLoop
     current: dict
+    autotuned: bool = False  # the new values go first in its autotune configs, not into the launch
 
 
 class AttentionTiles(Rewrite):
@@ -62,8 +65,10 @@ class AttentionTiles(Rewrite):
     ## When it is valid
     Every load and store is masked (the kernel handles a ragged sequence length, so any tile shape
     computes the same result); the query tile multiplies a program id and the grid is computed from
-    the same host variable; the tiles are literals or host names bound once to literals; the kernel
-    is not autotuned and is launched once, from any function of the module (at any block depth; the
+    the same host variable; the tiles are literals or host names bound once to literals (an autotuned
+    kernel: a grid callable reading the query tile from its meta-parameters, and the new shape goes
+    first in its literal `configs` list, beside the authors' configs, which the autotuner still
+    times); the kernel is launched once, from any function of the module (at any block depth; the
     host variables are that function's). A kernel with one `tl.dot` is a matmul: wgmma-tiles.
 
     ## Why it is faster
@@ -110,6 +115,8 @@ class AttentionTiles(Rewrite):
     def transform(self, ctx: RewriteContext, plan: AttentionPlan) -> str:
         keys = (plan.tiles.query, plan.tiles.key, "num_warps", "num_stages")
         values = {k: int(v) for k, v in ctx.params if k in keys} or _values(plan.tiles, tiles_for(ctx.target)[0])
+        if plan.autotuned:
+            return config_first(ctx.module, plan.kernel, values).code
         return set_values(ctx.module, plan.kernel, values).code
 
 
@@ -199,14 +206,21 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AttentionPlan | str | None:
         return None
     if isinstance(tiles, str):
         return tiles
-    if kernel.autotuned:
-        return "autotuned"
     if len(sites) != 1:
         return launched(sites)
     if tiles.query not in grid_coupled(kernel):
         return f"the query tile {tiles.query} does not multiply a program id"
     if not every_access_masked(kernel):
         return "a load or store has no mask: other tile shapes would run past the sequence length"
+    if kernel.autotuned:
+        # extend the configs, not the launch: the autotuner then times the new shape with the authors' own
+        tuned = tuned_configs(ctx.module, kernel.name, (tiles.query, tiles.key, "num_warps", "num_stages"))
+        if isinstance(tuned, str):
+            return tuned
+        if not grid_reads_meta(sites[0], (tiles.query,)):
+            return "autotuned, and its grid is not a callable reading the tiles from its meta-parameters"
+        current = {k: tuned.values[0].get(k) for k in (tiles.query, tiles.key, "num_warps", "num_stages")}
+        return AttentionPlan(kernel.name, tiles, current, autotuned=True)
     current = current_values(ctx.module, kernel.name, (tiles.query, tiles.key, "num_warps", "num_stages"))
     if isinstance(current, str):
         return current

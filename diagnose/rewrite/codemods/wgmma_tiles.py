@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from diagnose.rewrite.launch_values import current_values, every_access_masked, set_values, shown
+from diagnose.rewrite.launch_values import (
+    config_first, current_values, every_access_masked, grid_reads_meta, set_values, shown, tuned_configs,
+)
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import Kernel, calls, grid_coupled, kernels, launched, sites_of
@@ -32,6 +34,7 @@ class TilePlan:
     kernel: str
     tiles: DotTiles
     current: dict
+    autotuned: bool = False  # the new values go first in its autotune configs, not into the launch
 
 
 class WgmmaTiles(Rewrite):
@@ -47,7 +50,9 @@ class WgmmaTiles(Rewrite):
     ## When it is valid
     Every load and store is masked (the kernel handles ragged M, N, K edges, so any tile shape
     computes the same result); M and N tiles multiply program ids and the grid is computed from the
-    same host variables; the kernel is not autotuned and is launched once, from any function of the
+    same host variables (an autotuned kernel: its grid a callable reading the tiles from its
+    meta-parameters, and the new shape goes first in its literal `configs` list, beside the authors'
+    configs, which the autotuner still times); the kernel is launched once, from any function of the
     module (a module-level `def matmul(a, b)`, an autograd `Function.forward`, `ModelNew.forward`,
     at any block depth), the host variables being that function's.
 
@@ -97,6 +102,8 @@ class WgmmaTiles(Rewrite):
     def transform(self, ctx: RewriteContext, plan: TilePlan) -> str:
         keys = (plan.tiles.m, plan.tiles.n, plan.tiles.k, "num_warps", "num_stages")
         values = {k: int(v) for k, v in ctx.params if k in keys} or _values(plan.tiles, tiles_for(ctx.target)[0])
+        if plan.autotuned:
+            return config_first(ctx.module, plan.kernel, values).code
         return set_values(ctx.module, plan.kernel, values).code
 
 
@@ -119,8 +126,6 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
     if tiles is None:
         # a dot whose operands are not one (M, K) x (K, N) product of loaded tiles, e.g. attention's P @ V
         return "its tl.dot is not a matmul of loaded (M, K) and (K, N) tiles" if calls(kernel.node.body, "dot") else None
-    if kernel.autotuned:
-        return "autotuned"
     if len(sites) != 1:
         return launched(sites)
     coupled = grid_coupled(kernel)
@@ -128,6 +133,15 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
         return f"{tiles.m}/{tiles.n} do not both multiply program ids"
     if not every_access_masked(kernel):
         return "a load or store has no mask: other tile shapes would run past M, N or K"
+    if kernel.autotuned:
+        # extend the configs, not the launch: the autotuner then times the new shape with the authors' own
+        tuned = tuned_configs(ctx.module, kernel.name, (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"))
+        if isinstance(tuned, str):
+            return tuned
+        if not grid_reads_meta(sites[0], (tiles.m, tiles.n)):
+            return "autotuned, and its grid is not a callable reading the tiles from its meta-parameters"
+        current = {k: tuned.values[0].get(k) for k in (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages")}
+        return TilePlan(kernel.name, tiles, current, autotuned=True)
     current = current_values(ctx.module, kernel.name, (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"))
     if isinstance(current, str):
         return current
