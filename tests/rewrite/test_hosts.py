@@ -128,10 +128,16 @@ def make():
 
 
 def test_every_rewrite_has_real_code_pairs():
-    """A plain kernel module for every rewrite; an autograd Function for a third of them, some
-    launching inside `with torch.cuda.device(...)`; none of them a KernelBench task."""
+    """Every rewrite in at least three styles: its task file (`before.py`), a plain kernel module and
+    one more (an autograd Function, an autotuned kernel, a nested launch, ...); an autograd Function
+    for a third of them, some launching inside `with torch.cuda.device(...)`; none of them a
+    KernelBench task."""
     styles = {f.name: {p.stem.removeprefix("before_") for p in f.glob("before_*.py")} for f in folders()}
+    assert set(styles) == set(REWRITES), set(styles) ^ set(REWRITES)
+    assert all((FIXTURES / r / "before.py").exists() for r in styles)
     assert all("module" in found for found in styles.values()), [r for r, s in styles.items() if "module" not in s]
+    assert all(len(found - {"module"}) >= 1 for found in styles.values()), \
+        [r for r, s in styles.items() if not s - {"module"}]
     autograd = [r for r, found in styles.items() if "autograd" in found]
     assert 3 * len(autograd) >= len(REWRITES), autograd
     assert any("with torch.cuda.device(" in (FIXTURES / r / "before_autograd.py").read_text() for r in autograd)
