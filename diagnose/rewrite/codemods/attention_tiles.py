@@ -99,7 +99,8 @@ class AttentionTiles(Rewrite):
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
             kernels(ctx.module).values(), lambda k: _plan(ctx, k), AttentionPlan,
-            lambda p: f"attention tiles launched with {shown(p.current)}",
+            lambda p: f"attention tiles {'first in its autotune configs' if p.autotuned else 'launched with'} "
+                      f"{shown(p.current)}",
             "no launched kernel with a tl.dot")
 
     def answers(self, evidence) -> bool:

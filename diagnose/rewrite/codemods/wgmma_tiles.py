@@ -86,7 +86,8 @@ class WgmmaTiles(Rewrite):
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
             kernels(ctx.module).values(), lambda k: _plan(ctx, k), TilePlan,
-            lambda p: f"tl.dot tiles launched with {shown(p.current)}",
+            lambda p: f"tl.dot tiles {'first in its autotune configs' if p.autotuned else 'launched with'} "
+                      f"{shown(p.current)}",
             "no launched kernel with a tl.dot")
 
     def answers(self, evidence) -> bool:
