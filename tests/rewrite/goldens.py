@@ -9,9 +9,14 @@ facts of `before.py`, from `diagnose inspect --json`) and `target` (default cuda
 Real-code pairs sit beside them: `before_<style>.py` with its golden `after_<style>.py`, a kernel
 module as kernel engineers write one, no `Model` / `ModelNew`: `module` (a plain host function
 `def op(x, ...)` that computes the launch values), `autograd` (a `torch.autograd.Function` whose
-`forward(ctx, ...)` launches, some inside `with torch.cuda.device(x.device):`), `nested` (the launch
-in a function nested in another); `evidence_<style>.json` holds the IR facts at the lines of
+`forward(ctx, ...)` launches, its launch values from a settings helper such as Liger-Kernel's
+`calculate_settings(n)`, some inside `with torch.cuda.device(x.device):`), `autotuned` (the kernel
+under `@triton.autotune(configs=[...], key=[...])`, launched on a lambda grid over META), `nested` (the
+launch in a function nested in another); `evidence_<style>.json` holds the IR facts at the lines of
 `before_<style>.py` where the rewrite reads them (written from `before.py`'s facts, moved to those lines).
+Every rewrite has a task file, a `module` and at least one more style. `calls.json` gives, per style,
+the call that verifies the pair on the interpreter (`{"module": "op(x=f32[4,300])", "autograd":
+"Fn.apply(f32[4,300], 0.5)"}`; test_styles_verified.py replays it, unless the rewrite's own test does).
 
 Regenerate the goldens after a deliberate change, then read the diff:
 
