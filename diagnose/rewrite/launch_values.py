@@ -229,6 +229,9 @@ def tuned_configs(module: cst.Module, kernel_name: str, params: tuple[str, ...])
         if missing:
             return f"autotune config {code(config)} does not set {', '.join(missing)}"
         values.append(found)
+    opaque = [k for k, v in values[0].items() if k not in OPTIONS and v is None]
+    if opaque:  # a new config copies the first one's other constexprs
+        return f"the first autotune config sets {', '.join(opaque)} to something other than an integer literal"
     return TunedConfigs(configs.value, tuple(values))
 
 

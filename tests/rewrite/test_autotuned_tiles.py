@@ -47,3 +47,10 @@ def test_an_autotuned_attention_gets_a_hopper_shape_first():
     new = REWRITES["attention-tiles"].apply(RewriteContext(path.read_text(), str(path)))
     assert configs(new)[0] == 'triton.Config({"BLOCK_M": 128, "BLOCK_N": 64}, num_warps=8, num_stages=3)'
     assert "BLOCK_D=triton.next_power_of_2(HEAD_DIM)" in new  # the head-dim tile stays at the launch
+
+
+def test_a_first_config_with_a_constexpr_that_is_not_a_literal_is_declined():
+    """A new config copies the first one's other constexprs: a name there (`"GROUP_M": GROUP`) cannot be copied."""
+    source = WGMMA.read_text().replace('"GROUP_M": 8}', '"GROUP_M": GROUP}', 1)
+    pre = REWRITES["wgmma-tiles"].check(RewriteContext(source, str(WGMMA)))
+    assert not pre.holds and "sets GROUP_M to something other than an integer literal" in pre.reason
