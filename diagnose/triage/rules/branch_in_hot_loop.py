@@ -203,9 +203,11 @@ class BranchInHotLoop(Rule):
     branches whose arms call a `@triton.jit` helper of the same file that stores, does atomics or
     loads (directly or through its own helpers: FlagGems' Cambricon `ld_st_1(indices, ...)` under a
     dtype test). Helpers imported from another module stay opaque, so such a branch is still flagged.
-    Still flagged although harmless: a uniform scalar condition choosing between block updates that
-    cost the same either way (square-and-multiply on a scalar exponent, `if e & 1: acc = acc * b`),
-    a runtime condition that is always true (`if i_k >= 0:`), and a loop-invariant condition
+    After a second held-out round (2026-12), also accepted: a loop that loads and stores nothing (no
+    block load, store or atomic, nor a same-file helper that does): register arithmetic such as
+    square-and-multiply on a scalar exponent (`while n > 0: if n % 2 == 1: result = result * tmp`) has no
+    memory stream to multibuffer, and a `tl.where` would do the same multiply every step.
+    Still flagged although harmless: a runtime condition that is always true (`if i_k >= 0:`), and a loop-invariant condition
     (`if i_v == 0:` with a program id) that the compiler may unswitch.
 
     ## Targets
@@ -227,6 +229,8 @@ class BranchInHotLoop(Rule):
                 continue
             compile_time = compile_time_names(kernel, ctx)
             for loop in kernel.loops:
+                if not _touches_memory(kernel, list(ast.walk(loop)), ctx, {kernel.name}):
+                    continue  # a loop of register arithmetic (square-and-multiply): no stream to pipeline
                 for node in ast.walk(loop):
                     if not isinstance(node, ast.If) or kernel.enclosing_loop(node) is not loop:
                         continue
