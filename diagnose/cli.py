@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Callable, List, Optional
 
@@ -121,16 +123,11 @@ class CtrlC:
         self.previous = None
 
     def __enter__(self) -> "CtrlC":
-        import signal  # deferred: only the long commands install the handler
-        import threading  # deferred: as signal
-
         if threading.current_thread() is threading.main_thread():  # handlers live in the main thread only
             self.previous = signal.signal(signal.SIGINT, self.on_sigint)
         return self
 
     def __exit__(self, *exc) -> None:
-        import signal  # deferred: as in __enter__
-
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
 

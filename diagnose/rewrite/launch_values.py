@@ -259,6 +259,19 @@ def config_first(module: cst.Module, kernel_name: str, values: dict[str, int]) -
     return replace(module, {tuned.configs: tuned.configs.with_changes(elements=[first, *elements])})
 
 
+def first_tuned_values(module: cst.Module, kernel_name: str, site: LaunchSite, params: tuple[str, ...],
+                       grid_tiles: tuple[str, ...]) -> dict[str, int | None] | str:
+    """What a tile codemod reads of an autotuned kernel before it puts its shape first in the configs:
+    the first config's values of `params`, or why its configs cannot take a new first one (not a
+    literal list, or a grid that does not read `grid_tiles` from its meta-parameters)."""
+    tuned = tuned_configs(module, kernel_name, params)
+    if isinstance(tuned, str):
+        return tuned
+    if not grid_reads_meta(site, grid_tiles):
+        return "autotuned, and its grid is not a callable reading the tiles from its meta-parameters"
+    return {k: tuned.values[0].get(k) for k in params}
+
+
 def grid_reads_meta(site: LaunchSite, tiles: tuple[str, ...]) -> bool:
     """An autotuned launch's grid is a callable that reads each of `tiles` from its meta-parameters
     (`lambda META: (triton.cdiv(M, META["BLOCK_M"]), ...)`), so the grid follows whichever config runs."""

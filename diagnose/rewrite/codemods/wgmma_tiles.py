@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.rewrite.launch_values import (
-    config_first, current_values, every_access_masked, grid_reads_meta, set_values, shown, tuned_configs,
+    config_first, current_values, every_access_masked, first_tuned_values, set_values, shown,
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
@@ -136,13 +136,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
         return "a load or store has no mask: other tile shapes would run past M, N or K"
     if kernel.autotuned:
         # extend the configs, not the launch: the autotuner then times the new shape with the authors' own
-        tuned = tuned_configs(ctx.module, kernel.name, (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"))
-        if isinstance(tuned, str):
-            return tuned
-        if not grid_reads_meta(sites[0], (tiles.m, tiles.n)):
-            return "autotuned, and its grid is not a callable reading the tiles from its meta-parameters"
-        current = {k: tuned.values[0].get(k) for k in (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages")}
-        return TilePlan(kernel.name, tiles, current, autotuned=True)
+        first = first_tuned_values(ctx.module, kernel.name, sites[0],
+                                   (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"), (tiles.m, tiles.n))
+        return first if isinstance(first, str) else TilePlan(kernel.name, tiles, first, autotuned=True)
     current = current_values(ctx.module, kernel.name, (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"))
     if isinstance(current, str):
         return current
