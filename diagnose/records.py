@@ -218,7 +218,8 @@ class Verdict(Record):
         return next((t for t in self.timings if t.variant == variant and t.group == group), None)
 
     def speedups(self, over: str) -> dict[str, float]:
-        """Candidate speedup over a baseline variant, per group: a ratio of medians from the same run."""
+        """Candidate speedup over a baseline variant, per group: a ratio of medians taken with one protocol
+        on one device (the baselines in a worker of their own, `diagnose/verify/timing_jobs.py`)."""
         out = {}
         for t in self.timings:
             if t.variant != "candidate" or t.median_ms is None:

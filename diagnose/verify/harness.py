@@ -10,7 +10,9 @@ The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
    the reference outputs were read into the parent and their files deleted before step 2, so no
    candidate process can find them on disk;
 4. a correct candidate gets a ghost replay in a fresh worker;
-5. on a device, the timing job times candidate and baselines and runs the spare case after timing.
+5. on a device, the timing job times the candidate and runs the spare case after timing; its baselines
+   (the initial kernel, eager, torch.compile) are timed in a worker of their own that never imports a
+   candidate, once per prepared reference (`diagnose/verify/timing_jobs.py`).
 
 The reference step can be prepared once and shared by many candidates of one task, or kept for a
 whole run (`diagnose/verify/reference.py`); the parent's reading of the workers' files is `diagnose/verify/judge.py`.
@@ -205,21 +207,44 @@ def ghost_case(path, case: dict, held: Held, common: dict, options: CheckOptions
 
 
 def time_candidate(task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement):
-    """Timings, the timing-phase checks and notes, from one timing worker."""
+    """Timings, the timing-phase checks and notes: the candidate's from its own timing worker, its
+    baselines' from another that never imports a candidate (`time_baselines`)."""
     selected, spare = reference.value["selected"], reference.spare
-    result = run_job("timing_job", {**common, "reference": str(task.reference_path),
-                                    "candidate": str(task.candidate_path),
-                                    "initial": str(options.initial) if options.initial else None,
+    baselines, baseline_notes = time_baselines(task, reference, common, options, where)
+    result = run_job("timing_job", {**common, "candidate": str(task.candidate_path),
                                     "groups": selected, "seed": options.seeds[0],
-                                    "inputs": reference.inputs_of(options.seeds[0]),
-                                    "baselines": list(options.baselines), "recheck": spare}, options, where)
+                                    "inputs": reference.inputs_of(options.seeds[0]), "recheck": spare},
+                     options, where)
     if not result.ok:
         failure: Failure = result.failure
         checks = [CheckResult("recheck_after_timing", False, f"timing run failed: {failure.kind}: {failure.message}")]
-        return not_timed(selected, options), checks, ()
-    timings = tuple(Timing(**t) for t in result.value["timings"])
-    medians = {t.group: t.median_ms for t in timings if t.variant == "candidate" and t.median_ms}
+        return not_timed(selected, options), checks, baseline_notes
+    candidate = [Timing(**t) for t in result.value["timings"]]
+    timings = tuple(t for group in selected for t in (*candidate, *baselines) if t.group == group)
+    medians = {t.group: t.median_ms for t in candidate if t.median_ms}
     after = compare_held(spare, reference.held, result.value["recheck_outputs"], dict(options.tolerances))
     checks = [anticheat.recheck_after_timing(after, "timing loop"),
               anticheat.side_stream(result.value["side_stream_ratio"], medians, result.value["escaped_calls"])]
-    return timings, checks, tuple(result.value["notes"])
+    return timings, checks, baseline_notes
+
+
+def time_baselines(task: Task, reference: Reference, common: dict, options: CheckOptions,
+                   where: Placement) -> tuple[tuple[Timing, ...], tuple[str, ...]]:
+    """The initial kernel's and the baselines' timings and notes, timed once per prepared reference (and
+    initial file, baselines and seed) in a worker that imports the reference and the initial file only:
+    a candidate cannot slow them down. A failed run leaves them untimed, with the reason in a note."""
+    key = reference.baseline_key(options)
+    if key not in reference.baseline_timings:
+        selected = reference.value["selected"]
+        result = run_job("baseline_timing_job", {
+            **common, "reference": str(task.reference_path),
+            "initial": str(options.initial) if options.initial else None, "groups": selected,
+            "inputs": reference.inputs_of(options.seeds[0]), "baselines": list(options.baselines)}, options, where)
+        if result.ok:
+            value = (tuple(Timing(**t) for t in result.value["timings"]), tuple(result.value["notes"]))
+        else:
+            variants = [*(["initial"] if options.initial else []), *options.baselines]
+            note = f"baselines not timed: {result.failure.kind}: {result.failure.message}"[:300]
+            value = (tuple(Timing(v, g, note=note) for g in selected for v in variants), (note,))
+        reference.baseline_timings[key] = value
+    return reference.baseline_timings[key]

@@ -5,15 +5,8 @@
 - `candidate_job` imports the candidate file, builds `ModelNew` with the reference's state, and runs it
   on the saved inputs with its Triton launches counted (or, in `ghost` mode, turned into no-ops). It
   never sees a reference output: the parent reads those files and deletes them before it starts.
-- `timing_job` times the candidate beside its baselines on a device, on the inputs the reference job saved
-  for the first seed (read, not drawn again: drawing is the slower of the two), then runs the candidate once more
-  on the buffers it was timed on, a few elements changed in place, whose reference output exists only
-  in the parent (the re-check after timing; a fresh case where the reference mutates its inputs or
-  has no floating-point input to change).
 
-- `side_by_side_job` times several variants of one kernel module (the launch-config search's
-  configurations) interleaved in one process on the same saved inputs: a ranking, not a verification
-  (the one chosen is verified in full afterwards).
+The timing workers are `diagnose/verify/timing_jobs.py`.
 
 Every entry runs in the interpreter of the device's placement (`diagnose.toolchain.placement`):
 for `npu` that is an interpreter where torch_npu imports (usually the Ascend toolchain's), so this
@@ -38,9 +31,9 @@ from pathlib import Path
 from typing import Callable
 
 from diagnose.runtime import device_lock
-from diagnose.runtime.devices import empty_cache, events, poison_allocator, synchronize, torch_device, versions
+from diagnose.runtime.devices import poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
-from diagnose.verify import instrument, shapes, tensors, timing, torch_state
+from diagnose.verify import instrument, shapes, tensors, torch_state
 from diagnose.verify.inputs import apply_perturbation, draw, draw_value, group_table, perturbation_for, select_groups
 
 INIT_SEED = 42
@@ -113,13 +106,20 @@ def salted(payload: dict, seed: int) -> int:
     return int.from_bytes(digest[:7], "little")
 
 
+def import_reference(path: str):
+    """The reference task file's module, with torch put back as it ships when the file changed it at
+    import (`torch_state`), and the names of what was put back."""
+    before = torch_state.snapshot()
+    module = import_task_file(path)
+    # A kernel module's reference is the user's own module: what it sets at import is its behaviour.
+    restored = [] if getattr(getattr(module, "Model", None), "replays_module", False) else torch_state.restore(before)
+    return module, restored
+
+
 def reference_job(payload: dict) -> dict:
     """Draw the inputs of every case and compute the reference outputs."""
     device, job = payload["device"], Path(payload["job_dir"])
-    before = torch_state.snapshot()
-    module = import_task_file(payload["reference"])
-    # A kernel module's reference is the user's own module: what it sets at import is its behaviour.
-    restored = [] if getattr(getattr(module, "Model", None), "replays_module", False) else torch_state.restore(before)
+    module, restored = import_reference(payload["reference"])
     names = list(group_table(module))
     groups = select_groups(names, device, payload.get("groups"))
     init_inputs = list(module.get_init_inputs())
@@ -284,85 +284,3 @@ def candidate_job(payload: dict) -> dict:
                            "(`run`): its launches can be neither counted nor replayed")
     return {"cases": results, "reference_calls": log.reference_calls, "soak_calls": soak_calls,
             "kernels": sorted(log.launches), "launches": dict(log.launches)}
-
-
-def timing_job(payload: dict) -> dict:
-    """Time candidate, initial kernel, eager and torch.compile side by side, then re-check the candidate."""
-    import torch  # deferred: torch is heavy
-
-    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
-    pinned = timing.PinnedEvents.of(events(device))  # before any task or candidate code runs here
-    reference = import_task_file(payload["reference"])
-    candidate = import_task_file(payload["candidate"])
-    state = tensors.load(job / "state.pt")
-    init_inputs = tensors.load(job / "init_inputs.pt")
-    models = {"candidate": build_model(candidate.ModelNew, init_inputs, device, state)}
-    if payload.get("initial"):
-        initial = import_task_file(payload["initial"])
-        models["initial"] = build_model(initial.ModelNew, init_inputs, device, state)
-    eager = build_model(reference.Model, init_inputs, device)
-    # A kernel module's reference is its own original code: the initial kernel, not a PyTorch baseline.
-    baselines = [] if getattr(reference.Model, "replays_module", False) else payload["baselines"]
-    timer = timing.EventTimer(device, backend=pinned)
-    timings, notes, side_streams, escapes = [], [], {}, {}
-    kernels = instrument.user_kernels()
-    recheck, timed_inputs = payload["recheck"], None
-    for group in payload["groups"]:
-        with device_lock.shared(lock):
-            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
-        if recheck.get("in_place") and group == recheck["group"] and payload["seed"] == recheck["base_seed"]:
-            timed_inputs = inputs  # the re-check changes these very buffers
-        variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
-        if "eager" in baselines:
-            variants["eager"] = lambda: eager(*inputs)
-        if "compile" in baselines:
-            try:
-                compiled = torch.compile(eager)
-                with torch.no_grad(), device_lock.shared(lock):  # compiling is host work: not under the timing lock
-                    compiled(*inputs)
-                variants["compile"] = lambda: compiled(*inputs)
-            except Exception as exc:  # noqa: BLE001 - a baseline that cannot compile is reported, not fatal
-                notes.append(f"torch.compile failed on group {group}: {type(exc).__name__}: {exc}"[:300])
-        with torch.no_grad(), device_lock.exclusive(lock):
-            for t in timing.measure(timer, variants, group):
-                timings.append(t.to_dict())
-            side_streams[group] = timing.side_stream_ratio(timer, variants["candidate"])
-            with instrument.streams_noted(kernels, timer.backend.current_stream) as streams:
-                escapes[group] = timing.escaped_calls(timer, variants["candidate"], streams)
-        del inputs, variants
-        empty_cache(device)
-    timing.check_pinned(pinned)
-    with device_lock.shared(lock):
-        if timed_inputs is not None:
-            apply_perturbation(timed_inputs, tensors.load(recheck["perturbation"]))
-            inputs = timed_inputs
-        else:
-            inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
-        outputs = run_forward(models["candidate"], inputs, device)
-    return {"timings": timings, "notes": notes, "side_stream_ratio": side_streams, "escaped_calls": escapes,
-            "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt")}
-
-
-def side_by_side_job(payload: dict) -> dict:
-    """Time the `ModelNew` of every variant file on each group's saved inputs, interleaved (one
-    `timing.measure` per group over all of them), under the device lock alone."""
-    import torch  # deferred: torch is heavy
-
-    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
-    pinned = timing.PinnedEvents.of(events(device))  # before any variant's code runs here
-    state = tensors.load(job / "state.pt")
-    init_inputs = tensors.load(job / "init_inputs.pt")
-    models = {name: build_model(import_task_file(path).ModelNew, init_inputs, device, state)
-              for name, path in payload["variants"].items()}
-    timer = timing.EventTimer(device, backend=pinned)
-    timings = []
-    for group in payload["groups"]:
-        with device_lock.shared(lock):
-            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
-        variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
-        with torch.no_grad(), device_lock.exclusive(lock):
-            timings += [t.to_dict() for t in timing.measure(timer, variants, group)]
-        del inputs, variants
-        empty_cache(device)
-    timing.check_pinned(pinned)
-    return {"timings": timings}

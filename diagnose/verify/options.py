@@ -12,6 +12,7 @@ from diagnose.runtime.devices import Placement
 from diagnose.toolchain.placement import require
 
 JOBS = "diagnose.verify.jobs"
+TIMING_JOBS = "diagnose.verify.timing_jobs"
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,9 @@ class CheckOptions:
 
 
 def run_job(name: str, payload: dict, options: CheckOptions, where: Placement):
-    return call(f"{JOBS}:{name}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
+    """Run the worker entry `name` of `jobs.py`, or of `timing_jobs.py` when it is one of those."""
+    module = TIMING_JOBS if name in ("baseline_timing_job", "timing_job", "side_by_side_job") else JOBS
+    return call(f"{module}:{name}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
                 **where.runner_options())
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import secrets
 import tempfile
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -50,6 +50,9 @@ class Reference:
     held: Held
     # (path, size, mtime) of every file candidate jobs read from the folder
     inputs: tuple[tuple[str, int, int], ...]
+    # The baselines' timing job's result by what it depends on (`baseline_key`): timed once, in a
+    # process with no candidate in it, for every candidate verified against this reference.
+    baseline_timings: dict = field(default_factory=dict, compare=False, repr=False)
 
     def serves(self, task: Task, options: CheckOptions) -> bool:
         return identity(task, options) == self.identity and all(
@@ -63,6 +66,12 @@ class Reference:
     def inputs_of(self, seed: int) -> dict[str, str]:
         """The saved inputs of each group's case for `seed`, by group: what a timing job times on."""
         return {c["group"]: c["inputs"] for c in self.cases if c["seed"] == seed and c["role"] == "check"}
+
+    def baseline_key(self, options: CheckOptions) -> tuple:
+        """What the baselines' timings depend on besides the reference: the initial file as it is now,
+        the baselines named, the seed timed on."""
+        initial = stamp(options.initial) if options.initial else None
+        return initial, options.baselines, options.seeds[0]
 
     @property
     def spare(self) -> dict:

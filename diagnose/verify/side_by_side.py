@@ -2,7 +2,7 @@
 
 Variants that compute the same thing by construction (one kernel module with other launch options)
 need no correctness run to be ranked: `time_side_by_side` times their `ModelNew`s interleaved in one
-worker (`jobs.side_by_side_job`) on the inputs a prepared reference saved for its first seed, with the
+worker (`timing_jobs.side_by_side_job`) on the inputs a prepared reference saved for its first seed, with the
 harness's timing protocol (cold L2, stable medians), under the device lock. The variant chosen is then
 verified in full like any candidate; the others never leave the search.
 """

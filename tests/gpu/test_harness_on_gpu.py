@@ -6,7 +6,7 @@ import functools
 import pytest
 
 from diagnose.task import load_task
-from diagnose.verify.harness import CheckOptions, verify
+from diagnose.verify.harness import CheckOptions, prepared, verify
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.gpu
@@ -53,6 +53,24 @@ def test_events_patched_by_the_candidate_fail_its_timing():
     assert not verdict.passed and all(c.passed for c in verdict.cases)
     failed = {c.name: c.detail for c in verdict.checks if not c.passed}
     assert "replaced Event.elapsed_time" in failed.get("recheck_after_timing", ""), failed
+
+
+def test_a_candidate_cannot_slow_down_its_baselines():
+    # It sleeps 5 ms in the eager path once built; a 1000-element add takes microseconds.
+    verdict = verdict_of("slows_baselines")
+    assert verdict.passed, (verdict.failure, verdict.checks)
+    eager = verdict.timing("eager", "default")
+    assert 0 < eager.median_ms < 1.0, eager
+
+
+def test_baselines_are_timed_once_per_prepared_reference():
+    task = load_task(FIXTURES / "cheats" / "honest.py")
+    options = CheckOptions(device="cuda", seeds=(0,), timeout_s=300, baselines=("eager",))
+    with prepared(task, options) as reference:
+        first, second = verify(task, options, reference), verify(task, options, reference)
+    assert first.passed and second.passed
+    assert len(reference.baseline_timings) == 1
+    assert first.timing("eager", "default") == second.timing("eager", "default")
 
 
 @pytest.mark.parametrize("fixture", ["patches_allclose", "hunts_tensors", "empty_like_reuse"])

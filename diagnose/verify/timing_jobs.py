@@ -1,0 +1,140 @@
+"""The harness's timing workers: each runs in its own fresh subprocess, on a device (`runner.call`).
+
+- `baseline_timing_job` times what a candidate is compared with: the initial kernel (the task as
+  given), the reference's eager forward and its `torch.compile`, interleaved on the inputs the
+  reference job saved for the first seed. It imports the reference (with torch put back as it ships,
+  as the reference job does) and the initial file, never a candidate: no candidate code can slow the
+  baselines down (wrap `Model.forward`, patch a torch op the eager path calls) to make its own speedup
+  look larger. The parent runs it once per prepared reference (`Reference.baseline_timings`), so the
+  candidates of one run share one set of baselines, and `torch.compile` runs once, not per candidate.
+- `timing_job` times the candidate alone in its process, then measures what only a device shows
+  (work left on side streams, calls that escape the timed stream), then runs the candidate once more
+  on the buffers it was timed on, a few elements changed in place, whose reference output exists
+  only in the parent (the re-check after timing; a fresh case where the reference mutates its inputs
+  or has no floating-point input to change).
+- `side_by_side_job` times several variants of one kernel module (the launch-config search's
+  configurations) interleaved in one process on the same saved inputs: a ranking, not a verification
+  (the one chosen is verified in full afterwards).
+
+A candidate and its baselines are timed in two processes, so not interleaved: both use the same
+protocol (`diagnose.verify.timing.measure`: warm-up, L2 flushed before every call, medians until
+stable), and a candidate alone in its process holds no place in an order to gain or lose by.
+
+The device's event class is pinned before any task code runs, and a job whose events were replaced
+fails (`timing.check_pinned`). The timing loops hold the device lock alone (`device_lock.exclusive`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from diagnose.runtime import device_lock
+from diagnose.runtime.devices import empty_cache, events, torch_device
+from diagnose.task import import_task_file
+from diagnose.verify import instrument, tensors, timing
+from diagnose.verify.inputs import apply_perturbation
+from diagnose.verify.jobs import build_model, import_reference, out_dir, run_forward
+
+
+def baseline_timing_job(payload: dict) -> dict:
+    """Time the initial kernel, eager and torch.compile on each group's saved inputs; no candidate here."""
+    import torch  # deferred: torch is heavy
+
+    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    pinned = timing.PinnedEvents.of(events(device))  # before any task code runs here
+    reference, _ = import_reference(payload["reference"])
+    state = tensors.load(job / "state.pt")
+    init_inputs = tensors.load(job / "init_inputs.pt")
+    models = {}
+    if payload.get("initial"):
+        models["initial"] = build_model(import_task_file(payload["initial"]).ModelNew, init_inputs, device, state)
+    eager = build_model(reference.Model, init_inputs, device)
+    # A kernel module's reference is its own original code: the initial kernel, not a PyTorch baseline.
+    baselines = [] if getattr(reference.Model, "replays_module", False) else payload["baselines"]
+    timer = timing.EventTimer(device, backend=pinned)
+    timings, notes = [], []
+    for group in payload["groups"]:
+        with device_lock.shared(lock):
+            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
+        variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
+        if "eager" in baselines:
+            variants["eager"] = lambda x=inputs: eager(*x)
+        if "compile" in baselines:
+            try:
+                compiled = torch.compile(eager)
+                with torch.no_grad(), device_lock.shared(lock):  # compiling is host work: not under the timing lock
+                    compiled(*inputs)
+                variants["compile"] = lambda x=inputs: compiled(*x)
+            except Exception as exc:  # noqa: BLE001 - a baseline that cannot compile is reported, not fatal
+                notes.append(f"torch.compile failed on group {group}: {type(exc).__name__}: {exc}"[:300])
+        if variants:
+            with torch.no_grad(), device_lock.exclusive(lock):
+                timings += [t.to_dict() for t in timing.measure(timer, variants, group)]
+        del inputs, variants
+        empty_cache(device)
+    timing.check_pinned(pinned)
+    return {"timings": timings, "notes": notes}
+
+
+def timing_job(payload: dict) -> dict:
+    """Time the candidate alone on each group's saved inputs, then re-check it on the timed buffers."""
+    import torch  # deferred: torch is heavy
+
+    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    pinned = timing.PinnedEvents.of(events(device))  # before any candidate code runs here
+    candidate = import_task_file(payload["candidate"])
+    state = tensors.load(job / "state.pt")
+    init_inputs = tensors.load(job / "init_inputs.pt")
+    model = build_model(candidate.ModelNew, init_inputs, device, state)
+    timer = timing.EventTimer(device, backend=pinned)
+    timings, side_streams, escapes = [], {}, {}
+    kernels = instrument.user_kernels()
+    recheck, timed_inputs = payload["recheck"], None
+    for group in payload["groups"]:
+        with device_lock.shared(lock):
+            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
+        if recheck.get("in_place") and group == recheck["group"] and payload["seed"] == recheck["base_seed"]:
+            timed_inputs = inputs  # the re-check changes these very buffers
+        call = lambda x=inputs: model(*x)  # noqa: E731 - one name for the three measurements below
+        with torch.no_grad(), device_lock.exclusive(lock):
+            timings += [t.to_dict() for t in timing.measure(timer, {"candidate": call}, group)]
+            side_streams[group] = timing.side_stream_ratio(timer, call)
+            with instrument.streams_noted(kernels, timer.backend.current_stream) as streams:
+                escapes[group] = timing.escaped_calls(timer, call, streams)
+        del inputs, call
+        empty_cache(device)
+    timing.check_pinned(pinned)
+    with device_lock.shared(lock):
+        if timed_inputs is not None:
+            apply_perturbation(timed_inputs, tensors.load(recheck["perturbation"]))
+            inputs = timed_inputs
+        else:
+            inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
+        outputs = run_forward(model, inputs, device)
+    return {"timings": timings, "side_stream_ratio": side_streams, "escaped_calls": escapes,
+            "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt")}
+
+
+def side_by_side_job(payload: dict) -> dict:
+    """Time the `ModelNew` of every variant file on each group's saved inputs, interleaved (one
+    `timing.measure` per group over all of them), under the device lock alone."""
+    import torch  # deferred: torch is heavy
+
+    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    pinned = timing.PinnedEvents.of(events(device))  # before any variant's code runs here
+    state = tensors.load(job / "state.pt")
+    init_inputs = tensors.load(job / "init_inputs.pt")
+    models = {name: build_model(import_task_file(path).ModelNew, init_inputs, device, state)
+              for name, path in payload["variants"].items()}
+    timer = timing.EventTimer(device, backend=pinned)
+    timings = []
+    for group in payload["groups"]:
+        with device_lock.shared(lock):
+            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
+        variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
+        with torch.no_grad(), device_lock.exclusive(lock):
+            timings += [t.to_dict() for t in timing.measure(timer, variants, group)]
+        del inputs, variants
+        empty_cache(device)
+    timing.check_pinned(pinned)
+    return {"timings": timings}
