@@ -11,6 +11,11 @@ returned: a launch that raised (and a `try: kernel[...] except: return torch_op(
 it) counts nothing. Kernels of the triton package itself are left alone, and so is `warmup` (a
 compile, not a launch). `intact` says whether the wrapping is still in place after the candidate ran:
 a candidate that restores Triton's own `run` to hide its launches from the ghost replay fails.
+
+A CUDA graph's replay launches the kernels captured into it without calling `run` again:
+`watch_graph_replays` counts, at each replay, the launches made while that graph was captured, so an
+honest candidate that captures its Triton launches once and replays them launches on every call. In a
+ghost run the captured launches were no-ops, so the graph holds nothing and its replays compute nothing.
 """
 
 from __future__ import annotations
@@ -83,6 +88,39 @@ def watch_launches(log: LaunchLog, ghost: bool = False) -> dict[type, Callable]:
         cls.run = run
         installed[cls] = run
     return installed
+
+
+def watch_graph_replays(log: LaunchLog, graph_class: type | None = None) -> None:
+    """From now on in this process, each replay of a CUDA graph (`torch.cuda.CUDAGraph`, or `graph_class`)
+    counts in `log` the user-kernel launches made between its `capture_begin` and `capture_end`."""
+    if graph_class is None:
+        import torch  # deferred: torch is heavy
+
+        graph_class = getattr(torch.cuda, "CUDAGraph", None)
+        if graph_class is None:
+            return
+    begun: dict[int, dict[str, int]] = {}
+    captured: dict[int, dict[str, int]] = {}
+    begin, end, replay = graph_class.capture_begin, graph_class.capture_end, graph_class.replay
+
+    def capture_begin(self, *args, **kwargs):
+        begun[id(self)] = dict(log.launches)
+        return begin(self, *args, **kwargs)
+
+    def capture_end(self, *args, **kwargs):
+        result = end(self, *args, **kwargs)
+        before = begun.pop(id(self), {})
+        captured[id(self)] = {name: count - before.get(name, 0) for name, count in log.launches.items()
+                              if count > before.get(name, 0)}
+        return result
+
+    def replayed(self, *args, **kwargs):
+        result = replay(self, *args, **kwargs)
+        for name, count in captured.get(id(self), {}).items():
+            log.launches[name] = log.launches.get(name, 0) + count
+        return result
+
+    graph_class.capture_begin, graph_class.capture_end, graph_class.replay = capture_begin, capture_end, replayed
 
 
 def intact(installed: dict[type, Callable]) -> bool:

@@ -252,6 +252,7 @@ def candidate_job(payload: dict) -> dict:
     out, lock = out_dir(payload), payload.get("device_lock")
     log = instrument.LaunchLog()
     watched = instrument.watch_launches(log, ghost=mode == "ghost")
+    instrument.watch_graph_replays(log)
     fill_uninitialized(job)
     module = import_task_file(payload["candidate"])
     instrument.trap_reference(module, log)

@@ -27,6 +27,11 @@ def test_honest_is_timed_with_baselines():
     assert {c.name for c in verdict.checks} >= {"side_stream", "recheck_after_timing", "ghost_replay"}
 
 
+def test_a_kernel_replayed_from_a_cuda_graph_is_honest():
+    verdict = verdict_of("honest_cuda_graph")
+    assert verdict.passed, (verdict.failure, verdict.checks, verdict.cases)
+
+
 def test_side_stream_work_the_timed_stream_waits_for_is_honest():
     verdict = verdict_of("honest_two_streams")
     assert verdict.passed, (verdict.failure, verdict.checks)

@@ -61,6 +61,56 @@ def test_ghost_launches_are_counted_and_do_nothing():
     assert report["written"] == 0.0
 
 
+GRAPH_SCRIPT = textwrap.dedent('''
+    import json
+    import torch
+    import triton
+    import triton.language as tl
+    from diagnose.verify import instrument
+
+    class Graph:  # torch.cuda.CUDAGraph's three methods, without a GPU: replay runs what was captured
+        def capture_begin(self, *args, **kwargs):
+            pass
+
+        def capture_end(self):
+            pass
+
+        def replay(self):
+            pass
+
+    log = instrument.LaunchLog()
+    instrument.watch_launches(log)
+    instrument.watch_graph_replays(log, Graph)
+
+    @triton.jit
+    def fill(out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, 1.0, mask=offs < n)
+
+    out = torch.zeros(8)
+    fill[(1,)](out, 8, BLOCK=8)  # a warm-up launch before the capture
+    graph, empty = Graph(), Graph()
+    graph.capture_begin()
+    fill[(1,)](out, 8, BLOCK=8)
+    graph.capture_end()
+    empty.capture_begin()
+    empty.capture_end()
+    counts = [log.total()]
+    for g in (graph, graph, empty):
+        g.replay()
+        counts.append(log.total())
+    print(json.dumps(counts))
+''')
+
+
+def test_a_cuda_graph_replay_counts_the_launches_it_captured():
+    """An honest candidate that captures its launch once and replays the graph launches on every call."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", GRAPH_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [2, 3, 4, 4]
+
+
 def test_the_process_holding_reference_outputs_is_not_dumpable():
     script = ("import ctypes; from diagnose.verify.harness import hide_memory; libc = ctypes.CDLL(None); "
               "before = libc.prctl(3, 0, 0, 0, 0); hide_memory(); print(before, libc.prctl(3, 0, 0, 0, 0))")
