@@ -27,8 +27,10 @@ def test_store_and_load(tmp_path):
     assert ceilings.load_cached({**IDENTITY, "driver": "590.1"}, tmp_path) is None
 
 
-def test_default_root_honours_the_environment(profiling_cache):
-    assert ceilings.cache_dir() == profiling_cache / "profiling" / "ceilings"
+def test_default_root_honours_the_environment(tmp_path, monkeypatch):
+    # Its own variable: the session-wide caches of several conftests nest, and the last one set wins.
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path))
+    assert ceilings.cache_dir() == tmp_path / "profiling" / "ceilings"
 
 
 def test_measures_once_then_reads_the_cache(tmp_path, monkeypatch):
