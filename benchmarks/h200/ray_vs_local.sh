@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 31's one-GPU comparison: the same npukernel entries scored by the local executor and through Ray
+# (a local Ray started on the device machine, one actor holding its one GPU), one entry at a time each,
+# against eager (torch.compile left out: the comparison is the executor, and compiling doubles the time).
+#
+# Ray's cp312 wheel (78 MB) is over what one device call carries (64 MiB), so it travels split in two
+# (`split -b 40000000`): a first call with RAY_PART=1 carries .whl-ray1 (part one and Ray's dependencies)
+# and leaves them in /tmp/raypart; a second call, made while the machine is still warm, carries .whl-ray2
+# (part two) and .whl, joins the wheel, installs it and runs both sweeps. FILTER picks the entries.
+export PYTHONUNBUFFERED=1 COLUMNS=160 DIAGNOSE_CACHE_DIR=/tmp/diagnose-cache
+if [ "${RAY_PART:-2}" = 1 ]; then
+  mkdir -p /tmp/raypart && cp .whl-ray1/* /tmp/raypart/ && ls -la /tmp/raypart | tail -3
+  exit 0
+fi
+cat /tmp/raypart/ray.part.aa .whl-ray2/ray.part.ab > /tmp/raypart/ray-2.58.0-cp312-cp312-manylinux2014_x86_64.whl
+rm -f /tmp/raypart/ray.part.aa
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+  /tmp/raypart/*.whl .whl/*.whl > "$OUT/install.txt" 2>&1
+export PYTHONPATH=/tmp/site:$PWD
+d="python3 -m diagnose.cli"
+filter=${FILTER:-level1/math_,level1/activation_,level2/norm_}
+{
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import torch, triton, ray; print('torch', torch.__version__, 'triton', triton.__version__, 'ray', ray.__version__)"
+  for executor in local ray; do
+    echo "=== $d bench benchmarks/npukernel --filter $filter --device cuda --jobs 1 --seeds 2 --no-compile --executor $executor"
+    /usr/bin/time -f "wall %e s" timeout "${LIMIT:-240}" $d bench benchmarks/npukernel --filter "$filter" --device cuda \
+      --jobs 1 --seeds 2 --no-compile --executor "$executor" --store "$OUT/$executor.sqlite"
+    $d bench report --store "$OUT/$executor.sqlite" --format json --out "$OUT/$executor.json"
+    $d bench report --store "$OUT/$executor.sqlite" --format md --out "$OUT/$executor.md"
+  done
+} > "$OUT/log.txt" 2>&1
+tail -c 4000 "$OUT/log.txt"
