@@ -230,21 +230,28 @@ def time_candidate(task: Task, reference: Reference, common: dict, options: Chec
 
 def time_baselines(task: Task, reference: Reference, common: dict, options: CheckOptions,
                    where: Placement) -> tuple[tuple[Timing, ...], tuple[str, ...]]:
-    """The initial kernel's and the baselines' timings and notes, timed once per prepared reference (and
-    initial file, baselines and seed) in a worker that imports the reference and the initial file only:
-    a candidate cannot slow them down. A failed run leaves them untimed, with the reason in a note."""
-    key = reference.baseline_key(options)
-    if key not in reference.baseline_timings:
+    """The initial kernel's and the baselines' timings and notes, each timed once per prepared reference
+    in a worker that imports the reference and the initial file only: a candidate cannot slow them down.
+    An optimize run verifies the task as given without an initial kernel and its candidates with one:
+    eager and torch.compile are timed for the first, and only the initial kernel for the rest. A failed
+    run leaves its baselines untimed, with the reason in a note."""
+    keys = reference.baseline_keys(options)
+    missing = [name for name, key in keys.items() if key not in reference.baseline_timings]
+    if missing:
         selected = reference.value["selected"]
         result = run_job("baseline_timing_job", {
             **common, "reference": str(task.reference_path),
-            "initial": str(options.initial) if options.initial else None, "groups": selected,
-            "inputs": reference.inputs_of(options.seeds[0]), "baselines": list(options.baselines)}, options, where)
-        if result.ok:
-            value = (tuple(Timing(**t) for t in result.value["timings"]), tuple(result.value["notes"]))
-        else:
-            variants = [*(["initial"] if options.initial else []), *options.baselines]
-            note = f"baselines not timed: {result.failure.kind}: {result.failure.message}"[:300]
-            value = (tuple(Timing(v, g, note=note) for g in selected for v in variants), (note,))
-        reference.baseline_timings[key] = value
-    return reference.baseline_timings[key]
+            "initial": str(options.initial) if "initial" in missing else None, "groups": selected,
+            "inputs": reference.inputs_of(options.seeds[0]),
+            "baselines": [name for name in missing if name != "initial"]}, options, where)
+        for name in missing:
+            if result.ok:
+                timings = tuple(Timing(**t) for t in result.value["timings"] if t["variant"] == name)
+                notes = tuple(n for n in result.value["notes"] if name == "compile" and "torch.compile" in n)
+            else:
+                note = f"{name} not timed: {result.failure.kind}: {result.failure.message}"[:300]
+                timings, notes = tuple(Timing(name, g, note=note) for g in selected), (note,)
+            reference.baseline_timings[keys[name]] = (timings, notes)
+    held = [reference.baseline_timings[key] for key in keys.values()]
+    return (tuple(t for timings, _ in held for t in timings),
+            tuple(dict.fromkeys(n for _, notes in held for n in notes)))

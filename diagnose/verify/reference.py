@@ -50,7 +50,7 @@ class Reference:
     held: Held
     # (path, size, mtime) of every file candidate jobs read from the folder
     inputs: tuple[tuple[str, int, int], ...]
-    # The baselines' timing job's result by what it depends on (`baseline_key`): timed once, in a
+    # Each baseline's timings and notes by what they depend on (`baseline_keys`): timed once, in a
     # process with no candidate in it, for every candidate verified against this reference.
     baseline_timings: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -67,11 +67,13 @@ class Reference:
         """The saved inputs of each group's case for `seed`, by group: what a timing job times on."""
         return {c["group"]: c["inputs"] for c in self.cases if c["seed"] == seed and c["role"] == "check"}
 
-    def baseline_key(self, options: CheckOptions) -> tuple:
-        """What the baselines' timings depend on besides the reference: the initial file as it is now,
-        the baselines named, the seed timed on."""
-        initial = stamp(options.initial) if options.initial else None
-        return initial, options.baselines, options.seeds[0]
+    def baseline_keys(self, options: CheckOptions) -> dict[str, tuple]:
+        """What each baseline's timings depend on besides the reference, by variant: the initial kernel's
+        on its file as it is now, every one on the seed timed on."""
+        keys = {name: (name, options.seeds[0]) for name in options.baselines}
+        if options.initial:
+            keys = {"initial": ("initial", stamp(options.initial), options.seeds[0]), **keys}
+        return keys
 
     @property
     def spare(self) -> dict:

@@ -1,6 +1,7 @@
 """The harness on a real CUDA device: honest candidates are timed beside their baselines, cheats are
 caught, including the ones that only a device allows (side streams, reused freed memory)."""
 
+import dataclasses
 import functools
 
 import pytest
@@ -69,13 +70,18 @@ def test_a_candidate_cannot_slow_down_its_baselines():
 
 
 def test_baselines_are_timed_once_per_prepared_reference():
+    # As an optimize run verifies: the task as given (no initial kernel), then candidates against it.
     task = load_task(FIXTURES / "cheats" / "honest.py")
     options = CheckOptions(device="cuda", seeds=(0,), timeout_s=300, baselines=("eager",))
+    against_initial = dataclasses.replace(options, initial=task.candidate_path)
     with prepared(task, options) as reference:
-        first, second = verify(task, options, reference), verify(task, options, reference)
-    assert first.passed and second.passed
-    assert len(reference.baseline_timings) == 1
-    assert first.timing("eager", "default") == second.timing("eager", "default")
+        first = verify(task, options, reference)
+        second, third = verify(task, against_initial, reference), verify(task, against_initial, reference)
+    assert first.passed and second.passed and third.passed
+    assert len(reference.baseline_timings) == 2  # eager, then the initial kernel: each timed once
+    assert first.timing("eager", "default") == second.timing("eager", "default") == third.timing("eager", "default")
+    assert second.timing("initial", "default") == third.timing("initial", "default")
+    assert first.timing("initial", "default") is None
 
 
 @pytest.mark.parametrize("fixture", ["patches_allclose", "hunts_tensors", "empty_like_reuse"])

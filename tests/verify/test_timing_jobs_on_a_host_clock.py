@@ -1,0 +1,90 @@
+"""The timing workers (`diagnose/verify/timing_jobs.py`) run end to end on the CPU, timed by the host's
+clock instead of a device's events: what the GPU tests measure for real, the structure checked here.
+
+Each job runs in a fresh interpreter as a worker would, with `events` answering a stand-in whose events
+read `time.perf_counter` (the one thing a CPU lacks) and a small L2 flush buffer; the jobs' payloads come
+from a real prepared reference. A candidate that sleeps in the eager path once it is built
+(`slows_baselines`) leaves its baselines as they are, because they are timed where it never runs."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from diagnose.task import load_task
+from diagnose.verify.harness import CheckOptions, prepared
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = textwrap.dedent('''
+    import json, sys, time
+    from diagnose.verify import timing, timing_jobs
+
+    class Event:
+        def __init__(self, enable_timing=True):
+            self.at = None
+
+        def record(self):
+            self.at = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return (end.at - self.at) * 1e3
+
+    class Stream:
+        def query(self):
+            return True
+
+    STREAM = Stream()
+
+    class HostClock:  # torch.cuda's events, synchronize and current_stream, on the host's clock
+        Event = Event
+
+        @staticmethod
+        def synchronize():
+            pass
+
+        @staticmethod
+        def current_stream():
+            return STREAM
+
+    timing_jobs.events = lambda device: HostClock
+    timing.L2_FLUSH_MIN = 4096
+    timing.BUDGET_S = 0.5
+    job, payload = sys.argv[1], json.loads(sys.argv[2])
+    print(json.dumps(getattr(timing_jobs, job)(payload)))
+''')
+
+
+def run_job(job: str, payload: dict) -> dict:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, job, json.dumps(payload)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def medians(result: dict) -> dict[str, float]:
+    return {t["variant"]: t["median_ms"] for t in result["timings"]}
+
+
+def test_baselines_are_timed_where_the_candidate_never_runs(tmp_path):
+    task = load_task(FIXTURES / "cheats" / "slows_baselines.py")
+    options = CheckOptions(device="cpu", seeds=(0,))
+    with prepared(task, options) as reference:
+        common = {"device": "cpu", "job_dir": reference.job_dir, "out_dir": str(tmp_path), "device_lock": None,
+                  "groups": reference.value["selected"], "inputs": reference.inputs_of(0)}
+        baselines = run_job("baseline_timing_job", {**common, "reference": str(task.reference_path),
+                                                    "initial": None, "baselines": ["eager"]})
+        candidate = run_job("timing_job", {**common, "candidate": str(task.candidate_path), "seed": 0,
+                                           "recheck": reference.spare})
+    # The candidate sleeps 5 ms in every eager call once built; a 1000-element add takes microseconds.
+    assert 0 < medians(baselines)["eager"] < 1.0, baselines
+    assert set(medians(baselines)) == {"eager"} and set(medians(candidate)) == {"candidate"}
+    assert candidate["escaped_calls"] == {"default": 0}
+    assert candidate["recheck_outputs"]  # the re-check ran on the timed buffers
