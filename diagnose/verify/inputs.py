@@ -130,9 +130,11 @@ def swapped_pairs(value, generator):
 
 
 def apply_perturbation(inputs: list, perturbation: list) -> None:
-    """Write a `perturbation_for` result into the inputs, in place (wherever the tensors live)."""
+    """Write a `perturbation_for` result into the inputs, in place (wherever the tensors live), through
+    `.data`: the tensors' version counters do not move, so a candidate that keys a cache on a tensor's
+    identity and its version (`x._version`, which every in-place torch op bumps) returns the stale entry."""
     for i, positions, values in perturbation:
-        flat = inputs[i].view(-1)
+        flat = inputs[i].data.view(-1)
         flat[positions.to(flat.device)] = values.to(device=flat.device, dtype=flat.dtype)
 
 

@@ -47,6 +47,7 @@ def test_honest_candidates_pass_every_check(relative, candidate):
     ("calls_reference", "no_reference_call"),
     ("degrades_after_warmup", "recheck_after_timing"),
     ("fingerprint_cache", "recheck_after_timing"),
+    ("version_cache", "recheck_after_timing"),
 ])
 def test_each_cheat_is_caught_by_its_check(fixture, check):
     verdict = verdict_of(f"cheats/{fixture}.py")
