@@ -1,7 +1,7 @@
 """How a verified candidate is scored, and the one geometric mean every table uses.
 
 A candidate's score is its measured speedup over the initial kernel, the geometric mean over the
-input groups of ratios of medians taken in the same timing run (each group counts the same,
+input groups of ratios of medians timed with one protocol on one device (each group counts the same,
 whatever its size); where nothing was timed (the CPU interpreter), the static estimate's predicted
 gain, labelled as such; a candidate that failed verification scores 0.
 

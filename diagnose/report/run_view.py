@@ -71,7 +71,8 @@ def timed(report: Report) -> bool:
 
 def timing_note(report: Report) -> str:
     if timed(report):
-        return f"Timed on {report.device}: speedups are ratios of medians measured side by side."
+        return (f"Timed on {report.device}: speedups are ratios of medians measured with one protocol "
+                "(the baselines in a worker of their own).")
     return (f"Nothing was timed (device {report.device}): candidates are ranked by the static estimate, "
             "and every gain shown is an estimate.")
 

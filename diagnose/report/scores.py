@@ -1,7 +1,7 @@
 """How good a verified candidate is: measured speedup over the initial kernel, or its estimate.
 
 With timings, the score is the geometric mean over input groups of initial median / candidate median,
-both from the same timing run; without a device, the candidate's predicted gain, labelled an estimate
+both timed with the harness's protocol on one device; without a device, the candidate's predicted gain, labelled an estimate
 (`diagnose/scoring.py` has the rule). Everything here reads records (`Verdict`, `Candidate`).
 """
 
