@@ -45,6 +45,7 @@ GRIDS = {
 # Names the rewritten host code may use beyond its own locals and the kernels.
 HOST_NAMES = frozenset({"torch", "triton", "extern_kernels", "aten", "device", "self", "math", "inf", "nan"})
 GRID_FUNCTION = '''
+
 def {name}(meta):
     """Inductor's {grid_type}: one program per block of {dims}."""
     return ({cells},)
