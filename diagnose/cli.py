@@ -690,6 +690,8 @@ def decompose(
                                        "report.md (default: MODEL.decompose/ beside the model)."),
     prefer: str = typer.Option("torch", "--prefer", callback=preference, help="torch or triton: the choice where nothing is timed."),
     timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
+    with_inductor: bool = typer.Option(True, "--inductor/--no-inductor", help="Also try, per subgraph, the "
+                                       "Triton kernels Inductor generates for it (<name>.inductor.py)."),
 ):
     """Cut a model into subgraph tasks, verify each subgraph's candidates, and compose a ModelNew that
     calls one chosen implementation per subgraph (swappable), verified end to end."""
@@ -699,7 +701,8 @@ def decompose(
     options = CheckOptions(device=device, seeds=tuple(range(seeds)), timeout_s=timeout or CheckOptions.timeout_s,
                            baselines=("eager",), unseen_shapes=False)
     with worker_timeout(timeout):
-        code, text = decompose_command(model, kernels, options, out, prefer)  # type: ignore[arg-type]
+        code, text = decompose_command(model, kernels, options, out, prefer,  # type: ignore[arg-type]
+                                       with_inductor)
     typer.echo(text, nl=False)
     raise typer.Exit(code)
 

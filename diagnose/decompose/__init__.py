@@ -5,6 +5,8 @@ independently verified implementations, and a composite `ModelNew` that calls on
 - `partition.py` groups the nodes Inductor-style (an anchor op and its elementwise epilogue);
 - `subtask.py` writes each group as a task file in the task format (worker side);
 - `jobs.py` is the worker entry that does those three steps;
+- `inductor.py` makes each subgraph's `inductor` candidate in a worker: Inductor's Triton kernels for
+  it, rewritten as a standalone Triton `ModelNew` by `inductor_source.py`;
 - `candidates.py` verifies each subgraph's candidates, `choose.py` picks one;
 - `compose.py` writes the composite, `report.py` renders the outcome, `command.py` runs it all.
 """

@@ -6,6 +6,9 @@
   `Model`'s constructor (no arguments) and forward, verified with the harness as `diagnose check`
   verifies a candidate file. On a device its time and the torch ops' (the harness's `eager` baseline)
   come from the same timing run.
+- `inductor`: `<name>.inductor.py`, the Triton kernels Inductor generates for the subgraph as a
+  standalone `ModelNew` (`inductor.py`), verified and timed the same way; `unavailable`, with the
+  reason, where Inductor gives none (a lone matmul is `extern_kernels.mm`, no Triton kernel).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from diagnose.decompose.choose import Candidate
+from diagnose.decompose.inductor import Extraction
 from diagnose.records import Verdict
 from diagnose.task import load_task
 from diagnose.verify.harness import CheckOptions, verify
@@ -28,14 +32,21 @@ def kernel_for(name: str, kernels: Path | None) -> Path | None:
     return path.resolve() if path.is_file() else None
 
 
-def candidates(task_file: Path, kernel: Path | None, options: CheckOptions) -> tuple[Candidate, ...]:
-    """The torch candidate, and the Triton one verified (and on a device timed) when there is a kernel."""
-    if kernel is None:
-        return (Candidate("torch", str(task_file), "reference", note=REFERENCE_NOTE),)
-    verdict = verify(load_task(task_file, candidate=kernel), options)
-    eager, mine = median(verdict, "eager"), median(verdict, "candidate")
-    return (Candidate("torch", str(task_file), "reference", eager, REFERENCE_NOTE),
-            Candidate("triton", str(kernel), "passed" if verdict.passed else "failed", mine, why(verdict)))
+def candidates(task_file: Path, kernel: Path | None, options: CheckOptions,
+               inductor: Extraction | None = None) -> tuple[Candidate, ...]:
+    """The torch candidate, then the user's Triton one (when there is a kernel) and Inductor's (when
+    extraction ran), each verified (and on a device timed) against the subgraph's task."""
+    tried, eager = [], None
+    for name, path in (("triton", kernel), ("inductor", inductor.path if inductor else None)):
+        if path is None:
+            continue
+        verdict = verify(load_task(task_file, candidate=path), options)
+        eager = eager if eager is not None else median(verdict, "eager")
+        tried.append(Candidate(name, str(path), "passed" if verdict.passed else "failed",
+                               median(verdict, "candidate"), why(verdict)))
+    if inductor is not None and inductor.path is None:
+        tried.append(Candidate("inductor", "", "unavailable", note=inductor.reason))
+    return (Candidate("torch", str(task_file), "reference", eager, REFERENCE_NOTE), *tried)
 
 
 def median(verdict: Verdict, variant: str) -> float | None:

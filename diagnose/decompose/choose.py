@@ -10,15 +10,16 @@ Prefer = Literal["torch", "triton"]
 
 @dataclass(frozen=True)
 class Candidate:
-    """One implementation of a subgraph: `torch` (the subgraph as it is) or `triton` (the user's).
+    """One implementation of a subgraph: `torch` (the subgraph as it is), `triton` (the user's kernel)
+    or `inductor` (the Triton kernels Inductor generates for it, `inductor.py`).
 
     `status`: `reference` (the torch ops themselves: nothing to verify), `passed` or `failed` (the
-    harness's verdict against the subgraph's task). `time_ms`: the median on a device, None when not
-    timed (on CPU nothing is)."""
+    harness's verdict against the subgraph's task), `unavailable` (no candidate could be made: `note`
+    says why). `time_ms`: the median on a device, None when not timed (on CPU nothing is)."""
 
     name: str
     path: str
-    status: Literal["reference", "passed", "failed"]
+    status: Literal["reference", "passed", "failed", "unavailable"]
     time_ms: float | None = None
     note: str = ""
 
@@ -34,22 +35,27 @@ class Choice:
 def choose(candidates: tuple[Candidate, ...], prefer: Prefer = "torch") -> Choice:
     """Pick one implementation of a subgraph.
 
-    Torch unless a Triton candidate passed verification and either both were timed and it is faster,
-    or nothing was timed (the CPU interpreter) and the user asked `--prefer triton`. Choosing torch
-    over a Triton candidate is a Swap: the PyTorch ops go back where the subkernel failed or trails.
+    Torch unless a Triton candidate (the user's or Inductor's) passed verification and either it was
+    timed and is the fastest, or nothing was timed (the CPU interpreter) and the user asked `--prefer
+    triton` (then the user's kernel before Inductor's: it was written for this). Choosing torch over a
+    Triton candidate is a Swap: the PyTorch ops go back where the subkernels failed or trail.
     """
     torch = next(c for c in candidates if c.name == "torch")
-    triton = next((c for c in candidates if c.name == "triton"), None)
-    if triton is None:
-        return Choice("torch", "no Triton candidate (no kernel file for this subgraph)")
-    if triton.status != "passed":
-        return Choice("torch", f"Swap: the Triton candidate failed verification ({triton.note})")
-    if triton.time_ms is not None and torch.time_ms is not None:
-        if triton.time_ms < torch.time_ms:
-            return Choice("triton", f"verified and faster ({triton.time_ms:.3g} ms vs {torch.time_ms:.3g} ms)")
-        return Choice("torch", f"Swap: the Triton candidate is slower ({triton.time_ms:.3g} ms vs "
-                               f"{torch.time_ms:.3g} ms)")
+    tritons = [c for c in candidates if c.name != "torch" and c.status != "unavailable"]
+    if not tritons:
+        return Choice("torch", "no Triton candidate (no kernel file, no Inductor kernel for this subgraph)")
+    passed = [c for c in tritons if c.status == "passed"]
+    if not passed:
+        failed = "; ".join(f"{c.name}: {c.note}" for c in tritons)
+        return Choice("torch", f"Swap: every Triton candidate failed verification ({failed})")
+    timed = [c for c in passed if c.time_ms is not None]
+    if timed and torch.time_ms is not None:
+        best = min(timed, key=lambda c: c.time_ms)
+        if best.time_ms < torch.time_ms:
+            return Choice(best.name, f"verified and faster ({best.time_ms:.3g} ms vs {torch.time_ms:.3g} ms)")
+        return Choice("torch", f"Swap: the fastest Triton candidate ({best.name}) is slower "
+                               f"({best.time_ms:.3g} ms vs {torch.time_ms:.3g} ms)")
     if prefer == "triton":
-        return Choice("triton", "verified; not timed, chosen as asked (--prefer triton)")
-    return Choice("torch", "the Triton candidate verified but nothing was timed: torch kept "
+        return Choice(passed[0].name, "verified; not timed, chosen as asked (--prefer triton)")
+    return Choice("torch", f"the {passed[0].name} candidate verified but nothing was timed: torch kept "
                            "(--prefer triton to choose it)")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from diagnose.decompose import compose
+from diagnose.decompose import compose, inductor
 from diagnose.decompose.candidates import candidates, kernel_for, why
 from diagnose.decompose.choose import Prefer, choose
 from diagnose.decompose.jobs import capture
@@ -37,8 +37,9 @@ def output_folder(folder: Path) -> Path:
 
 
 def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Path | None = None,
-              prefer: Prefer = "torch") -> DecomposeReport:
-    """The whole command's work; the report it renders."""
+              prefer: Prefer = "torch", with_inductor: bool = True) -> DecomposeReport:
+    """The whole command's work; the report it renders. `with_inductor`: each subgraph also gets the
+    candidate Inductor generates for it (`inductor.py`)."""
     model = model.resolve() if model.exists() else model
     missing = [n for n in REFERENCE_NAMES if n not in top_level_names(parse_file(model))]
     if missing:
@@ -56,10 +57,11 @@ def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Pat
             shutil.rmtree(folder, ignore_errors=True)
         raise
     records = {r.name: r for r in found.records}
+    extracted = inductor.extract(found.files, options.device, options.timeout_s) if with_inductor else {}
     rows, chosen, tried, notes = [], {}, {}, {}
     for sg, task_file in zip(found.subgraphs, found.files):
         kernel = kernel_for(sg.name, kernels)
-        tried_here = candidates(task_file, kernel, options)
+        tried_here = candidates(task_file, kernel, options, extracted.get(task_file))
         choice = choose(tried_here, prefer)
         chosen[sg.name] = choice.name
         notes[sg.name] = choice.why
@@ -86,7 +88,7 @@ def end_to_end(model: Path, composite: Path, chosen: dict[str, str], options: Ch
 
 
 def decompose_command(model: Path, kernels: Path | None, options: CheckOptions, out: Path | None,
-                      prefer: Prefer) -> tuple[int, str]:
+                      prefer: Prefer, with_inductor: bool = True) -> tuple[int, str]:
     """Exit code (1 when the composite fails end to end) and the Markdown report."""
-    report = decompose(model, kernels, options, out, prefer)
+    report = decompose(model, kernels, options, out, prefer, with_inductor)
     return (EXIT_FAILED if report.end_to_end.passed is False else EXIT_OK), markdown(report)

@@ -1,8 +1,8 @@
 """The composite `ModelNew`: readable code that calls one chosen implementation per subgraph.
 
-Written beside the subtask files (`<name>.py`, and `triton_<name>.py`, a copy of the user's kernel,
-for each subgraph that has one). Every choice is a named entry of one table, `CHOICES`, which a user
-edits to swap an implementation; each subgraph is one method of `ModelNew`, so an error or a time is
+Written beside the subtask files (`<name>.py`; `triton_<name>.py`, a copy of the user's kernel, for
+each subgraph that has one; `<name>.inductor.py`, Inductor's kernels, where they were extracted).
+Every choice is a named entry of one table, `CHOICES`, which a user edits to swap an implementation; each subgraph is one method of `ModelNew`, so an error or a time is
 traced to it. The composite builds its subgraphs from their task files, which load the whole model's
 parameter values as `diagnose decompose` captured them (built as the harness builds `Model`: same
 seed, so the same values the end-to-end verification's reference has).
@@ -22,7 +22,8 @@ TRITON_FILE = "triton_{}.py"
 HEADER = '''"""The composite of {model}, written by `diagnose decompose`: one implementation per subgraph.
 
 Swap an implementation by editing CHOICES: "torch" runs the subgraph's own ops (`<name>.py`),
-"triton" the Triton kernel verified for it (`triton_<name>.py`).
+"triton" the Triton kernel verified for it (`triton_<name>.py`), "inductor" the Triton kernels
+Inductor generated for it (`<name>.inductor.py`).
 """
 import importlib.util
 from pathlib import Path
@@ -33,6 +34,8 @@ HERE = Path(__file__).resolve().parent
 
 CHOICES = {{
 {choices}}}
+# Where each kind of implementation of subgraph `name` is.
+FILES = {{"triton": "triton_{{name}}.py", "inductor": "{{name}}.inductor.py"}}
 
 
 def module(path: Path):
@@ -48,7 +51,7 @@ def load(name: str) -> nn.Module:
     reference = module(HERE / f"{{name}}.py").Model()
     if CHOICES[name] == "torch":
         return reference
-    kernel = module(HERE / f"triton_{{name}}.py").ModelNew()
+    kernel = module(HERE / FILES[CHOICES[name]].format(name=name)).ModelNew()
     # The subgraph's values go to the parameters the kernel names as the subgraph does.
     own, values = kernel.state_dict(), reference.state_dict()
     kernel.load_state_dict({{k: v for k, v in values.items() if k in own and own[k].shape == v.shape}},
@@ -70,7 +73,7 @@ def shape_of(record: NodeRecord) -> str:
 
 
 def composite_source(found: Decomposition, choices: dict[str, str], notes: dict[str, str]) -> str:
-    """The composite file's text for these choices (subgraph name -> `torch` or `triton`)."""
+    """The composite file's text for these choices (subgraph name -> `torch`, `triton` or `inductor`)."""
     records = {r.name: r for r in found.records}
     table = "".join(f'    "{sg.name}": "{choices[sg.name]}",' + (f"  # {notes[sg.name]}" if notes.get(sg.name) else "")
                     + "\n" for sg in found.subgraphs)

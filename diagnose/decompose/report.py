@@ -43,6 +43,8 @@ class DecomposeReport:
 
 
 def verdict_text(candidate: Candidate) -> str:
+    if candidate.status == "unavailable":
+        return f"{candidate.name}: unavailable"
     time = f"{candidate.time_ms:.3g} ms" if candidate.time_ms is not None else NOT_TIMED
     return f"{candidate.name}: {candidate.status}, {time}"
 
@@ -58,9 +60,12 @@ def markdown(report: DecomposeReport) -> str:
         tried = "<br>".join(verdict_text(c) for c in sg.candidates)
         lines.append(f"| {sg.name} | {sg.ops} | {sg.inputs} -> {sg.output} | {tried} | {sg.choice.name} | "
                      f"{sg.choice.why} |")
-    failed = [(sg.name, c.note) for sg in report.subgraphs for c in sg.candidates if c.status == "failed"]
+    failed = [(sg.name, c.name, c.note) for sg in report.subgraphs for c in sg.candidates if c.status == "failed"]
     if failed:
-        lines += ["", "Rejected candidates:", *(f"- {name}: {note}" for name, note in failed)]
+        lines += ["", "Rejected candidates:", *(f"- {name} ({kind}): {note}" for name, kind, note in failed)]
+    missing = [(sg.name, c.name, c.note) for sg in report.subgraphs for c in sg.candidates if c.status == "unavailable"]
+    if missing:
+        lines += ["", "Candidates not made:", *(f"- {name} ({kind}): {note}" for name, kind, note in missing)]
     if report.unused_kernels:
         lines += ["", f"Kernel files named for no subgraph (not used): {', '.join(report.unused_kernels)}"]
     verdict = {True: "PASSED", False: "FAILED", None: "torch only, nothing to verify"}[report.end_to_end.passed]

@@ -18,7 +18,7 @@ OPTIONS = CheckOptions(seeds=(0, 1), baselines=("eager",), unseen_shapes=False)
 
 
 def test_a_correct_kernel_is_chosen_and_the_composite_verifies_end_to_end(tmp_path):
-    report = decompose(MODELS / "mlp.py", MODELS / "kernels_good", OPTIONS, tmp_path / "out", "triton")
+    report = decompose(MODELS / "mlp.py", MODELS / "kernels_good", OPTIONS, tmp_path / "out", "triton", with_inductor=False)
     first, second = report.subgraphs
     assert [(c.name, c.status) for c in first.candidates] == [("torch", "reference"), ("triton", "passed")]
     assert first.choice.name == "triton" and second.choice.name == "torch"
@@ -30,7 +30,7 @@ def test_a_correct_kernel_is_chosen_and_the_composite_verifies_end_to_end(tmp_pa
 
 
 def test_a_wrong_kernel_is_rejected_and_torch_swapped_back(tmp_path):
-    report = decompose(MODELS / "mlp.py", MODELS / "kernels_bad", OPTIONS, tmp_path / "out", "triton")
+    report = decompose(MODELS / "mlp.py", MODELS / "kernels_bad", OPTIONS, tmp_path / "out", "triton", with_inductor=False)
     first = report.subgraphs[0]
     assert first.candidates[1].status == "failed" and "wrong output" in first.candidates[1].note
     assert first.choice.name == "torch" and first.choice.why.startswith("Swap")
@@ -39,7 +39,7 @@ def test_a_wrong_kernel_is_rejected_and_torch_swapped_back(tmp_path):
 
 def test_the_all_torch_composite_computes_the_model_s_forward(tmp_path):
     # The composite with every CHOICES entry torch, run here (no Triton: nothing for the harness to check).
-    report = decompose(MODELS / "attention.py", None, OPTIONS, tmp_path / "out")
+    report = decompose(MODELS / "attention.py", None, OPTIONS, tmp_path / "out", with_inductor=False)
     source = report.composite.read_text()
     assert re.findall(r'"(sg\d_\w+)": "torch"', source) == [sg.name for sg in report.subgraphs]
     composite, original = import_task_file(report.composite), import_task_file(MODELS / "attention.py")
@@ -53,7 +53,7 @@ def test_kernel_files_named_for_no_subgraph_are_reported_unused(tmp_path):
     kernels = tmp_path / "kernels"
     kernels.mkdir()
     (kernels / "sg9_nothing.py").write_text("")
-    report = decompose(MODELS / "mlp.py", kernels, OPTIONS, tmp_path / "out")
+    report = decompose(MODELS / "mlp.py", kernels, OPTIONS, tmp_path / "out", with_inductor=False)
     assert report.unused_kernels == ("sg9_nothing.py",)
     assert all(len(sg.candidates) == 1 for sg in report.subgraphs)
     assert "named for no subgraph (not used): sg9_nothing.py" in (tmp_path / "out" / "report.md").read_text()
@@ -62,5 +62,5 @@ def test_kernel_files_named_for_no_subgraph_are_reported_unused(tmp_path):
 def test_a_folder_not_made_by_decompose_is_never_written(tmp_path):
     (tmp_path / "mine.txt").write_text("keep")
     with pytest.raises(UsageError, match="not made by `diagnose decompose`"):
-        decompose(MODELS / "mlp.py", None, OPTIONS, tmp_path)
+        decompose(MODELS / "mlp.py", None, OPTIONS, tmp_path, with_inductor=False)
     assert not (tmp_path / MARKER).exists()
