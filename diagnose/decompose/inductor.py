@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from diagnose import syntax
 from diagnose.decompose import inductor_source
 from diagnose.decompose.inductor_source import Config, Host, Unsupported
 from diagnose.decompose.subtask import owner_of
@@ -149,7 +150,7 @@ def parameter_code(name: str, model) -> str:
 
 
 def task_model(task: Path) -> ast.ClassDef:
-    tree = ast.parse(task.read_text())
+    tree = syntax.parse(task.read_text())
     return next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
 
 

@@ -27,6 +27,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from diagnose import syntax
+
 KERNEL = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)', '''\n(.*?)''', device_str='(\w+)'\)", re.S | re.M)
 DECORATOR = re.compile(r"^@triton_heuristics\.(\w+)\(\n(.*?)^\)\n(?=@triton\.jit)", re.S | re.M)
 GRID_TYPE = re.compile(r"'grid_type': '(\w+)'")
@@ -179,7 +181,7 @@ def rewritten_host(body: str, grids: dict[str, str]) -> list[str]:
 
 def undefined_names(lines: list[str], known: set[str]) -> list[str]:
     """Names the host code reads that it neither assigns nor has from this file."""
-    tree = ast.parse("def forward():\n" + "".join(f"    {line}\n" for line in lines))
+    tree = syntax.parse("def forward():\n" + "".join(f"    {line}\n" for line in lines))
     assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
     read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return sorted(read - assigned - known - HOST_NAMES)
