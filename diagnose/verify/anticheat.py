@@ -18,6 +18,8 @@ exploits bypassed gpu-mode/pygpubench (its PR #7). Ghost replay is KernelGenBenc
 - `side_stream`: no work escapes the timing stream (devices only): no Triton kernel still runs on
   another stream once the timed stream is done, and a device-wide sync inside the timed region costs
   little.
+- `inputs_in_turn`: no job asked the vault for a file out of turn (`diagnose/verify/vault.py`): a case's
+  inputs fetched before the harness fetched them, or a file that was not the job's.
 
 The verdict is computed here, out of the candidate's reach: its process never holds a reference output,
 and comparison runs in this process on tensors loaded with `weights_only=True`.
@@ -84,6 +86,12 @@ def recheck_after_timing(case: CaseResult | None, phase: str) -> CheckResult:
     if not case.passed:
         return CheckResult("recheck_after_timing", False, f"wrong after the {phase}: {case.reason}")
     return CheckResult("recheck_after_timing", True, f"correct after the {phase}")
+
+
+def inputs_in_turn(refused: list[str]) -> CheckResult:
+    if refused:
+        return CheckResult("inputs_in_turn", False, f"inputs asked for out of turn: {', '.join(refused[:4])}")
+    return CheckResult("inputs_in_turn", True)
 
 
 def side_stream(ratios: dict[str, float], medians_ms: dict[str, float], escaped_calls: dict[str, int]) -> CheckResult:

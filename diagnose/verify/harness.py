@@ -3,7 +3,9 @@
 The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
 
 1. the reference job draws every case's inputs (several seeds x the selected input groups, plus one
-   spare case for the re-check) and computes the reference outputs;
+   spare case for the re-check) and computes the reference outputs; the parent seals its files in a
+   vault (`diagnose/verify/vault.py`), from which each later job fetches a case's inputs only when the
+   case runs, each once (`anticheat.inputs_in_turn`);
 2. the candidate job runs `ModelNew` on the same inputs, its launches counted and the reference trapped;
    where nothing is timed it also soaks (repeated calls) and then runs the spare case;
 3. the parent compares outputs and decides the anti-cheat checks (`diagnose/verify/anticheat.py`);
@@ -36,9 +38,11 @@ from diagnose.records import CheckResult, Failure, Timing, Verdict
 from diagnose.runtime.devices import Placement, timed
 from diagnose.task import Task
 from diagnose.verify import anticheat
+from diagnose.verify.jobs import candidate_files
 from diagnose.verify.judge import Held, compare_held, judge, key
 from diagnose.verify.options import CheckOptions, placement_for, run_job
 from diagnose.verify.reference import KeptReference, Reference, prepared
+from diagnose.verify.timing_jobs import baseline_files, timing_files
 
 __all__ = ["NOT_TIMED", "PHASES", "CheckOptions", "KeptReference", "Reference", "prepared", "verify"]
 
@@ -123,20 +127,22 @@ def verify_against(task: Task, options: CheckOptions, where: Placement, referenc
     notes = tuple(reference.value["notes"])
     cases, spare = reference.cases, reference.spare
     on_device = timed(options.device)
+    refused: list[str] = []  # requests the vault refused, in any job of this verification
     with tempfile.TemporaryDirectory(prefix="diagnose-candidate-") as out:
         common = {"device": options.device, "job_dir": reference.job_dir, "out_dir": out,
                   "device_lock": options.device_lock}
-        with clock("candidate"):
-            cand = run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "check",
-                                             "cases": cases + ([] if on_device else [spare]),
-                                             "soak": 0 if on_device else options.soak}, options, where)
+        judged_cases, soak = cases + ([] if on_device else [spare]), 0 if on_device else options.soak
+        with clock("candidate"), reference.vault.ticket(candidate_files(judged_cases, soak)) as ticket:
+            cand = run_job("candidate_job", {**common, **ticket.payload, "candidate": str(task.candidate_path),
+                                             "mode": "check", "cases": judged_cases, "soak": soak}, options, where)
+        refused += ticket.refused
         if not cand.ok:
             return Verdict(False, options.device, failure=cand.failure, versions=versions, notes=notes,
                            phases=phases.done())
         results = [r for r in cand.value["cases"] if r["role"] != "recheck"]
         empty = empty_cases(cases, held)
         with clock("compare"):
-            judged = judge(cases, results, held, tolerances)
+            judged = judge(cases, results, held, tolerances, reference.vault.load)
         checks = [
             anticheat.launches_triton(results, empty),
             anticheat.no_reference_call(cand.value["reference_calls"]),
@@ -151,16 +157,18 @@ def verify_against(task: Task, options: CheckOptions, where: Placement, referenc
                 # and so is one of zeros where the host allocated zeros (Liger's JSD, every label ignored).
                 computed = [c for c in cases if (c["group"], c["seed"]) not in empty] or cases[:1]
                 computed = [c for c in computed if not all_zeros(held[key(c)][0])] or computed
-                checks.append(ghost_check(computed, held, common, task, options, where))
+                checks.append(ghost_check(computed, reference, common, task, options, where, refused))
             if on_device:
                 with clock("timing"):
-                    timings, timing_checks, timing_notes = time_candidate(task, reference, common, options, where)
+                    timings, timing_checks, timing_notes = time_candidate(task, reference, common, options, where,
+                                                                          refused)
                 checks += timing_checks
                 notes += timing_notes
             else:
                 after = next(r for r in cand.value["cases"] if r["role"] == "recheck")
                 checks.append(anticheat.recheck_after_timing(compare_held(spare, held, after["outputs"], tolerances),
                                                              f"soak of {int(cand.value.get('soak_calls', options.soak))} calls"))
+        checks.append(anticheat.inputs_in_turn(refused))
     passed = correct and all(c.passed for c in checks)
     return Verdict(passed, options.device, judged.cases, tuple(checks), timings,
                    versions=versions, notes=notes, phases=phases.done())
@@ -178,17 +186,17 @@ def all_zeros(outputs) -> bool:
     return all(getattr(out, "numel", lambda: 0)() > 0 and not bool(out.count_nonzero()) for out in outputs)
 
 
-def ghost_check(cases: list[dict], held: Held, common: dict, task: Task, options: CheckOptions,
-                where: Placement) -> CheckResult:
+def ghost_check(cases: list[dict], reference: Reference, common: dict, task: Task, options: CheckOptions,
+                where: Placement, refused: list[str]) -> CheckResult:
     """The candidate's Triton launches made no-ops must break its output, judged on the first of `cases`
     that can tell. A case whose output the task as given (`options.initial`) also gets right with its own
     launches made no-ops tells nothing, and the next one is tried: Liger's JSD with every label ignored
     returns the sum of a loss the host allocated as zeros, whatever its kernel does. Without an initial
     kernel the first case decides, as it always did."""
     for case in cases:
-        candidate = ghost_case(task.candidate_path, case, held, common, options, where)
+        candidate = ghost_case(task.candidate_path, case, reference, common, options, where, refused)
         if not isinstance(candidate, str) and candidate.passed and options.initial is not None:
-            initial = ghost_case(options.initial, case, held, common, options, where)
+            initial = ghost_case(options.initial, case, reference, common, options, where, refused)
             if not isinstance(initial, str) and initial.passed:
                 continue
         return (anticheat.ghost_replay(None, candidate) if isinstance(candidate, str)
@@ -196,25 +204,31 @@ def ghost_check(cases: list[dict], held: Held, common: dict, task: Task, options
     return anticheat.ghost_uninformative(len(cases))
 
 
-def ghost_case(path, case: dict, held: Held, common: dict, options: CheckOptions, where: Placement):
+def ghost_case(path, case: dict, reference: Reference, common: dict, options: CheckOptions, where: Placement,
+               refused: list[str]):
     """The ghost replay of the `ModelNew` of the file at `path` on one case: its comparison with the
     reference's output, or the failure's message when the run failed."""
-    ghost = run_job("candidate_job", {**common, "candidate": str(path), "mode": "ghost",
-                                      "cases": [case], "soak": 0}, options, where)
+    with reference.vault.ticket(candidate_files([case], 0)) as ticket:
+        ghost = run_job("candidate_job", {**common, **ticket.payload, "candidate": str(path), "mode": "ghost",
+                                          "cases": [case], "soak": 0}, options, where)
+    refused += ticket.refused
     if not ghost.ok:
         return ghost.failure.message
-    return compare_held(case, held, ghost.value["cases"][0]["outputs"], dict(options.tolerances))
+    return compare_held(case, reference.held, ghost.value["cases"][0]["outputs"], dict(options.tolerances))
 
 
-def time_candidate(task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement):
+def time_candidate(task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement,
+                   refused: list[str]):
     """Timings, the timing-phase checks and notes: the candidate's from its own timing worker, its
     baselines' from another that never imports a candidate (`time_baselines`)."""
-    selected, spare = reference.value["selected"], reference.spare
+    selected, spare, seed = reference.value["selected"], reference.spare, options.seeds[0]
     baselines, baseline_notes = time_baselines(task, reference, common, options, where)
-    result = run_job("timing_job", {**common, "candidate": str(task.candidate_path),
-                                    "groups": selected, "seed": options.seeds[0],
-                                    "inputs": reference.inputs_of(options.seeds[0]), "recheck": spare},
-                     options, where)
+    inputs = reference.inputs_of(seed)
+    with reference.vault.ticket(timing_files(inputs, spare, seed)) as ticket:
+        result = run_job("timing_job", {**common, **ticket.payload, "candidate": str(task.candidate_path),
+                                        "groups": selected, "seed": seed, "inputs": inputs, "recheck": spare},
+                         options, where)
+    refused += ticket.refused
     if not result.ok:
         failure: Failure = result.failure
         checks = [CheckResult("recheck_after_timing", False, f"timing run failed: {failure.kind}: {failure.message}")]
@@ -238,12 +252,12 @@ def time_baselines(task: Task, reference: Reference, common: dict, options: Chec
     keys = reference.baseline_keys(options)
     missing = [name for name, key in keys.items() if key not in reference.baseline_timings]
     if missing:
-        selected = reference.value["selected"]
-        result = run_job("baseline_timing_job", {
-            **common, "reference": str(task.reference_path),
-            "initial": str(options.initial) if "initial" in missing else None, "groups": selected,
-            "inputs": reference.inputs_of(options.seeds[0]),
-            "baselines": [name for name in missing if name != "initial"]}, options, where)
+        selected, inputs = reference.value["selected"], reference.inputs_of(options.seeds[0])
+        with reference.vault.ticket(baseline_files(inputs)) as ticket:
+            result = run_job("baseline_timing_job", {
+                **common, **ticket.payload, "reference": str(task.reference_path),
+                "initial": str(options.initial) if "initial" in missing else None, "groups": selected,
+                "inputs": inputs, "baselines": [name for name in missing if name != "initial"]}, options, where)
         for name in missing:
             if result.ok:
                 timings = tuple(Timing(**t) for t in result.value["timings"] if t["variant"] == name)

@@ -4,7 +4,9 @@
   reference outputs and the reference's state to the job folder.
 - `candidate_job` imports the candidate file, builds `ModelNew` with the reference's state, and runs it
   on the saved inputs with its Triton launches counted (or, in `ghost` mode, turned into no-ops). It
-  never sees a reference output: the parent reads those files and deletes them before it starts.
+  never sees a reference output: the parent reads those files and deletes them before it starts. It
+  never sees a case's inputs before the case runs either: the parent holds them in its vault
+  (`diagnose/verify/vault.py`) and the job fetches each when it needs it (`candidate_files` says which).
 
 The timing workers are `diagnose/verify/timing_jobs.py`.
 
@@ -17,8 +19,9 @@ On a device shared by several workers (`diagnose.runtime.device_lock`, the paylo
 what runs kernels holds the lock shared and the timing loop holds it alone.
 
 Values travel as files (`diagnose/verify/tensors.py`); the returned dicts carry only paths and counts.
-Jobs read the reference's files from `job_dir` and write their own into `out_dir` (one per verification,
-so that candidates verified at once against one prepared reference do not collide).
+The reference job writes into `job_dir`, whose files the parent then seals in its vault; later jobs
+fetch them from there (`diagnose.verify.fetch`) and write their own into `out_dir` (one per
+verification, so that candidates verified at once against one prepared reference do not collide).
 A candidate's inputs after the call travel only when the call changed one.
 """
 
@@ -34,6 +37,7 @@ from diagnose.runtime import device_lock
 from diagnose.runtime.devices import poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
 from diagnose.verify import instrument, shapes, tensors, torch_state
+from diagnose.verify.fetch import INIT_INPUTS, STATE, fetch
 from diagnose.verify.inputs import apply_perturbation, draw, draw_value, group_table, perturbation_for, select_groups
 
 INIT_SEED = 42
@@ -78,7 +82,7 @@ def run_forward(model, inputs: list, device: str, plain: bool = False) -> list:
     return tensors.to_cpu(outputs)
 
 
-def fill_uninitialized(job: Path) -> None:
+def fill_uninitialized(out: Path) -> None:
     """Every `torch.empty` of this process filled with NaN (integers with their maximum): an output a
     kernel only partly writes fails, however large, instead of passing on fresh zeroed pages (torch's
     own switch; `warn_only` keeps nondeterministic ops running). Check cases only: not in timing.
@@ -93,7 +97,7 @@ def fill_uninitialized(job: Path) -> None:
     if switch is not None:
         switch(True, warn_only=True)
     else:
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(job / "torchinductor"))
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(out / "torchinductor"))
         torch.use_deterministic_algorithms(True, warn_only=True)
     import torch.utils.deterministic  # the submodule holds the switch; on by default, set for clarity
 
@@ -124,8 +128,8 @@ def reference_job(payload: dict) -> dict:
     groups = select_groups(names, device, payload.get("groups"))
     init_inputs = list(module.get_init_inputs())
     model = build_model(module.Model, init_inputs, device)
-    tensors.save(init_inputs, job / "init_inputs.pt")
-    tensors.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, job / "state.pt")
+    tensors.save(init_inputs, job / INIT_INPUTS)
+    tensors.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, job / STATE)
     plan = [(g, s, "check") for g in groups for s in payload["seeds"]]
     plan.append((groups[0], payload["recheck_seed"], "recheck"))
     cases = []
@@ -213,10 +217,10 @@ def out_dir(payload: dict) -> Path:
     return Path(payload.get("out_dir") or payload["job_dir"])
 
 
-def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrument.LaunchLog,
+def run_case(model, case: dict, pristine: list, device: str, out: Path, mode: str, log: instrument.LaunchLog,
              lock: str | None = None) -> dict:
-    """One forward on a saved case; the inputs come back only if the call changed one (they can be GiB)."""
-    pristine = tensors.load(case["inputs"])
+    """One forward on a case's inputs (`pristine`, left as they are); the inputs come back only if the
+    call changed one (they can be GiB)."""
     before = log.total()
     with device_lock.shared(lock):
         inputs = tensors.copy_to(pristine, torch_device(device))
@@ -233,42 +237,56 @@ def run_case(model, case: dict, device: str, out: Path, mode: str, log: instrume
     }
 
 
-def recheck_in_place(model, inputs: list, case: dict, device: str, out: Path, log: instrument.LaunchLog,
-                     lock: str | None = None) -> dict:
+def recheck_in_place(model, inputs: list, case: dict, perturbation: list, device: str, out: Path,
+                     log: instrument.LaunchLog, lock: str | None = None) -> dict:
     """The re-check on the buffers the candidate was just timed or soaked on, a few elements changed in
     place (`diagnose.verify.inputs.perturbation_for`); the reference computed the same change."""
     before = log.total()
     with device_lock.shared(lock):
-        apply_perturbation(inputs, tensors.load(case["perturbation"]))
+        apply_perturbation(inputs, perturbation)
         outputs = run_forward(model, inputs, device, plain=True)
     return {"group": case["group"], "seed": case["seed"], "role": case["role"],
             "outputs": tensors.save(outputs, out / f"out_recheck_{case['group']}_{case['seed']}.pt"),
             "post_inputs": None, "launches": log.total() - before}
 
 
+def candidate_files(cases: list[dict], soak: int) -> list[str]:
+    """The vault's files `candidate_job` fetches for `cases` with `soak`: what the parent's ticket names.
+    The re-check fetches only the change it makes when it runs on the soaked buffers."""
+    checks = [c for c in cases if c["role"] != "recheck"]
+    names = [INIT_INPUTS, STATE, *(c["inputs"] for c in checks)]
+    for case in cases:
+        if case["role"] == "recheck":
+            names.append(case["perturbation"] if soak and checks and case.get("in_place") else case["inputs"])
+    return names
+
+
 def candidate_job(payload: dict) -> dict:
-    """Run ModelNew on every saved case; `mode` is `check` (launches counted) or `ghost` (no-ops)."""
-    device, job, mode = payload["device"], Path(payload["job_dir"]), payload["mode"]
+    """Run ModelNew on every case; `mode` is `check` (launches counted) or `ghost` (no-ops). Each case's
+    inputs are fetched from the vault right before it runs, the re-check's after the soak."""
+    device, mode = payload["device"], payload["mode"]
     out, lock = out_dir(payload), payload.get("device_lock")
     log = instrument.LaunchLog()
     watched = instrument.watch_launches(log, ghost=mode == "ghost")
     instrument.watch_graph_replays(log)
-    fill_uninitialized(job)
+    fill_uninitialized(out)
     module = import_task_file(payload["candidate"])
     instrument.trap_reference(module, log)
-    init_inputs = tensors.load(job / "init_inputs.pt")
-    model = build_model(module.ModelNew, init_inputs, device, tensors.load(job / "state.pt"))
-    results = []
+    init_inputs = fetch(payload, INIT_INPUTS)
+    model = build_model(module.ModelNew, init_inputs, device, fetch(payload, STATE))
+    results, first = [], None
     checks = [c for c in payload["cases"] if c["role"] != "recheck"]  # the seeds' cases, then unseen shapes
     rechecks = [c for c in payload["cases"] if c["role"] == "recheck"]
     for case in checks:
-        results.append(run_case(model, case, device, out, mode, log, lock))
+        pristine = fetch(payload, case["inputs"])
+        first = pristine if first is None else first
+        results.append(run_case(model, case, pristine, device, out, mode, log, lock))
     soaked, soak_calls = None, 0
     if payload.get("soak") and checks:
         # Stand-in for a timing loop where nothing is timed: a candidate that changes behaviour
         # after many calls is caught by the re-check case that follows. The soak runs on the first
         # case's inputs: the buffers an in-place re-check changes.
-        soaked = tensors.to_device(tensors.load(checks[0]["inputs"]), torch_device(device))
+        soaked = tensors.copy_to(first, torch_device(device))
         began = time.monotonic()
         for calls in range(1, payload["soak"] + 1):
             run_forward(model, soaked, device)
@@ -277,9 +295,10 @@ def candidate_job(payload: dict) -> dict:
         soak_calls = calls
     for case in rechecks:
         if soaked is not None and case.get("in_place"):
-            results.append(recheck_in_place(model, soaked, case, device, out, log, lock))
+            results.append(recheck_in_place(model, soaked, case, fetch(payload, case["perturbation"]), device, out,
+                                            log, lock))
         else:
-            results.append(run_case(model, case, device, out, mode, log, lock))
+            results.append(run_case(model, case, fetch(payload, case["inputs"]), device, out, mode, log, lock))
     if not instrument.intact(watched):
         raise RuntimeError("the candidate replaced the harness's launch wrapper on Triton's kernels "
                            "(`run`): its launches can be neither counted nor replayed")

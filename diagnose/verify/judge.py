@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from diagnose.records import CaseResult
 from diagnose.verify import tensors
@@ -59,7 +60,8 @@ def differs_beyond_tolerance(a: list, b: list, tolerances: dict) -> bool:
     return bool(a) and not compare_case("", 0, a, b, tolerances).passed
 
 
-def mutated_differently(case: dict, result: dict, reference_post: list | None) -> list[int]:
+def mutated_differently(case: dict, result: dict, reference_post: list | None,
+                        inputs_of: Callable[[str], list]) -> list[int]:
     """Inputs the candidate left differently from how the reference leaves them.
 
     An input the reference leaves alone must stay bit for bit as it was (a change in its lowest bits is a
@@ -69,7 +71,7 @@ def mutated_differently(case: dict, result: dict, reference_post: list | None) -
     """
     if result.get("post_inputs") is None:
         return list(case["mutated"])
-    pristine = tensors.load(case["inputs"])
+    pristine = inputs_of(case["inputs"])
     expected = reference_post if reference_post is not None else pristine
     actual = take(result["post_inputs"])
     by_reference = set(case["mutated"])
@@ -88,8 +90,10 @@ class Judged:
     mutations: tuple[tuple[str, list[int]], ...]
 
 
-def judge(cases: list[dict], results: list[dict], held: Held, tolerances: dict) -> Judged:
-    """Compare every case, pair consecutive seeds of a group and check input mutation.
+def judge(cases: list[dict], results: list[dict], held: Held, tolerances: dict,
+          inputs_of: Callable[[str], list]) -> Judged:
+    """Compare every case, pair consecutive seeds of a group and check input mutation (`inputs_of(name)`:
+    a case's inputs, from the vault).
 
     Each output file is read once and at most two of them are kept at a time: outputs of the large
     groups are GiB-sized.
@@ -102,6 +106,6 @@ def judge(cases: list[dict], results: list[dict], held: Held, tolerances: dict) 
         if previous is not None and previous[0]["group"] == case["group"]:
             label = f"{case['group']} seeds {previous[0]['seed']}/{case['seed']}"
             pairs.append((label, differs_beyond_tolerance(previous[1], refs, tolerances), differs(previous[2], outs)))
-        mutations.append((f"{case['group']}/{case['seed']}", mutated_differently(case, result, reference_post)))
+        mutations.append((f"{case['group']}/{case['seed']}", mutated_differently(case, result, reference_post, inputs_of)))
         previous = (case, refs, outs)
     return Judged(tuple(case_results), tuple(pairs), tuple(mutations))

@@ -1,11 +1,12 @@
 """The reference side of a verification, computed once and shared by every candidate of one task.
 
 `prepared(task, options, where)` runs the reference job in a fresh job folder and yields a `Reference`:
-the folder (every case's inputs, the init inputs and the model state, which candidate jobs read), the
-job's result, and the reference outputs held in this process (`diagnose/verify/judge.py`: their files
-are gone before any candidate runs). `verify(..., reference=...)` of another candidate of the same
-task, device, groups and seeds skips the reference job; a reference file that was edited since, or
-input files that changed on disk, make it run again (`serves`). The folder is deleted on exit.
+the job's result, the reference outputs held in this process (`diagnose/verify/judge.py`: their files
+are gone before any candidate runs) and the vault holding what the jobs read (every case's inputs and
+the re-check's change, the init inputs and the model state, `diagnose/verify/vault.py`: none of it is
+left on disk, and a job gets each file only when it asks for it). `verify(..., reference=...)` of
+another candidate of the same task, device, groups and seeds skips the reference job; a reference file
+that was edited since makes it run again (`serves`). The folder and the vault go on exit.
 
 An optimize run or a launch-config search verifies many candidates of one task: each one's reference
 job (a fresh worker drawing every case's inputs and running `Model` on them) was the same work again.
@@ -29,6 +30,7 @@ from diagnose.runtime.devices import Placement
 from diagnose.task import Task
 from diagnose.verify.judge import Held, take_references
 from diagnose.verify.options import CheckOptions, placement_for, run_job
+from diagnose.verify.vault import INIT_INPUTS, STATE, Vault
 
 
 def stamp(path: str | Path) -> tuple[str, int, int]:
@@ -46,17 +48,15 @@ def identity(task: Task, options: CheckOptions) -> tuple:
 class Reference:
     job_dir: str
     identity: tuple
-    value: dict  # the reference job's result; its cases no longer name the reference outputs
+    value: dict  # the reference job's result; its cases name their files in the vault, not on disk
     held: Held
-    # (path, size, mtime) of every file candidate jobs read from the folder
-    inputs: tuple[tuple[str, int, int], ...]
+    vault: Vault = field(compare=False, repr=False)
     # Each baseline's timings and notes by what they depend on (`baseline_keys`): timed once, in a
     # process with no candidate in it, for every candidate verified against this reference.
     baseline_timings: dict = field(default_factory=dict, compare=False, repr=False)
 
     def serves(self, task: Task, options: CheckOptions) -> bool:
-        return identity(task, options) == self.identity and all(
-            Path(path).exists() and stamp(path) == (path, size, mtime) for path, size, mtime in self.inputs)
+        return identity(task, options) == self.identity
 
     @property
     def cases(self) -> list[dict]:
@@ -64,7 +64,8 @@ class Reference:
         return [c for c in self.value["cases"] if c["role"] != "recheck"]
 
     def inputs_of(self, seed: int) -> dict[str, str]:
-        """The saved inputs of each group's case for `seed`, by group: what a timing job times on."""
+        """The inputs of each group's case for `seed` (their names in the vault), by group: what a timing
+        job times on."""
         return {c["group"]: c["inputs"] for c in self.cases if c["seed"] == seed and c["role"] == "check"}
 
     def baseline_keys(self, options: CheckOptions) -> dict[str, tuple]:
@@ -102,8 +103,23 @@ def prepared(task: Task, options: CheckOptions, where: Placement | None = None,
         if not ref.ok:
             raise UsageError(f"{task.reference_path}: the reference failed: {ref.failure.message}")
         held = take_references(ref.value["cases"])
-        files = [Path(job, "init_inputs.pt"), Path(job, "state.pt"), *(c["inputs"] for c in ref.value["cases"])]
-        yield Reference(job, before, ref.value, held, tuple(stamp(f) for f in files))
+        vault = Vault(Path(job), [INIT_INPUTS, STATE, *named_in_vault(ref.value["cases"])])
+        try:
+            yield Reference(job, before, ref.value, held, vault)
+        finally:
+            vault.close()
+
+
+def named_in_vault(cases: list[dict]) -> list[str]:
+    """The files the cases name (their inputs, the re-check's change), each now by its name alone: the
+    name a job fetches it by from the vault."""
+    names = []
+    for case in cases:
+        for role in ("inputs", "perturbation"):
+            if role in case:
+                case[role] = Path(case[role]).name
+                names.append(case[role])
+    return names
 
 
 class KeptReference:

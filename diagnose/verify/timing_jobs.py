@@ -2,7 +2,7 @@
 
 - `baseline_timing_job` times what a candidate is compared with: the initial kernel (the task as
   given), the reference's eager forward and its `torch.compile`, interleaved on the inputs the
-  reference job saved for the first seed. It imports the reference (with torch put back as it ships,
+  reference job drew for the first seed. It imports the reference (with torch put back as it ships,
   as the reference job does) and the initial file, never a candidate: no candidate code can slow the
   baselines down (wrap `Model.forward`, patch a torch op the eager path calls) to make its own speedup
   look larger. The parent runs it once per prepared reference (`Reference.baseline_timings`), so the
@@ -22,29 +22,47 @@ stable), and a candidate alone in its process holds no place in an order to gain
 
 The device's event class is pinned before any task code runs, and a job whose events were replaced
 fails (`timing.check_pinned`). The timing loops hold the device lock alone (`device_lock.exclusive`).
+Inputs come from the parent's vault, each group's when its timing starts and the re-check's change
+after the last timed call (`diagnose/verify/vault.py`; `timing_files` and `baseline_files` say which).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from diagnose.runtime import device_lock
 from diagnose.runtime.devices import empty_cache, events, torch_device
 from diagnose.task import import_task_file
 from diagnose.verify import instrument, tensors, timing
+from diagnose.verify.fetch import INIT_INPUTS, STATE, fetch
 from diagnose.verify.inputs import apply_perturbation
 from diagnose.verify.jobs import build_model, import_reference, out_dir, run_forward
+
+
+def baseline_files(inputs: dict[str, str]) -> list[str]:
+    """The vault's files `baseline_timing_job` and `side_by_side_job` fetch, for each group's `inputs`."""
+    return [INIT_INPUTS, STATE, *inputs.values()]
+
+
+def rechecks_timed_buffers(recheck: dict, groups, seed: int) -> bool:
+    """Whether the re-check after timing changes the buffers a group was timed on (those of its base
+    case), rather than running on inputs of its own."""
+    return bool(recheck.get("in_place")) and recheck["group"] in groups and seed == recheck["base_seed"]
+
+
+def timing_files(inputs: dict[str, str], recheck: dict, seed: int) -> list[str]:
+    """The vault's files `timing_job` fetches: each group's `inputs` (of `seed`), then the re-check's
+    change to the timed buffers, or its own inputs where it cannot change them in place."""
+    in_place = rechecks_timed_buffers(recheck, inputs, seed)
+    return [*baseline_files(inputs), recheck["perturbation"] if in_place else recheck["inputs"]]
 
 
 def baseline_timing_job(payload: dict) -> dict:
     """Time the initial kernel, eager and torch.compile on each group's saved inputs; no candidate here."""
     import torch  # deferred: torch is heavy
 
-    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    device, lock = payload["device"], payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any task code runs here
     reference, _ = import_reference(payload["reference"])
-    state = tensors.load(job / "state.pt")
-    init_inputs = tensors.load(job / "init_inputs.pt")
+    init_inputs, state = fetch(payload, INIT_INPUTS), fetch(payload, STATE)
     models = {}
     if payload.get("initial"):
         models["initial"] = build_model(import_task_file(payload["initial"]).ModelNew, init_inputs, device, state)
@@ -55,7 +73,7 @@ def baseline_timing_job(payload: dict) -> dict:
     timings, notes = [], []
     for group in payload["groups"]:
         with device_lock.shared(lock):
-            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
+            inputs = tensors.to_device(fetch(payload, payload["inputs"][group]), torch_device(device))
         variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
         if "eager" in baselines:
             variants["eager"] = lambda x=inputs: eager(*x)
@@ -80,11 +98,10 @@ def timing_job(payload: dict) -> dict:
     """Time the candidate alone on each group's saved inputs, then re-check it on the timed buffers."""
     import torch  # deferred: torch is heavy
 
-    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    device, lock = payload["device"], payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any candidate code runs here
     candidate = import_task_file(payload["candidate"])
-    state = tensors.load(job / "state.pt")
-    init_inputs = tensors.load(job / "init_inputs.pt")
+    init_inputs, state = fetch(payload, INIT_INPUTS), fetch(payload, STATE)
     model = build_model(candidate.ModelNew, init_inputs, device, state)
     timer = timing.EventTimer(device, backend=pinned)
     timings, side_streams, escapes = [], {}, {}
@@ -92,8 +109,8 @@ def timing_job(payload: dict) -> dict:
     recheck, timed_inputs = payload["recheck"], None
     for group in payload["groups"]:
         with device_lock.shared(lock):
-            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
-        if recheck.get("in_place") and group == recheck["group"] and payload["seed"] == recheck["base_seed"]:
+            inputs = tensors.to_device(fetch(payload, payload["inputs"][group]), torch_device(device))
+        if group == recheck["group"] and rechecks_timed_buffers(recheck, payload["groups"], payload["seed"]):
             timed_inputs = inputs  # the re-check changes these very buffers
         call = lambda x=inputs: model(*x)  # noqa: E731 - one name for the three measurements below
         with torch.no_grad(), device_lock.exclusive(lock):
@@ -106,10 +123,10 @@ def timing_job(payload: dict) -> dict:
     timing.check_pinned(pinned)
     with device_lock.shared(lock):
         if timed_inputs is not None:
-            apply_perturbation(timed_inputs, tensors.load(recheck["perturbation"]))
+            apply_perturbation(timed_inputs, fetch(payload, recheck["perturbation"]))
             inputs = timed_inputs
         else:
-            inputs = tensors.to_device(tensors.load(recheck["inputs"]), torch_device(device))
+            inputs = tensors.to_device(fetch(payload, recheck["inputs"]), torch_device(device))
         outputs = run_forward(model, inputs, device)
     return {"timings": timings, "side_stream_ratio": side_streams, "escaped_calls": escapes,
             "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt")}
@@ -120,17 +137,16 @@ def side_by_side_job(payload: dict) -> dict:
     `timing.measure` per group over all of them), under the device lock alone."""
     import torch  # deferred: torch is heavy
 
-    device, job, lock = payload["device"], Path(payload["job_dir"]), payload.get("device_lock")
+    device, lock = payload["device"], payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any variant's code runs here
-    state = tensors.load(job / "state.pt")
-    init_inputs = tensors.load(job / "init_inputs.pt")
+    init_inputs, state = fetch(payload, INIT_INPUTS), fetch(payload, STATE)
     models = {name: build_model(import_task_file(path).ModelNew, init_inputs, device, state)
               for name, path in payload["variants"].items()}
     timer = timing.EventTimer(device, backend=pinned)
     timings = []
     for group in payload["groups"]:
         with device_lock.shared(lock):
-            inputs = tensors.to_device(tensors.load(payload["inputs"][group]), torch_device(device))
+            inputs = tensors.to_device(fetch(payload, payload["inputs"][group]), torch_device(device))
         variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
         with torch.no_grad(), device_lock.exclusive(lock):
             timings += [t.to_dict() for t in timing.measure(timer, variants, group)]

@@ -32,7 +32,7 @@ def test_honest_candidates_pass_every_check(relative, candidate):
     assert verdict.passed, (verdict.failure, verdict.checks, verdict.cases)
     names = {c.name for c in verdict.checks}
     assert names == {"launches_triton", "no_reference_call", "input_sensitivity", "input_mutation",
-                     "ghost_replay", "recheck_after_timing"}
+                     "ghost_replay", "recheck_after_timing", "inputs_in_turn"}
     # three seeds at the task's sizes, one case at sizes it did not name (N 1000 -> 1001)
     assert [c.group for c in verdict.cases] == ["default"] * 3 + ["default@N=1001"]
     assert all(c.max_abs_err == 0 for c in verdict.cases)

@@ -16,6 +16,7 @@ import pytest
 
 from diagnose.task import load_task
 from diagnose.verify.harness import CheckOptions, prepared
+from diagnose.verify.timing_jobs import baseline_files, timing_files
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.slow
@@ -77,12 +78,16 @@ def test_baselines_are_timed_where_the_candidate_never_runs(tmp_path):
     task = load_task(FIXTURES / "cheats" / "slows_baselines.py")
     options = CheckOptions(device="cpu", seeds=(0,))
     with prepared(task, options) as reference:
+        inputs = reference.inputs_of(0)
         common = {"device": "cpu", "job_dir": reference.job_dir, "out_dir": str(tmp_path), "device_lock": None,
-                  "groups": reference.value["selected"], "inputs": reference.inputs_of(0)}
-        baselines = run_job("baseline_timing_job", {**common, "reference": str(task.reference_path),
-                                                    "initial": None, "baselines": ["eager"]})
-        candidate = run_job("timing_job", {**common, "candidate": str(task.candidate_path), "seed": 0,
-                                           "recheck": reference.spare})
+                  "groups": reference.value["selected"], "inputs": inputs}
+        with reference.vault.ticket(baseline_files(inputs)) as ticket:
+            baselines = run_job("baseline_timing_job", {**common, **ticket.payload, "reference": str(task.reference_path),
+                                                        "initial": None, "baselines": ["eager"]})
+        with reference.vault.ticket(timing_files(inputs, reference.spare, 0)) as ticket:
+            candidate = run_job("timing_job", {**common, **ticket.payload, "candidate": str(task.candidate_path),
+                                               "seed": 0, "recheck": reference.spare})
+        assert not ticket.refused
     # The candidate sleeps 5 ms in every eager call once built; a 1000-element add takes microseconds.
     assert 0 < medians(baselines)["eager"] < 1.0, baselines
     assert set(medians(baselines)) == {"eager"} and set(medians(candidate)) == {"candidate"}
