@@ -91,6 +91,13 @@ def test_memory_and_comparison_cheats_fail_correctness(fixture):
     assert not verdict.passed and not all(c.passed for c in verdict.cases)
 
 
+@pytest.mark.parametrize("fixture", ["reads_inputs_ahead", "fetches_inputs_ahead"])
+def test_no_case_is_read_or_fetched_ahead(fixture):
+    # On a device the answers read ahead would make every timed call free; the vault leaves none to read.
+    verdict = verdict_of(fixture)
+    assert not verdict.passed
+
+
 @pytest.mark.parametrize("fixture, kind", [("gpu_illegal_access", "cuda_error"), ("gpu_out_of_memory", "out_of_memory")])
 def test_device_faults_are_structured_failures(fixture, kind):
     verdict = verify(load_task(FIXTURES / "tasks" / f"{fixture}.py"),
