@@ -16,10 +16,6 @@ WRAPPED = FIXTURES / "modules" / "wrapped"
 TESTS = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "check_wrapped.py"]
 
 
-# Its tests run on one worker (`--dist loadgroup`): split across workers, each built the module's fixture.
-pytestmark = pytest.mark.xdist_group("capture_record_only")
-
-
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     project = tmp_path_factory.mktemp("wrapped") / "project"

@@ -18,10 +18,6 @@ MADE = {"l2_chain": ("sg0_conv2d", "sg1_groupnorm"), "mlp": ("sg0_linear",),
 EXTERN_ONLY = {"mlp": ("sg1_linear",), "attention": ("sg0_linear", "sg1_linear", "sg2_linear", "sg5_matmul")}
 
 
-# Its tests run on one worker (`--dist loadgroup`): split across workers, each built the module's fixture.
-pytestmark = pytest.mark.xdist_group("decompose_inductor")
-
-
 @pytest.fixture(scope="module")
 def extracted(decomposed):
     """(model, subgraph name) -> its `Extraction`, for the three fixtures' subgraphs (one worker)."""

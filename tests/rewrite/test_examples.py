@@ -22,10 +22,6 @@ EXPECTED = {
 }
 
 
-# Its tests run on one worker (`--dist loadgroup`): split across workers, each built the module's fixture.
-pytestmark = pytest.mark.xdist_group("rewrite_examples")
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """Each example copied to a folder of its own and rewritten (search, estimate, verification)."""

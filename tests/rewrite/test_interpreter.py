@@ -10,10 +10,6 @@ from tests.rewrite.conftest import verify_pairs
 from tests.rewrite.goldens import FIXTURES
 
 
-# Its tests run on one worker (`--dist loadgroup`): split across workers, each built the module's fixture.
-pytestmark = pytest.mark.xdist_group("rewrite_interpreter")
-
-
 @pytest.fixture(scope="module")
 def verdicts():
     ids = sorted(REWRITES)

@@ -59,10 +59,6 @@ def test_every_pair_is_verified_somewhere():
             assert (path.parent.name, style) in pairs, f"{path}: no before_{style}.py"
 
 
-# Its tests run on one worker (`--dist loadgroup`): split across workers, each built the module's fixture.
-pytestmark = pytest.mark.xdist_group("rewrite_styles")
-
-
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
     from diagnose.task import load_task
