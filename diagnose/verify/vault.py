@@ -10,8 +10,9 @@ included, can change it) and deletes it from the folder. The data then lives onl
 of this process, which is non-dumpable (`harness.hide_memory`: a worker running as the same user, not
 root, cannot open `/proc/<pid>/fd/*` of it).
 
-A worker asks for a file by name when it needs it (`diagnose.verify.fetch`), over a Unix socket in a
-private folder, with the ticket its job was given; the vault answers with the sealed file's descriptor
+A worker asks for a file by name when it needs it (`diagnose.verify.fetch`), over a Unix socket (in
+Linux's abstract namespace: no path to outgrow the 108 bytes a socket path may have under a long
+`TMPDIR`, nothing on disk), with the ticket its job was given (a 128-bit secret); the vault answers with the sealed file's descriptor
 (`SCM_RIGHTS`), which the worker maps and closes. A ticket names the files its job reads, and is good
 for each of them once: a candidate that fetches a case ahead of the harness (to precompute its answer)
 makes the harness's own fetch fail, and the job with it; a name outside the ticket, or a ticket that
@@ -27,10 +28,8 @@ import fcntl
 import json
 import os
 import secrets
-import shutil
 import socket
 import socketserver
-import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -88,8 +87,7 @@ class Vault:
         self._tickets: dict[str, Ticket] = {}
         self._strays: list[str] = []
         self._lock = threading.Lock()
-        self._home = Path(tempfile.mkdtemp(prefix="diagnose-vault-"))  # mode 0700
-        self.address = str(self._home / "socket")
+        self.address = f"\0diagnose-vault-{secrets.token_hex(8)}"
         self._server = _Server(self.address, self)
         threading.Thread(target=self._server.serve_forever, args=(POLL_S,), name="diagnose-vault",
                          daemon=True).start()
@@ -146,7 +144,6 @@ class Vault:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-        shutil.rmtree(self._home, ignore_errors=True)
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
