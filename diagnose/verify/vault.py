@@ -10,14 +10,18 @@ included, can change it) and deletes it from the folder. The data then lives onl
 of this process, which is non-dumpable (`harness.hide_memory`: a worker running as the same user, not
 root, cannot open `/proc/<pid>/fd/*` of it).
 
-A worker asks for a file by name when it needs it (`diagnose.verify.fetch`), over a Unix socket (in
-Linux's abstract namespace: no path to outgrow the 108 bytes a socket path may have under a long
-`TMPDIR`, nothing on disk), with the ticket its job was given (a 128-bit secret); the vault answers with the sealed file's descriptor
-(`SCM_RIGHTS`), which the worker maps and closes. A ticket names the files its job reads, and is good
-for each of them once: a candidate that fetches a case ahead of the harness (to precompute its answer)
-makes the harness's own fetch fail, and the job with it; a name outside the ticket, or a ticket that
-is not one, is refused. Every refusal is kept (`Ticket.refused`) and fails the verification
-(`anticheat.inputs_fetched_in_turn`) even when the candidate swallows the error.
+A worker asks for a file by name when it needs it (`diagnose.verify.fetch`), over a Unix socket in
+Linux's abstract namespace (no path to outgrow the 108 bytes a socket path may have under a long
+`TMPDIR`, nothing on disk), with its job's ticket (a 128-bit secret); the vault answers with the sealed
+file's descriptor (`SCM_RIGHTS`), which the worker maps and closes. A ticket names the files its job
+reads and is good for each of them once: a candidate that fetches a case ahead of the harness (to
+precompute its answer) makes the harness's own fetch fail, and the job with it. A name outside the
+ticket is refused too. Each refusal is kept on the ticket (`Ticket.refused`) and fails the
+verification (`anticheat.inputs_in_turn`) even when the candidate swallows the error; a request with
+no live ticket is kept apart (`Vault.strays`).
+
+The sealed files take memory, not disk, for as long as the prepared reference is kept: the size of
+every case's inputs once, beside the reference outputs the parent already holds.
 
 Linux only, as the harness's workers are.
 """
