@@ -179,7 +179,10 @@ def watch(proc: subprocess.Popen, timeout_s: float, memory_limit: int) -> Failur
                 "out_of_memory",
                 f"worker used {used / 2**30:.1f} GiB, over the {memory_limit / 2**30:.1f} GiB cap",
             )
-        time.sleep(POLL_S)
+        try:  # returns as soon as the worker ends: a job's result is not held up to the next poll
+            proc.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            pass
     # The worker is gone; anything it left in its group (a stray child) goes too.
     zygote.end_group(proc.pid)
     return None

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from diagnose.runtime import worker
@@ -68,9 +69,15 @@ class ForkedWorker:
             self.returncode = self.zygote.exit_code(self.pid)
         return self.returncode
 
-    def wait(self) -> int:
+    def wait(self, timeout: float | None = None) -> int:
+        """As `Popen.wait`: the exit code, raising `subprocess.TimeoutExpired` if it is still running
+        after `timeout` seconds. Wakes when the zygote reports an exit, not at the next poll."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
-            self.zygote.wait_for_exit(POLL_S)
+            left = POLL_S if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+            self.zygote.wait_for_exit(min(POLL_S, left))
         return self.returncode
 
 
@@ -207,12 +214,21 @@ def serve() -> None:
         out.write(json.dumps(message) + "\n")
         out.flush()
 
+    # A worker's exit wakes the loop at once (SIGCHLD writes into `woken`), rather than at the next poll:
+    # the parent hears of it as soon as it happens.
+    woken, wake = os.pipe()
+    os.set_blocking(wake, False)
+    os.set_blocking(woken, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.set_wakeup_fd(wake)
     pending = b""  # read from the descriptor itself: a buffered reader could hold a request select cannot see
     while True:
         if os.getppid() != parent:  # the parent is gone without ending us: end its workers too
             break
-        ready, _, _ = select.select([0], [], [], POLL_S)
-        if ready:
+        ready, _, _ = select.select([0, woken], [], [], POLL_S)
+        if woken in ready:
+            os.read(woken, 1 << 12)
+        if 0 in ready:
             chunk = os.read(0, 1 << 16)
             if not chunk:
                 break
@@ -222,6 +238,9 @@ def serve() -> None:
             job = json.loads(line)
             pid = os.fork()
             if pid == 0:
+                signal.set_wakeup_fd(-1)
+                os.close(woken)
+                os.close(wake)
                 _worker(job)
             children.add(pid)
             say({"id": job["id"], "pid": pid})
