@@ -84,12 +84,26 @@ def test_baselines_are_timed_where_the_candidate_never_runs(tmp_path):
         with reference.vault.ticket(baseline_files(inputs)) as ticket:
             baselines = run_job("baseline_timing_job", {**common, **ticket.payload, "reference": str(task.reference_path),
                                                         "initial": None, "baselines": ["eager"]})
+        assert ticket.served == ticket.names, "the ticket names what the job fetches, no more"
         with reference.vault.ticket(timing_files(inputs, reference.spare, 0)) as ticket:
             candidate = run_job("timing_job", {**common, **ticket.payload, "candidate": str(task.candidate_path),
                                                "seed": 0, "recheck": reference.spare})
-        assert not ticket.refused
+        assert not ticket.refused and ticket.served == ticket.names
     # The candidate sleeps 5 ms in every eager call once built; a 1000-element add takes microseconds.
     assert 0 < medians(baselines)["eager"] < 1.0, baselines
     assert set(medians(baselines)) == {"eager"} and set(medians(candidate)) == {"candidate"}
     assert candidate["escaped_calls"] == {"default": 0}
     assert candidate["recheck_outputs"]  # the re-check ran on the timed buffers
+
+
+def test_variants_are_timed_side_by_side_on_inputs_from_the_vault(tmp_path):
+    task = load_task(FIXTURES / "cheats" / "honest.py")
+    with prepared(task, CheckOptions(device="cpu", seeds=(0,))) as reference:
+        inputs = reference.inputs_of(0)
+        with reference.vault.ticket(baseline_files(inputs)) as ticket:
+            result = run_job("side_by_side_job", {
+                "device": "cpu", "job_dir": reference.job_dir, "device_lock": None, **ticket.payload,
+                "variants": {"a": str(task.candidate_path), "b": str(task.candidate_path)},
+                "groups": reference.value["selected"], "inputs": inputs})
+        assert not ticket.refused and ticket.served == ticket.names
+    assert set(medians(result)) == {"a", "b"} and all(m > 0 for m in medians(result).values())

@@ -68,3 +68,27 @@ def test_a_ticket_names_only_files_the_vault_holds(vault):
     with pytest.raises(KeyError):
         with vault.ticket(["ref_a.pt"]):
             pass
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("soak", [20, 0])
+def test_a_candidate_jobs_ticket_names_exactly_what_it_fetches(tmp_path, soak):
+    """A name on the ticket that the job never fetches is one a candidate could fetch ahead (the re-check's
+    inputs when the re-check only changes the soaked buffers): the ticket must name no more."""
+    from diagnose.runtime.runner import call
+    from diagnose.task import load_task
+    from diagnose.verify.harness import CheckOptions, prepared
+    from diagnose.verify.jobs import candidate_files
+    from tests.conftest import FIXTURES
+
+    task = load_task(FIXTURES / "cheats" / "honest.py")
+    with prepared(task, CheckOptions(device="cpu", seeds=(0, 1))) as reference:
+        cases = reference.cases + [reference.spare]
+        with reference.vault.ticket(candidate_files(cases, soak)) as ticket:
+            done = call("diagnose.verify.jobs:candidate_job", {
+                "device": "cpu", "job_dir": reference.job_dir, "out_dir": str(tmp_path), "device_lock": None,
+                **ticket.payload, "candidate": str(task.candidate_path), "mode": "check", "cases": cases,
+                "soak": soak}, interpret=True, timeout_s=120)
+        assert done.ok, done.failure
+        assert not ticket.refused and ticket.served == ticket.names
+        assert (reference.spare["perturbation"] in ticket.names) == bool(soak)
