@@ -46,7 +46,11 @@ def test_side_stream_work_the_timed_stream_waits_for_is_honest():
     ("calls_reference", "no_reference_call"),
     ("degrades_after_warmup", "recheck_after_timing"),
     ("fingerprint_cache", "recheck_after_timing"),  # timed on cached outputs, stale after the in-place change
-    ("version_cache", "recheck_after_timing"),  # the change is written through .data: no version moves
+    # On the device the caching allocator hands the next case's inputs the block the last case's had, at
+    # version 0: the cache answers a check case already (no launch, the same output for other inputs), and
+    # a candidate failing its cases is never timed (seen on an H100, 2026-12-06). On the CPU it reaches the
+    # re-check after the soak (tests/foundation/test_verification.py).
+    ("version_cache", "launches_triton"),
     ("side_stream", "side_stream"),
 ])
 def test_cheats_are_caught_on_the_device(fixture, check):
