@@ -9,6 +9,7 @@ the cap (an address-space limit would break CUDA, which reserves huge virtual ra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -179,10 +180,8 @@ def watch(proc: subprocess.Popen, timeout_s: float, memory_limit: int) -> Failur
                 "out_of_memory",
                 f"worker used {used / 2**30:.1f} GiB, over the {memory_limit / 2**30:.1f} GiB cap",
             )
-        try:  # returns as soon as the worker ends: a job's result is not held up to the next poll
+        with contextlib.suppress(subprocess.TimeoutExpired):  # returns as soon as the worker ends
             proc.wait(timeout=POLL_S)
-        except subprocess.TimeoutExpired:
-            pass
     # The worker is gone; anything it left in its group (a stray child) goes too.
     zygote.end_group(proc.pid)
     return None

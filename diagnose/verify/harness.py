@@ -40,7 +40,7 @@ from diagnose.task import Task
 from diagnose.verify import anticheat
 from diagnose.verify.jobs import candidate_files
 from diagnose.verify.judge import Held, compare_held, judge, key
-from diagnose.verify.options import CheckOptions, placement_for, run_job
+from diagnose.verify.options import CheckOptions, placement_for
 from diagnose.verify.reference import KeptReference, Reference, prepared
 from diagnose.verify.timing_jobs import baseline_files, timing_files
 
@@ -132,10 +132,10 @@ def verify_against(task: Task, options: CheckOptions, where: Placement, referenc
         common = {"device": options.device, "job_dir": reference.job_dir, "out_dir": out,
                   "device_lock": options.device_lock}
         judged_cases, soak = cases + ([] if on_device else [spare]), 0 if on_device else options.soak
-        with clock("candidate"), reference.vault.ticket(candidate_files(judged_cases, soak)) as ticket:
-            cand = run_job("candidate_job", {**common, **ticket.payload, "candidate": str(task.candidate_path),
-                                             "mode": "check", "cases": judged_cases, "soak": soak}, options, where)
-        refused += ticket.refused
+        with clock("candidate"):
+            cand = reference.run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "check",
+                                                       "cases": judged_cases, "soak": soak},
+                                     candidate_files(judged_cases, soak), options, where, refused)
         if not cand.ok:
             return Verdict(False, options.device, failure=cand.failure, versions=versions, notes=notes,
                            phases=phases.done())
@@ -208,10 +208,8 @@ def ghost_case(path, case: dict, reference: Reference, common: dict, options: Ch
                refused: list[str]):
     """The ghost replay of the `ModelNew` of the file at `path` on one case: its comparison with the
     reference's output, or the failure's message when the run failed."""
-    with reference.vault.ticket(candidate_files([case], 0)) as ticket:
-        ghost = run_job("candidate_job", {**common, **ticket.payload, "candidate": str(path), "mode": "ghost",
-                                          "cases": [case], "soak": 0}, options, where)
-    refused += ticket.refused
+    ghost = reference.run_job("candidate_job", {**common, "candidate": str(path), "mode": "ghost", "cases": [case],
+                                                "soak": 0}, candidate_files([case], 0), options, where, refused)
     if not ghost.ok:
         return ghost.failure.message
     return compare_held(case, reference.held, ghost.value["cases"][0]["outputs"], dict(options.tolerances))
@@ -224,11 +222,9 @@ def time_candidate(task: Task, reference: Reference, common: dict, options: Chec
     selected, spare, seed = reference.value["selected"], reference.spare, options.seeds[0]
     baselines, baseline_notes = time_baselines(task, reference, common, options, where)
     inputs = reference.inputs_of(seed)
-    with reference.vault.ticket(timing_files(inputs, spare, seed)) as ticket:
-        result = run_job("timing_job", {**common, **ticket.payload, "candidate": str(task.candidate_path),
-                                        "groups": selected, "seed": seed, "inputs": inputs, "recheck": spare},
-                         options, where)
-    refused += ticket.refused
+    result = reference.run_job("timing_job", {**common, "candidate": str(task.candidate_path), "groups": selected,
+                                              "seed": seed, "inputs": inputs, "recheck": spare},
+                               timing_files(inputs, spare, seed), options, where, refused)
     if not result.ok:
         failure: Failure = result.failure
         checks = [CheckResult("recheck_after_timing", False, f"timing run failed: {failure.kind}: {failure.message}")]
@@ -253,11 +249,11 @@ def time_baselines(task: Task, reference: Reference, common: dict, options: Chec
     missing = [name for name, key in keys.items() if key not in reference.baseline_timings]
     if missing:
         selected, inputs = reference.value["selected"], reference.inputs_of(options.seeds[0])
-        with reference.vault.ticket(baseline_files(inputs)) as ticket:
-            result = run_job("baseline_timing_job", {
-                **common, **ticket.payload, "reference": str(task.reference_path),
-                "initial": str(options.initial) if "initial" in missing else None, "groups": selected,
-                "inputs": inputs, "baselines": [name for name in missing if name != "initial"]}, options, where)
+        result = reference.run_job("baseline_timing_job", {
+            **common, "reference": str(task.reference_path),
+            "initial": str(options.initial) if "initial" in missing else None, "groups": selected,
+            "inputs": inputs, "baselines": [name for name in missing if name != "initial"]},
+            baseline_files(inputs), options, where)
         for name in missing:
             if result.ok:
                 timings = tuple(Timing(**t) for t in result.value["timings"] if t["variant"] == name)

@@ -76,6 +76,16 @@ class Reference:
             keys = {"initial": ("initial", stamp(options.initial), options.seeds[0]), **keys}
         return keys
 
+    def run_job(self, name: str, payload: dict, files: list[str], options: CheckOptions, where: Placement,
+                refused: list[str] | None = None):
+        """Run the worker entry `name` with a vault ticket for `files`, the files it fetches; the requests
+        the vault refused it go into `refused` when given (`anticheat.inputs_in_turn`)."""
+        with self.vault.ticket(files) as ticket:
+            result = run_job(name, {**payload, **ticket.payload}, options, where)
+        if refused is not None:
+            refused += ticket.refused
+        return result
+
     @property
     def spare(self) -> dict:
         return next(c for c in self.value["cases"] if c["role"] == "recheck")

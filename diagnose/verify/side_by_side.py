@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from diagnose.records import Timing
-from diagnose.verify.options import CheckOptions, placement_for, run_job
+from diagnose.verify.options import CheckOptions, placement_for
 from diagnose.verify.reference import Reference
 from diagnose.verify.timing_jobs import baseline_files
 
@@ -23,11 +23,10 @@ def time_side_by_side(reference: Reference, variants: dict[str, Path],
     when the job failed (a variant that raises fails them all: the search then keeps what it has)."""
     selected = reference.value["selected"]
     inputs = reference.inputs_of(options.seeds[0])
-    with reference.vault.ticket(baseline_files(inputs)) as ticket:
-        payload = {"device": options.device, "job_dir": reference.job_dir, "device_lock": options.device_lock,
-                   "variants": {name: str(path) for name, path in variants.items()}, "groups": selected,
-                   "inputs": inputs, **ticket.payload}
-        result = run_job("side_by_side_job", payload, options, placement_for(options))
+    payload = {"device": options.device, "job_dir": reference.job_dir, "device_lock": options.device_lock,
+               "variants": {name: str(path) for name, path in variants.items()}, "groups": selected,
+               "inputs": inputs}
+    result = reference.run_job("side_by_side_job", payload, baseline_files(inputs), options, placement_for(options))
     if not result.ok:
         lines = result.failure.message.strip().splitlines()
         return [], f"{result.failure.kind}: {lines[-1] if lines else 'no message'}"
