@@ -15,7 +15,8 @@ from diagnose.runtime.runner import call
 from diagnose.toolchain import placement
 from diagnose.runtime.devices import Placement
 from diagnose.toolchain.specs import spec_for
-from diagnose.verify.harness import CheckOptions, run_job
+from diagnose.verify.harness import CheckOptions
+from diagnose.verify.options import run_job
 from tests.conftest import EXAMPLES, run_cli
 
 
