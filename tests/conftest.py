@@ -39,6 +39,24 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
     )
 
 
+def run_cli_here(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `diagnose ...` inside this test process, from the repository root, with `env` on top of this
+    process's environment while it runs; the workers it starts to run kernels are subprocesses as always.
+    For tests that run many commands over one project: each `run_cli` pays a fresh interpreter, its
+    imports and a fresh zygote (3-4 s of CPU), while here torch is imported once and the zygotes stay
+    warm between commands. Exit code, stdout and stderr come back as from `run_cli`."""
+    from typer.testing import CliRunner
+
+    from diagnose.cli import app
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in (env or {}).items():
+            mp.setenv(name, value)
+        mp.chdir(ROOT)
+        done = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return subprocess.CompletedProcess(list(args), done.exit_code, done.stdout, done.stderr)
+
+
 @pytest.fixture
 def cli():
     return run_cli

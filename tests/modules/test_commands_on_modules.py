@@ -1,12 +1,15 @@
 """`check`, `inspect` and `optimize` on kernel modules as projects write them, with no scaffolding: each
-idiom from its captured launches and from a `--call` spec (the fixture project: tests/fixtures/modules)."""
+idiom from its captured launches and from a `--call` spec (the fixture project: tests/fixtures/modules).
+The commands run in the test's process (`run_cli_here`: dozens of them, one import of torch and warm
+zygotes); the launches are captured by a real `diagnose capture` subprocess, and every kernel runs in a
+worker subprocess as always."""
 
 import json
 import shutil
 
 import pytest
 
-from tests.conftest import MODULE_PROJECT, run_cli
+from tests.conftest import MODULE_PROJECT, run_cli, run_cli_here
 
 CALLS = {
     "autotuned_softmax": "softmax(x=f32[16,200])",
@@ -56,7 +59,7 @@ def test_check_passes_against_the_modules_own_code(captured_project, fresh_proje
     else:
         project = captured_project[0] if how == "captured" else fresh_project
         how_args = _source(project, module, how)
-    done = run_cli("check", *how_args, "--seeds", "2", "--json", "-q", env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
+    done = run_cli_here("check", *how_args, "--seeds", "2", "--json", "-q", env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
     assert done.returncode == 0, done.stderr[-2000:]
     verdict = json.loads(done.stdout)["candidates"][0]["verdict"]
     assert verdict["passed"]
@@ -72,7 +75,7 @@ INSPECTS = [(m, "captured") for m in CAPTURED] + [
 @pytest.mark.parametrize("module, how", INSPECTS)
 def test_inspect_compiles_at_the_replayed_shapes(captured_project, fresh_project, module, how):
     project = captured_project[0] if how == "captured" else fresh_project
-    done = run_cli("inspect", *_source(project, module, how), "--json",
+    done = run_cli_here("inspect", *_source(project, module, how), "--json",
                    env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
     assert done.returncode == 0, done.stderr[-2000:]
     kernels = json.loads(done.stdout)["kernels"]
@@ -82,7 +85,7 @@ def test_inspect_compiles_at_the_replayed_shapes(captured_project, fresh_project
 
 def test_inspect_reports_the_captured_shape_not_a_test_shape(captured_project):
     project, _ = captured_project
-    done = run_cli("inspect", str(project / "kernels" / "rms_norm.py"), "--json",
+    done = run_cli_here("inspect", str(project / "kernels" / "rms_norm.py"), "--json",
                    env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
     (kernel,) = json.loads(done.stdout)["kernels"]
     assert kernel["grid"] == [24, 1, 1] or kernel["grid"][:1] == [24]
@@ -94,8 +97,8 @@ def test_optimize_runs_on_each_idiom_and_never_touches_the_module(captured_proje
     project, _ = captured_project
     path = project / "kernels" / f"{module}.py"
     before = path.read_text()
-    done = run_cli("optimize", str(path), "--max-candidates", "1", "--seeds", "2", "--max-wall", "300", "-q",
-                   env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")}, timeout=600)
+    done = run_cli_here("optimize", str(path), "--max-candidates", "1", "--seeds", "2", "--max-wall", "300", "-q",
+                   env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
     assert done.returncode == 0, done.stderr[-2000:]
     assert path.read_text() == before
     patch = project / "kernels" / f"{module}.diagnose.patch"
@@ -112,7 +115,7 @@ def test_a_rewritten_copy_of_a_module_is_checked_against_the_original(tmp_path):
     folder = FIXTURES / "rewrite" / "rows-per-program"
     module = tmp_path / "row_scale.py"
     module.write_text((folder / "before_bumped.py").read_text())
-    done = run_cli("check", str(module), "--candidate", str(folder / "after_bumped.py"), "--call",
+    done = run_cli_here("check", str(module), "--candidate", str(folder / "after_bumped.py"), "--call",
                    "row_scale(x=f32[37,100], scale=0.5)", "--seeds", "2", "-q",
                    env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -129,7 +132,7 @@ def test_a_module_that_fails_to_import_names_the_users_own_line(tmp_path):
         "def run(x):\n    k[(1,)](x, x.numel(), B=128)\n")
     env = {"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}
     for command in (["inspect"], ["check", "--call", "run(x=f32[100])", "-q"]):
-        done = run_cli(*command[:1], str(tmp_path / "ops.py"), *command[1:], env=env)
+        done = run_cli(*command[:1], str(tmp_path / "ops.py"), *command[1:], env=env)  # one line and the code, as a user sees them
         assert done.returncode == 2, done.stderr
         (line,) = [text for text in done.stderr.splitlines() if text.startswith("diagnose: error:")]
         assert f"{tmp_path / 'ops.py'}:" in line and "RuntimeError: no cluster config" in line
@@ -143,10 +146,10 @@ def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path)
                          "def wrong(x):\n    return x\n")
     module = str(fresh_project / "kernels" / "hardcoded_gelu.py")
     env = {"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}
-    good = run_cli("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:gelu", "--seeds", "2",
+    good = run_cli_here("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:gelu", "--seeds", "2",
                    "-q", env=env)
     assert good.returncode == 0, good.stdout[-1500:] + good.stderr[-1500:]
-    bad = run_cli("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:wrong", "--seeds", "2",
+    bad = run_cli_here("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:wrong", "--seeds", "2",
                   "-q", env=env)
     assert bad.returncode == 1 and "FAILED" in bad.stdout
 
@@ -158,8 +161,8 @@ def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path)
 def test_optimize_from_a_call_spec(fresh_project, tmp_path, module):
     path = fresh_project / "kernels" / f"{module}.py"
     before = path.read_text()
-    done = run_cli("optimize", str(path), "--call", CALLS[module], "--max-candidates", "1", "--seeds", "2",
-                   "--max-wall", "300", "-q", env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}, timeout=600)
+    done = run_cli_here("optimize", str(path), "--call", CALLS[module], "--max-candidates", "1", "--seeds", "2",
+                   "--max-wall", "300", "-q", env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stderr[-2000:]
     assert path.read_text() == before
     assert "run " in done.stdout and "report" in done.stdout
@@ -173,7 +176,7 @@ def test_a_test_that_draws_its_own_random_inputs_agrees_with_itself(tmp_path):
 
     module = tmp_path / "noisy_scale.py"
     module.write_text((FIXTURES / "modules" / "self_drawing" / "noisy_scale.py").read_text())
-    done = run_cli("check", str(module), "--call", "test_noisy_scale()", "--seeds", "2", "-q",
+    done = run_cli_here("check", str(module), "--call", "test_noisy_scale()", "--seeds", "2", "-q",
                    env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "PASSED" in done.stdout
