@@ -137,6 +137,16 @@ def test_a_timed_row_without_an_eager_baseline_says_so():
     assert report.why_not(row) == "no eager baseline timed"
 
 
+def test_an_optimized_row_that_gained_with_no_eager_to_beat_is_not_listed_as_not_improved():
+    # TritonBench-G: the reference is the module's own code, so there is no eager; a 2.16x gain is no miss.
+    gained = store.Row("s", "add_example", "g", "optimize", "v", "passed",
+                       {"correct": True, "timed": True, "speedup_vs_initial": 2.16, "speedup_vs_eager": None,
+                        "reasons": [], "failed_checks": []}, 0.0)
+    assert report.why_not(gained) == ""
+    unchanged = store.Row("s", "scale", "g", "optimize", "v", "passed", {**gained.data, "speedup_vs_initial": 1.0}, 0.0)
+    assert report.why_not(unchanged) == "no eager baseline timed"
+
+
 @pytest.mark.parametrize("fmt, marker", [("md", "| entry |"), ("csv", "entry,group"), ("html", "<svg"), ("json", "{")])
 def test_report_formats(fmt, marker):
     text = report.render([timed_row("a", "g", 2.0, 1.5), timed_row("b", "g", 0.5, 0.4)], fmt)
