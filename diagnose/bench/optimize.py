@@ -65,9 +65,11 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
               "rewrites": list(best["candidate"]["made_by"]) if best else [],
               "answers": list(best["candidate"].get("answers", ())) if best else []}
     if not baseline.get("passed"):
-        failure = baseline.get("failure") or {"kind": "incorrect", "message": "the entry as given fails verification",
-                                              "log_tail": ""}
         failed = [f"{c['name']}: {c['detail']}" for c in baseline.get("checks", []) if not c["passed"]]
+        # what failed, in the row: the failed checks, else the first wrong case's reason
+        why = failed or [c["reason"] for c in baseline.get("cases", []) if not c.get("passed") and c.get("reason")][:1]
+        failure = baseline.get("failure") or {"kind": "incorrect", "log_tail": "",
+                                              "message": "the entry as given fails verification" + (f": {'; '.join(why)}" if why else "")}
         return [("*", "failed", {**common, "failure": failure, "failed_checks": failed})]
     initial = {**medians(baseline, "candidate"), **(medians(best["verdict"], "initial") if best else {})}
     compiled = medians(baseline, "compile")

@@ -205,6 +205,21 @@ def test_optimize_rows_carry_medians_speedups_and_roofline():
     assert line.rewrites == "retune-launch [answers TRI001@k.py:12]"
 
 
+def test_an_entry_that_fails_as_given_says_what_failed():
+    from diagnose.bench.optimize import rows_from_report
+
+    ghost = {"passed": False, "cases": [{"group": "g", "passed": True}],
+             "checks": [{"name": "ghost_replay", "passed": False, "detail": "still correct with no-op launches"}]}
+    [(_, status, data)] = rows_from_report({"baseline": ghost, "candidates": [], "best": None}, "run1")
+    assert status == "failed"
+    assert data["failure"]["message"] == ("the entry as given fails verification: "
+                                          "ghost_replay: still correct with no-op launches")
+    wrong = {"passed": False, "checks": [], "cases": [{"group": "g", "passed": True},
+                                                      {"group": "g", "passed": False, "reason": "12 NaN where ..."}]}
+    [(_, _, data)] = rows_from_report({"baseline": wrong, "candidates": [], "best": None}, "run1")
+    assert data["failure"]["message"] == "the entry as given fails verification: 12 NaN where ..."
+
+
 def report_module_lines(groups):
     rows = [store.Row("s", "e", g, "optimize", "v", status, data, 0.0) for g, status, data in groups]
     return report.lines(rows)
