@@ -354,12 +354,16 @@ class Harness:
                     # same generator state in the reference and in a candidate, or the original disagrees
                     # with itself (TritonBench-G's tests call torch.randn).
                     torch.manual_seed(NO_TENSOR_SEED)
-                result = invoke(self.target(layout.call), layout.call, args, kwargs)
+                # A test may check its backward pass (`loss.backward()`): the harness's forwards run
+                # without autograd, a test function with it, as it runs in the project.
+                with torch.set_grad_enabled(not layout.owners or torch.is_grad_enabled()):
+                    result = invoke(self.target(layout.call), layout.call, args, kwargs)
                 if first:
                     self.written[key] = [i for i, (b, s) in enumerate(zip(before, storages))
                                          if not torch.equal(b, s)]
                     del before
-                outputs = (*tensors_of(result, numbers=not layout.owners), *(storages[i] for i in self.written[key]))
+                outputs = (*(t.detach() for t in tensors_of(result, numbers=not layout.owners)),
+                           *(storages[i] for i in self.written[key]))
                 if not outputs and not layout.owners:
                     # A test that checks itself (`assert_close` inside, nothing returned): its assertions
                     # are the comparison, and its output is that it ran to its end.

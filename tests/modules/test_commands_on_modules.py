@@ -180,3 +180,19 @@ def test_a_test_that_draws_its_own_random_inputs_agrees_with_itself(tmp_path):
                    env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "PASSED" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_test_that_runs_its_backward_pass_runs_with_autograd(tmp_path):
+    """TritonBench-G's chunk_retention and diag_ssm tests call `loss.backward()`: under the harness's
+    no-grad forwards the reference failed ("element 0 of tensors does not require grad")."""
+    from tests.conftest import FIXTURES
+
+    module = tmp_path / "square_with_backward.py"
+    module.write_text((FIXTURES / "modules" / "self_drawing" / "square_with_backward.py").read_text())
+    done = run_cli_here("check", str(module), "--call", "test_square_backward()", "--seeds", "2", "--json", "-q",
+                        env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    verdict = json.loads(done.stdout)["candidates"][0]["verdict"]
+    checks = {c["name"]: c for c in verdict["checks"]}
+    assert verdict["passed"] and checks["launches_triton"]["detail"].startswith("4 launches")
