@@ -46,17 +46,20 @@ def test_side_stream_work_the_timed_stream_waits_for_is_honest():
     ("calls_reference", "no_reference_call"),
     ("degrades_after_warmup", "recheck_after_timing"),
     ("fingerprint_cache", "recheck_after_timing"),  # timed on cached outputs, stale after the in-place change
-    # On the device the caching allocator hands the next case's inputs the block the last case's had, at
-    # version 0: the cache answers a check case already (no launch, the same output for other inputs), and
-    # a candidate failing its cases is never timed (seen on an H100, 2026-12-06). On the CPU it reaches the
-    # re-check after the soak (tests/foundation/test_verification.py).
-    ("version_cache", "launches_triton"),
+    # On the device the caching allocator may hand the next case's inputs the block the last case's had,
+    # at version 0, and Python the same object ids: the cache then answers a check case already (no
+    # launch, a stale output), and a candidate failing its cases is never timed. Which case hits depends
+    # on the allocator (an H100 run of 2026-12-06 failed launches_triton, the next did not): any of the
+    # checks that see it will do. On the CPU it reaches the re-check after the soak
+    # (tests/foundation/test_verification.py).
+    ("version_cache", {"launches_triton", "input_sensitivity", "recheck_after_timing", "correctness"}),
     ("side_stream", "side_stream"),
 ])
 def test_cheats_are_caught_on_the_device(fixture, check):
     verdict = verdict_of(fixture)
     assert not verdict.passed
-    assert check in {c.name for c in verdict.checks if not c.passed}, verdict.checks
+    caught = {c.name for c in verdict.checks if not c.passed} | ({"correctness"} if not all(c.passed for c in verdict.cases) else set())
+    assert ({check} if isinstance(check, str) else check) & caught, (verdict.checks, verdict.cases)
 
 
 def test_events_patched_by_the_candidate_fail_its_timing():
