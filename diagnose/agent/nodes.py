@@ -80,8 +80,9 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     made = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
                                          state.get("evidence", []), state["target"], sorted(tried),
                                          state.get("device", "cpu"))
-    candidates = [c for c in made if "dropped" not in c]
+    candidates = [c for c in made if "dropped" not in c and "kept" not in c]
     dropped = [f"{'+'.join(c['made_by'])} ({c['dropped'][:DECLINE_CHARS]})" for c in made if "dropped" in c]
+    kept = [c["kept"] for c in made if "kept" in c]  # a search's one-line summary, whole: reports read it
     chain = policy.base_lineage(state)
     fresh = [{**c, "lineage": chain + list(c["made_by"])} for c in candidates if c["id"] not in tried]
     again = [c["id"] for c in fresh if policy.repeats_lineage(c, chain)]
@@ -98,6 +99,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
             reason += "; declined: " + "; ".join(f"{rid} ({text[:DECLINE_CHARS]})" for rid, text in why[:DECLINES])
     if dropped:  # built, then found not to compile: without this line a run reads as if nothing applied
         reason += "; dropped before verification: " + "; ".join(dropped[:DECLINES])
+    if kept:  # searched, and the source's own launch values stayed: no candidate, but not nothing
+        reason += "; searched, the current values kept: " + "; ".join(kept[:DECLINES])
     if held:
         reason += f" ({len(held)} more left for the budget of {runtime.context.budget.max_candidates})"
     if again:

@@ -104,7 +104,8 @@ class Tools:
                 tried: list[str], device: str = "cpu") -> list[dict]:
         """Candidates for the findings; a tunable rewrite's launch-config search times its configurations
         on `device` where it can (sharing the device through this run's lock), else estimates them.
-        A candidate dropped before verification comes as `{"made_by": [...], "dropped": why}`."""
+        A candidate dropped before verification comes as `{"made_by": [...], "dropped": why}`, a search
+        that kept the source's own launch values as `{"made_by": [rewrite], "kept": its summary}`."""
         made = proposal(base, findings, evidence, target, device=device, device_lock=self.device_lock, tried=tried)
         out = []
         folder = Path(self.run_dir, "candidates")
@@ -113,7 +114,8 @@ class Tools:
             path = folder / f"{candidate.id}.py"
             path.write_text(candidate.source)
             out.append({**candidate.to_dict(), "path": str(path)})
-        return out + [{"made_by": list(d.made_by), "dropped": d.reason} for d in made.dropped]
+        return (out + [{"made_by": list(d.made_by), "dropped": d.reason} for d in made.dropped]
+                + [{"made_by": [k.rewrite], "kept": k.summary} for k in made.kept])
 
     def declined(self, base: str, findings: list[dict], evidence: list[dict], target: str) -> list[tuple[str, str]]:
         """The rewrites that answer the findings but do not apply to `base`, each with why not."""

@@ -24,12 +24,17 @@ store keeps beside them; its timings are read with the geometric mean of `diagno
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from diagnose.agent.policy import roofline_bounds
 from diagnose.agent.state import Budget
 from diagnose.scoring import geomean
 from diagnose.verify.shapes import base_group
+
+# A search's summary in the propose node's line (`optimizer.search.SearchResult.summary`).
+KEPT_SEARCH = re.compile(r"searched, the current values kept: (?P<rewrite>[\w-]+): (?P<configs>\d+) configs, "
+                         r"\d+ after IR pruning, ranked by (?P<how>.+?); chose (?P<chose>\w+=\w+(?:, \w+=\w+)*)")
 
 Row = tuple[str, str, dict]
 
@@ -120,4 +125,13 @@ def why_unimproved(report: dict) -> str:
     if spent:
         wall = spent[-1]["reason"].removeprefix("budget spent: ")
         return f"{wall} at the {spent[-1].get('level', '?')} level, before any rewrite was proposed; the entry stays as given"
+    # the propose node's line when a launch-configuration search kept the source's own values
+    searched = [m for t in trace for m in KEPT_SEARCH.finditer(t["reason"])]
+    if searched:
+        last = searched[-1]
+        how = last["how"]
+        if last["configs"] == "1" and how.startswith("the current values (") and how.endswith(")"):
+            return f"{last['rewrite']} kept the current {last['chose']}: {how[20:-1]}; the entry stays as given"
+        return (f"{last['rewrite']} searched {last['configs']} launch configurations and kept the current "
+                f"{last['chose']} (ranked by {how}); the entry stays as given")
     return "no rewrite was proposed for its findings; the entry stays as given"

@@ -203,9 +203,21 @@ class Dropped:
 
 
 @dataclass(frozen=True)
+class Kept:
+    """A tunable rewrite whose launch-configuration search kept the values the source has (they timed
+    fastest, or there was no device to time on): no candidate, and the search's summary says why. A run
+    that proposes nothing says so, rather than reading as if nothing applied (TritonBench-G's
+    cosine_compute: launch-options searched, and the report said only "no rewrite was proposed")."""
+
+    rewrite: str
+    summary: str
+
+
+@dataclass(frozen=True)
 class Proposal:
     candidates: list[Candidate]
     dropped: tuple[Dropped, ...] = ()
+    kept: tuple[Kept, ...] = ()
 
 
 def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
@@ -237,9 +249,10 @@ def proposal(task_path: str | Path, findings: Iterable[Finding | dict] | None = 
     chains += [[a.rewrite.id] for a in chosen]
     made = tuple(tried)
     chains = [ids for ids in chains if not any(t.startswith(candidate_prefix(ctx, ids)) for t in made)]
-    built_all, seen = [], set()
+    built_all, seen, kept = [], set(), {}
     for ids in chains:
         built = build(ctx, ids, options)
+        kept.update({r.rewrite: r.summary() for r in built.searches if r.rewrite not in built.steps})
         if built.steps and built.source not in seen:
             seen.add(built.source)
             built_all.append(built)
@@ -253,7 +266,7 @@ def proposal(task_path: str | Path, findings: Iterable[Finding | dict] | None = 
         if ledger is not None:
             ledger.add(suggested)
         candidates += list(suggested.candidates)
-    return Proposal(candidates, dropped)
+    return Proposal(candidates, dropped, tuple(Kept(k, v) for k, v in kept.items()))
 
 
 def _search_options(task_path: str | Path, device: str, workers: int | None,

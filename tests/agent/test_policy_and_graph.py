@@ -224,3 +224,25 @@ def test_a_candidate_dropped_before_verification_is_named_with_why():
     assert update["trace"][0]["reason"] == (
         "nothing untried; dropped before verification: int32-index (does not compile for cuda:sm90: "
         "AttributeError: 'NoneType' object has no attribute)")
+
+
+def test_a_search_that_kept_the_current_values_is_named_when_nothing_is_proposed():
+    from types import SimpleNamespace
+
+    from diagnose.agent import nodes
+
+    summary = ("launch-options: 6 configs, 6 after IR pruning, ranked by time on cuda (harness medians; the first 6 "
+               "of the search space); chose num_warps=4")
+
+    class Tools:
+        def propose(self, *args):
+            return [{"made_by": ["launch-options"], "kept": summary}]
+
+        def declined(self, base, findings, evidence, target):
+            return []
+
+    state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0,
+             "findings": [{"code": "PRF005"}]}
+    update = nodes.propose(state, SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools())))
+    assert update["pending"] == []
+    assert update["trace"][0]["reason"] == f"nothing untried; searched, the current values kept: {summary}"

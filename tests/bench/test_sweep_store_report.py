@@ -247,6 +247,14 @@ def test_report_cli(cli, small_suite, tmp_path):
     ([], [{"level": "triage", "action": "propose rewrites", "reason": "nothing untried"},
           {"level": "triage", "action": "decide: finish", "reason": "budget spent: wall time over 180 s"}],
      "wall time over 180 s at the triage level, before any rewrite was proposed"),
+    ([], [{"reason": "nothing untried; searched, the current values kept: launch-options: 6 configs, 5 after IR "
+                     "pruning, ranked by time on cuda (harness medians; the first 6 of the search space); chose "
+                     "num_warps=4, num_stages=3"}],
+     "launch-options searched 6 launch configurations and kept the current num_warps=4, num_stages=3 (ranked by time"),
+    ([], [{"reason": "nothing untried; searched, the current values kept: launch-options: 1 configs, 1 after IR "
+                     "pruning, ranked by the current values (launch-options is chosen by timing only; nothing is timed "
+                     "on cpu); chose num_warps=4"}],
+     "launch-options kept the current num_warps=4: launch-options is chosen by timing only; nothing is timed on cpu"),
     ([{"candidate": {"id": "c"}, "verdict": {"passed": False}}], [], "no candidate passed verification"),
     ([{"candidate": {"id": "c"}, "verdict": {"passed": True, "timings": [
         {"variant": "candidate", "group": "g", "median_ms": 0.30}, {"variant": "initial", "group": "g", "median_ms": 0.29}]}},

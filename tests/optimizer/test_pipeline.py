@@ -155,6 +155,24 @@ def test_declined_names_the_rewrites_that_answer_a_finding_but_do_not_apply():
     assert all(rid in ("launch-options", "programs-per-sm", "prefetch-next-row", "split-k") for rid in why), why
 
 
+def test_a_search_that_keeps_the_current_values_is_named_in_the_proposal(tmp_path, monkeypatch):
+    """No candidate, but not nothing: launch-options searched (here, with no device, it cannot time) and
+    kept the launch's own values; the proposal says so (TritonBench-G's cosine_compute read "no rewrite
+    was proposed" after such a search)."""
+    from diagnose.records import Evidence, Finding, Location
+    from diagnose.optimizer.pipeline import proposal
+
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path))
+    path = FIXTURES / "launch-options" / "before.py"
+    shape = Evidence("profile", "estimate", "LaunchShape", "metric", None, (("programs", 8),))
+    finding = Finding("PRF005", "launch-bound", "warning", "medium", Location(str(path), 1, 0), (shape,))
+    made = proposal(path, [finding], (), "cuda:sm90", device="cpu", estimate=False)
+    kept = {k.rewrite: k.summary for k in made.kept}
+    assert "launch-options" in kept and not any("launch-options" in c.made_by for c in made.candidates)
+    assert kept["launch-options"].startswith("launch-options: 1 configs") and "nothing is timed on cpu" in kept["launch-options"]
+    assert kept["launch-options"].endswith("chose num_warps=4, num_stages=3")
+
+
 def test_the_optimizer_and_the_report_score_a_result_alike():
     """One score: the pipeline's, the report's and the agent's (on its state's JSON) agree, failed ones score 0."""
     import doctest
