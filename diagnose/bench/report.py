@@ -59,16 +59,15 @@ def why_not(row: Row) -> str:
     if data.get("failure"):
         return f"{data['failure']['kind']}: {data['failure']['message']}"
     parts = list(data.get("reasons", [])) + list(data.get("failed_checks", []))
+    gain = data.get("speedup_vs_initial") if row.mode == "optimize" else None
+    gained = bool(gain and gain > 1.0)  # an optimized row that beat its initial kernel did improve
     if not parts and not data.get("timed"):
         parts.append("not timed (no device)")
     elif not parts and data.get("speedup_vs_eager") is None:
-        gain = data.get("speedup_vs_initial") if row.mode == "optimize" else None
-        if not (gain and gain > 1.0):  # an optimized row that gained has nothing to explain: no eager to beat
+        if not gained:  # one that gained has nothing to explain: there is no eager to beat
             parts.append("no eager baseline timed")
     elif not parts and data["speedup_vs_eager"] < 1.0:
-        gain = data.get("speedup_vs_initial") if row.mode == "optimize" else None
-        # an optimized row that gained over its initial kernel did improve: it is listed for eager alone
-        improved = f"{gain:.3g}x over the initial kernel, " if gain and gain > 1.0 else ""
+        improved = f"{gain:.3g}x over the initial kernel, " if gained else ""  # listed for eager alone
         parts.append(f"{improved}slower than eager ({data['speedup_vs_eager']:.3g}x)")
     return "; ".join(parts)
 

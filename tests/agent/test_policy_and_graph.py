@@ -183,21 +183,20 @@ def test_a_task_whose_own_code_does_not_run_finishes_after_the_baseline():
     assert route_after_baseline({"baseline": verdict_json(True)}) == "triage" and policy.broken_task(None) is None
 
 
-def test_a_propose_step_with_nothing_says_why_the_answering_rewrites_declined():
+def propose_step(state: dict, made: list[dict], declined: list[tuple[str, str]] = ()) -> dict:
+    """The propose node's update on `state`, with tools that propose `made` and decline `declined`."""
     from types import SimpleNamespace
 
     from diagnose.agent import nodes
 
-    class Tools:
-        def propose(self, *args):
-            return []
+    tools = SimpleNamespace(propose=lambda *args: made, declined=lambda *args: list(declined))
+    return nodes.propose(state, SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=tools)))
 
-        def declined(self, base, findings, evidence, target):
-            return [("launch-options", "_k in op: autotuned: its configs set num_warps and num_stages")]
 
+def test_a_propose_step_with_nothing_says_why_the_answering_rewrites_declined():
     state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0,
              "findings": [{"code": "PRF004"}]}
-    update = nodes.propose(state, SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools())))
+    update = propose_step(state, [], [("launch-options", "_k in op: autotuned: its configs set num_warps and num_stages")])
     assert update["trace"][0]["reason"] == (
         "nothing untried; declined: launch-options (_k in op: autotuned: its configs set num_warps and num_stages)")
 
@@ -205,21 +204,10 @@ def test_a_propose_step_with_nothing_says_why_the_answering_rewrites_declined():
 def test_a_candidate_dropped_before_verification_is_named_with_why():
     """A rewrite that held and was built, then dropped because its source does not compile for the
     target, must not read as 'nothing applied' (Liger's DyT: the int32 twin's size check failed)."""
-    from types import SimpleNamespace
-
-    from diagnose.agent import nodes
-
-    class Tools:
-        def propose(self, *args):
-            return [{"made_by": ["int32-index"],
-                     "dropped": "does not compile for cuda:sm90: AttributeError: 'NoneType' object has no attribute"}]
-
-        def declined(self, base, findings, evidence, target):
-            return []
-
     state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 2, "started": 0,
              "evidence": [{"name": "Int64IndexArithmetic"}]}
-    update = nodes.propose(state, SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools())))
+    update = propose_step(state, [{"made_by": ["int32-index"], "dropped": "does not compile for cuda:sm90: "
+                                   "AttributeError: 'NoneType' object has no attribute"}])
     assert update["pending"] == []
     assert update["trace"][0]["reason"] == (
         "nothing untried; dropped before verification: int32-index (does not compile for cuda:sm90: "
@@ -227,22 +215,10 @@ def test_a_candidate_dropped_before_verification_is_named_with_why():
 
 
 def test_a_search_that_kept_the_current_values_is_named_when_nothing_is_proposed():
-    from types import SimpleNamespace
-
-    from diagnose.agent import nodes
-
     summary = ("launch-options: 6 configs, 6 after IR pruning, ranked by time on cuda (harness medians; the first 6 "
                "of the search space); chose num_warps=4")
-
-    class Tools:
-        def propose(self, *args):
-            return [{"made_by": ["launch-options"], "kept": summary}]
-
-        def declined(self, base, findings, evidence, target):
-            return []
-
     state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0,
              "findings": [{"code": "PRF005"}]}
-    update = nodes.propose(state, SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools())))
+    update = propose_step(state, [{"made_by": ["launch-options"], "kept": summary}])
     assert update["pending"] == []
     assert update["trace"][0]["reason"] == f"nothing untried; searched, the current values kept: {summary}"
