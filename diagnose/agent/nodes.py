@@ -12,7 +12,7 @@ import time
 from langgraph.runtime import Runtime
 
 from diagnose.agent import policy
-from diagnose.agent.state import LEVELS, Context, State
+from diagnose.agent.state import KEPT, LEVELS, Context, State
 from diagnose.errors import DiagnoseError
 
 # A propose step that found nothing says why the rewrites answering its findings declined: the first few.
@@ -100,7 +100,7 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     if dropped:  # built, then found not to compile: without this line a run reads as if nothing applied
         reason += "; dropped before verification: " + "; ".join(dropped[:DECLINES])
     if kept:  # searched, and the source's own launch values stayed: no candidate, but not nothing
-        reason += "; searched, the current values kept: " + "; ".join(kept[:DECLINES])
+        reason += f"; {KEPT}" + "; ".join(kept[:DECLINES])
     if held:
         reason += f" ({len(held)} more left for the budget of {runtime.context.budget.max_candidates})"
     if again:

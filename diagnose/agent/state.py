@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 LEVELS = ("triage", "profile", "ir", "passes")
+# How a propose step's trace line names the searches that kept the source's own launch values (their
+# summaries follow); a sweep row's reason reads them back (`diagnose/bench/optimize.py`).
+KEPT = "searched, the current values kept: "
 
 
 class State(TypedDict, total=False):

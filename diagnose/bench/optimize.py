@@ -28,13 +28,9 @@ import re
 from pathlib import Path
 
 from diagnose.agent.policy import roofline_bounds
-from diagnose.agent.state import Budget
+from diagnose.agent.state import KEPT, Budget
 from diagnose.scoring import geomean
 from diagnose.verify.shapes import base_group
-
-# A search's summary in the propose node's line (`optimizer.search.SearchResult.summary`).
-KEPT_SEARCH = re.compile(r"searched, the current values kept: (?P<rewrite>[\w-]+): (?P<configs>\d+) configs, "
-                         r"\d+ after IR pruning, ranked by (?P<how>.+?); chose (?P<chose>\w+=\w+(?:, \w+=\w+)*)")
 
 Row = tuple[str, str, dict]
 
@@ -126,7 +122,10 @@ def why_unimproved(report: dict) -> str:
         wall = spent[-1]["reason"].removeprefix("budget spent: ")
         return f"{wall} at the {spent[-1].get('level', '?')} level, before any rewrite was proposed; the entry stays as given"
     # the propose node's line when a launch-configuration search kept the source's own values
-    searched = [m for t in trace for m in KEPT_SEARCH.finditer(t["reason"])]
+    from diagnose.optimizer.search import SUMMARY  # deferred: the search module imports torch (0.4 s)
+
+    kept_search = re.compile(re.escape(KEPT) + SUMMARY.pattern)  # as the propose node's line names it
+    searched = [m for t in trace for m in kept_search.finditer(t["reason"])]
     if searched:
         last = searched[-1]
         how = last["how"]

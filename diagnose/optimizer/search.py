@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -71,6 +72,11 @@ class Trial:
         return ", ".join(f"{k}={v}" for k, v in self.values)
 
 
+# `SearchResult.summary()` read back: the rewrite, the number of configurations, the ranking, the chosen values.
+SUMMARY = re.compile(r"(?P<rewrite>[\w-]+): (?P<configs>\d+) configs, \d+ after IR pruning, ranked by (?P<how>.+?); "
+                     r"chose (?P<chose>\w+=\w+(?:, \w+=\w+)*)")
+
+
 @dataclass(frozen=True)
 class SearchResult:
     """The configuration chosen for one rewrite, every trial, and how they were ranked."""
@@ -90,6 +96,7 @@ class SearchResult:
         return (self.summary(), *rows)
 
     def summary(self) -> str:
+        """One line; `SUMMARY` reads it back (a sweep row's reason quotes a search that kept the source's values)."""
         kept = sum(1 for t in self.trials if t.pruned is None)
         return (f"{self.rewrite}: {len(self.trials)} configs, {kept} after IR pruning, ranked by {self.ranked_by}; "
                 f"chose {', '.join(f'{k}={v}' for k, v in self.chosen)}")
