@@ -11,7 +11,7 @@
   (work left on side streams, calls that escape the timed stream), then runs the candidate once more
   on the buffers it was timed on, a few elements changed in place, whose reference output exists
   only in the parent (the re-check after timing; a fresh case where the reference mutates its inputs
-  or has no floating-point input to change).
+  or has no floating-point input to change), new memory read as NaN there as in every check case.
 - `side_by_side_job` times several variants of one kernel module (the launch-config search's
   configurations) interleaved in one process on the same saved inputs: a ranking, not a verification
   (the one chosen is verified in full afterwards).
@@ -34,7 +34,7 @@ from diagnose.task import import_task_file
 from diagnose.verify import instrument, tensors, timing
 from diagnose.verify.fetch import INIT_INPUTS, STATE, fetch
 from diagnose.verify.inputs import apply_perturbation
-from diagnose.verify.jobs import build_model, import_reference, out_dir, run_forward
+from diagnose.verify.jobs import build_model, fill_uninitialized, import_reference, out_dir, run_forward
 
 
 def baseline_files(inputs: dict[str, str]) -> list[str]:
@@ -121,6 +121,10 @@ def timing_job(payload: dict) -> dict:
         del inputs, call
         empty_cache(device)
     timing.check_pinned(pinned)
+    # The reference computed the re-check's output with new memory read as NaN: so does the re-check, or
+    # an output its kernel only partly writes (as the reference's does) holds the timed calls' numbers
+    # where the reference holds NaN. Only now: the fill costs every allocation in the timed loops.
+    fill_uninitialized(out_dir(payload))
     with device_lock.shared(lock):
         if timed_inputs is not None:
             apply_perturbation(timed_inputs, fetch(payload, recheck["perturbation"]))

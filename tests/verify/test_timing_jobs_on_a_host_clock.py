@@ -16,6 +16,7 @@ import pytest
 
 from diagnose.task import load_task
 from diagnose.verify.harness import CheckOptions, prepared
+from diagnose.verify.judge import compare_held
 from diagnose.verify.timing_jobs import baseline_files, timing_files
 from tests.conftest import FIXTURES
 
@@ -107,3 +108,18 @@ def test_variants_are_timed_side_by_side_on_inputs_from_the_vault(tmp_path):
                 "groups": reference.value["selected"], "inputs": inputs})
         assert not ticket.refused and ticket.served == ticket.names
     assert set(medians(result)) == {"a", "b"} and all(m > 0 for m in medians(result).values())
+
+
+def test_the_recheck_reads_new_memory_as_the_reference_did(tmp_path):
+    """A kernel that leaves a quarter of its output unwritten, as the reference's own does: after the
+    timed calls the allocator hands back memory holding their numbers, where the reference holds NaN."""
+    task = load_task(FIXTURES / "cheats" / "honest_partial_rows.py")
+    with prepared(task, CheckOptions(device="cpu", seeds=(0,))) as reference:
+        inputs = reference.inputs_of(0)
+        with reference.vault.ticket(timing_files(inputs, reference.spare, 0)) as ticket:
+            result = run_job("timing_job", {
+                "device": "cpu", "job_dir": reference.job_dir, "out_dir": str(tmp_path), "device_lock": None,
+                **ticket.payload, "groups": reference.value["selected"], "inputs": inputs,
+                "candidate": str(task.candidate_path), "seed": 0, "recheck": reference.spare})
+        after = compare_held(reference.spare, reference.held, result["recheck_outputs"], {})
+    assert after.passed, after.reason
