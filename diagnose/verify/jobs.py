@@ -27,6 +27,7 @@ A candidate's inputs after the call travel only when the call changed one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -102,6 +103,27 @@ def fill_uninitialized(out: Path) -> None:
     import torch.utils.deterministic  # the submodule holds the switch; on by default, set for clarity
 
     torch.utils.deterministic.fill_uninitialized_memory = True
+
+
+@contextlib.contextmanager
+def uninitialized_filled(out: Path):
+    """`fill_uninitialized` for the block only, torch's switches as they were again after it: for a worker
+    that also times the same code, where filling every allocation would be counted."""
+    import torch  # deferred: torch is heavy
+    import torch.utils.deterministic  # the submodule holds the fill switch
+
+    was = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    filled = torch.utils.deterministic.fill_uninitialized_memory
+    fill_uninitialized(out)
+    try:
+        yield
+    finally:
+        switch = getattr(torch._C, "_set_deterministic_algorithms", None)
+        if switch is not None:
+            switch(was[0], warn_only=was[1])
+        else:
+            torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        torch.utils.deterministic.fill_uninitialized_memory = filled
 
 
 def salted(payload: dict, seed: int) -> int:

@@ -116,3 +116,18 @@ def test_the_process_holding_reference_outputs_is_not_dumpable():
               "before = libc.prctl(3, 0, 0, 0, 0); hide_memory(); print(before, libc.prctl(3, 0, 0, 0, 0))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["1", "0"], done.stderr[-1000:]  # PR_GET_DUMPABLE
+
+
+def test_new_memory_reads_as_nan_inside_the_block_and_as_torch_ships_after_it(tmp_path):
+    script = textwrap.dedent('''
+        import sys, torch
+        from pathlib import Path
+        from diagnose.verify.jobs import uninitialized_filled
+        with uninitialized_filled(Path(sys.argv[1])):
+            inside = bool(torch.empty(1000).isnan().all()), torch.are_deterministic_algorithms_enabled()
+        print(inside, torch.are_deterministic_algorithms_enabled(),
+              torch.utils.deterministic.fill_uninitialized_memory)
+    ''')
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["(True,", "True)", "False", "True"]  # torch ships the fill switch on

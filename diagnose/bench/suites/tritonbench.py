@@ -30,7 +30,10 @@ Candidates (`--solutions`):
 - one of TritonBench's LLM-output files (`LLM_generated/*/*.jsonl`), matched to tasks as TritonBench's
   `EVAL/*/0_call_acc.py` matches them (`diagnose/bench/suites/tritonbench_llm.py`), each matched
   line's code written to the cache as `<name>.py`;
-- none: the original is scored against itself (does the file run, is its test deterministic). A
+- none: the original is scored against itself (does the file run, is its test deterministic: each test
+  call reads new memory as NaN, as the harness's check cases do, so an output the original only partly
+  writes agrees with itself where it is never written instead of holding what each process's allocator
+  held). A
   TritonBench-T original is a PyTorch function and launches no Triton kernel: without candidates each T
   task is an `unsupported` row saying so.
 

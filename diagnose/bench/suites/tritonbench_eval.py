@@ -31,6 +31,7 @@ from diagnose.runtime import cpu_standin
 from diagnose.task import import_task_file
 from diagnose.verify import instrument, tensors
 from diagnose.verify.compare import compare_one
+from diagnose.verify.jobs import uninitialized_filled
 
 TIMING_REPS = 20
 PERF_G = "performance_metrics/perf_G"
@@ -241,7 +242,7 @@ def run_tests(payload: dict) -> dict:
             torch.manual_seed(seed)
             printed = io.StringIO()
             before = log.total()
-            with contextlib.redirect_stdout(printed):
+            with contextlib.redirect_stdout(printed), uninitialized_filled(Path(payload["job_dir"])):
                 value = test()
             value = printed.getvalue() if value is None else value
             path = Path(payload["job_dir"], f"{payload['side']}_{name}_{seed}.pt")
