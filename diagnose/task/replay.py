@@ -32,6 +32,7 @@ import gc
 import importlib.util
 import inspect
 import math
+import random
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -353,7 +354,7 @@ class Harness:
                     # A call with no tensor of ours (a project's `test_x()`) draws its own inputs: from the
                     # same generator state in the reference and in a candidate, or the original disagrees
                     # with itself (TritonBench-G's tests call torch.randn).
-                    torch.manual_seed(NO_TENSOR_SEED)
+                    seed_global_generators(NO_TENSOR_SEED)
                 # A test may check its backward pass (`loss.backward()`): the harness's forwards run
                 # without autograd, a test function with it, as it runs in the project.
                 with torch.set_grad_enabled(not layout.owners or torch.is_grad_enabled()):
@@ -467,3 +468,14 @@ class Harness:
     @staticmethod
     def get_init_inputs() -> list:
         return []
+
+
+def seed_global_generators(seed: int) -> None:
+    """Every global generator a test function may draw its own inputs from, seeded alike wherever it
+    runs: torch's, NumPy's (TritonBench-G's kldiv_triton draws with `np.random.rand`) and Python's."""
+    import numpy  # deferred: heavy; torch brings it
+    import torch  # deferred: torch is heavy
+
+    torch.manual_seed(seed)
+    numpy.random.seed(seed)
+    random.seed(seed)

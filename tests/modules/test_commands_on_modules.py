@@ -170,8 +170,8 @@ def test_optimize_from_a_call_spec(fresh_project, tmp_path, module):
 
 @pytest.mark.slow
 def test_a_test_that_draws_its_own_random_inputs_agrees_with_itself(tmp_path):
-    """TritonBench-G's tests take no arguments and call torch.randn: the reference and the candidate
-    replay them from the same generator state."""
+    """TritonBench-G's tests take no arguments and call torch.randn (or np.random): the reference and the
+    candidate replay them from the same generator states."""
     from tests.conftest import FIXTURES
 
     module = tmp_path / "noisy_scale.py"

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from diagnose.runtime import cpu_standin
 from diagnose.task import import_task_file
+from diagnose.task.replay import seed_global_generators
 from diagnose.verify import instrument, tensors
 from diagnose.verify.compare import compare_one
 from diagnose.verify.jobs import uninitialized_filled
@@ -201,7 +202,15 @@ def flat(value, prefix: str = "") -> dict:
         return {prefix or "value": value.detach().cpu()}
     if isinstance(value, (bool, int, float)):
         return {prefix or "value": torch.tensor(value)}
+    if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "O") in "biufc":
+        return {prefix or "value": torch.from_numpy(numpy_array(value))}  # compared as numbers, not as text
     return {prefix or "value": str(value)}
+
+
+def numpy_array(value):
+    import numpy  # deferred: only a NumPy result gets here
+
+    return numpy.array(value, copy=True)
 
 
 def compare(original: dict, candidate: dict, overrides: dict) -> tuple[bool, float, str | None]:
@@ -226,8 +235,6 @@ def compare(original: dict, candidate: dict, overrides: dict) -> tuple[bool, flo
 def run_tests(payload: dict) -> dict:
     """Worker side: run the TritonBench file as a script, import the combined file, call each test per
     seed, save what they returned, and time the perf_G script's shapes on a device."""
-    import torch  # deferred: torch is heavy
-
     install_standin(payload["device"])
     sys.path.insert(0, payload["folder"])
     script = run_script(payload["script"]) if payload.get("script") else None
@@ -239,7 +246,7 @@ def run_tests(payload: dict) -> dict:
     for name in payload["tests"]:
         test = getattr(module, name)
         for seed in payload["seeds"]:
-            torch.manual_seed(seed)
+            seed_global_generators(seed)
             printed = io.StringIO()
             before = log.total()
             with contextlib.redirect_stdout(printed), uninitialized_filled(Path(payload["job_dir"])):
