@@ -8,7 +8,11 @@ one of three ways this module can change:
   module-level function, a method, a nested function) bound once to a literal,
   `BLOCK_SIZE=BLOCK_SIZE` with `BLOCK_SIZE = 128` (or `BM, BN = 32, 32`), or to a literal capped by
   the problem, `BLOCK = min(1024, triton.next_power_of_2(n))`; the literal changes, so a grid
-  computed from the name follows;
+  computed from the name follows. A block sized to the problem as a power of two, with no literal
+  (`block_size = triton.next_power_of_2(math.ceil(math.sqrt(M)))`, FlagGems' reductions;
+  `BLOCK_SIZE = min(MAX_FUSED_SIZE, triton.next_power_of_2(N))`, the tutorials' layer norm), is a
+  `host` slot whose current value is not known from the source (None): a new value caps it,
+  `min(1024, triton.next_power_of_2(...))` (a `min(...)` gets the literal as its first argument);
 - `absent`: a launch option not given (Triton's default); it is added as a keyword, unless a
   `**kwargs` of the launch may hold it (`kernel_args = {}` given only literal keys is read).
 
@@ -30,10 +34,11 @@ from diagnose.rewrite.edit import fit_launch, replace, set_keyword
 from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.source import (
     EFFECTS, HostBinding, Kernel, LaunchSite, calls, code, dotted, grid_coupled, host_assignments, int_value, kernels,
-    keyword, literal_binding, names, positional, resolve_grid, simple_assignment, sites_of, tl_name,
+    keyword, literal_binding, names, positional, resolve_grid, simple_assignment, sites_of, tl_name, walk,
 )
 
 OPTIONS = ("num_warps", "num_stages")
+POWER_OF_TWO = ("triton.next_power_of_2", "next_power_of_2")
 ATOMICS = tuple(e for e in EFFECTS if e.startswith("atomic"))
 
 
@@ -97,19 +102,37 @@ def _computed_from(host: cst.FunctionDef, wanted: set[str]) -> set[str]:
 
 def host_binding(host: cst.FunctionDef, name: str) -> HostBinding | None:
     """`name`'s one binding in `host` to a literal, or to `min(literal, expr)`: a block size capped by
-    the problem (`BLOCK = min(1024, triton.next_power_of_2(n))`), whose literal is the value set."""
+    the problem (`BLOCK = min(1024, triton.next_power_of_2(n))`), whose literal is the value set; or,
+    with no literal, to a power of two computed from the problem (`triton.next_power_of_2(...)`
+    anywhere in the value), whose value is unknown here (`capped` writes a new one)."""
     found = literal_binding(host, name)
     if found is not None:
         return found
     statements = host_assignments(host, name)
     target, value = simple_assignment(statements[0]) if len(statements) == 1 else (None, None)
-    if target != name or not isinstance(value, cst.Call) or dotted(value.func) != "min":
+    if target != name or not isinstance(value, cst.Call):
         return None
-    args = positional(value)
-    literals = [a.value for a in args if int_value(a.value) is not None]
-    if len(args) != len(value.args) or len(literals) != 1:
-        return None
-    return HostBinding(name, statements[0], literals[0], int_value(literals[0]))
+    if dotted(value.func) == "min":
+        args = positional(value)
+        literals = [a.value for a in args if int_value(a.value) is not None]
+        if len(args) != len(value.args) or len(literals) > 1:
+            return None
+        if literals:
+            return HostBinding(name, statements[0], literals[0], int_value(literals[0]))
+    if any(isinstance(n, cst.Call) and dotted(n.func) in POWER_OF_TWO for n in (value, *walk(value))):
+        return HostBinding(name, statements[0], value, None)
+    return None
+
+
+def capped(binding: HostBinding, value: int) -> cst.BaseExpression:
+    """The new value of a binding: the literal itself, or a computed power of two capped at it."""
+    if binding.value is not None:
+        return cst.Integer(str(value))
+    computed = binding.literal
+    if isinstance(computed, cst.Call) and dotted(computed.func) == "min":
+        return computed.with_changes(args=[cst.Arg(cst.Integer(str(value)), comma=cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))), *computed.args])
+    return cst.parse_expression(f"min({value}, {code(computed)})")
 
 
 def set_values(module: cst.Module, kernel_name: str, values: dict[str, int], site_index: int = 0) -> cst.Module:
@@ -125,7 +148,8 @@ def set_values(module: cst.Module, kernel_name: str, values: dict[str, int], sit
         if slot.kind == "kwarg":
             mapping[site.arg(kernel, param).value] = cst.Integer(str(value))
         elif slot.kind == "host":
-            mapping[host_binding(site.host, slot.host_name).literal] = cst.Integer(str(value))
+            binding = host_binding(site.host, slot.host_name)
+            mapping[binding.literal] = capped(binding, value)
     module = replace(module, mapping)
     absent = {p: v for p, v in values.items() if found[p].kind == "absent"}
     if absent:

@@ -479,12 +479,14 @@ def _string_key(target: cst.Subscript) -> str | None:
 
 @dataclass(frozen=True)
 class HostBinding:
-    """Where a host function binds a name to an integer literal: `BLOCK = 128` or `BM, BN = 32, 32`."""
+    """Where a host function binds a name to an integer literal: `BLOCK = 128` or `BM, BN = 32, 32`;
+    `literal` is the node a new value replaces. For a block sized to the problem as a power of two
+    (`launch_values.host_binding`), `literal` is the whole computed value and `value` None."""
 
     name: str
     statement: cst.SimpleStatementLine
     literal: cst.BaseExpression
-    value: int
+    value: int | None
 
 
 def host_assignments(host: cst.FunctionDef, name: str) -> list[cst.SimpleStatementLine]:

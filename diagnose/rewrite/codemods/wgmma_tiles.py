@@ -142,4 +142,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
     current = current_values(ctx.module, kernel.name, (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"))
     if isinstance(current, str):
         return current
+    computed = [t for t in (tiles.m, tiles.n, tiles.k) if current[t] is None]
+    if computed:  # a power of two of the problem's size: it may be all of a dimension no loop steps through
+        return f"{', '.join(computed)} computed from the problem's sizes on the host"
     return TilePlan(kernel.name, tiles, current)
