@@ -51,7 +51,10 @@ class RetuneLaunch(Rewrite):
     covers follows the block: it multiplies a program id and the grid is computed from the same host
     variable, or it steps a loop (`for start in range(0, K, BLOCK)`, a row reduction's chunk on a
     grid of rows). The block size is a literal or a host variable bound once to a literal (or to
-    `min(literal, ...)`, whose literal changes); a host variable that other launches of that function
+    `min(literal, ...)`, whose literal changes), or to a power of two computed from the problem
+    (`triton.next_power_of_2(N)`, bare or in a `min(...)`: FlagGems' reductions, the tutorials' layer
+    norm), which the new value caps (`min(1024, MAX_FUSED_SIZE, triton.next_power_of_2(N))`): the data
+    a program covers follows the block either way; a host variable that other launches of that function
     (or of functions nested in it) read too must pass these checks as their block size (or num_warps)
     as well. `num_warps` missing from the launch is added, unless a `**kwargs` of the launch may set
     it. One launch of the kernel in the module, in any function, at any block depth.
