@@ -89,6 +89,24 @@ def slots(kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str
     return out
 
 
+def read_beyond_launch(site: LaunchSite, name: str) -> bool:
+    """Whether `site`'s host reads `name` anywhere but the launch and the statements that compute what
+    the launch and its grid are given (`mid_size = triton.cdiv(M, block_size)`, `num_warps =
+    min(max(BLOCK_SIZE // 256, 1), 8)`): the tutorials' `if N > BLOCK_SIZE: raise RuntimeError(...)`
+    is such a read, and a block capped below N would then raise."""
+    grid, _ = resolve_grid(site)
+    feeding = _computed_from(site.host, names(site.call) | names(grid))
+    allowed = [site.statement, *(s for n in feeding for s in host_assignments(site.host, n))]
+    skipped = {id(node) for s in allowed for node in walk(s)}
+    for node in walk(site.host.body):  # a keyword's or an attribute's name is not a read of the variable
+        if isinstance(node, cst.Arg) and node.keyword is not None:
+            skipped.add(id(node.keyword))
+        elif isinstance(node, cst.Attribute):
+            skipped.add(id(node.attr))
+    return any(isinstance(node, cst.Name) and node.value == name and id(node) not in skipped
+               for node in walk(site.host.body))
+
+
 def _computed_from(host: cst.FunctionDef, wanted: set[str]) -> set[str]:
     """`wanted` and every name the assignments of `host` compute them from, transitively."""
     out, frontier = set(), set(wanted)

@@ -8,7 +8,7 @@ from typing import Any
 import libcst as cst
 
 from diagnose.rewrite.dependence import dependence
-from diagnose.rewrite.launch_values import set_values, shown, slots, tile_accesses_masked
+from diagnose.rewrite.launch_values import read_beyond_launch, set_values, shown, slots, tile_accesses_masked
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext, missed
 from diagnose.rewrite.source import (
     Kernel, calls, cdiv_parts, coupled_by_axis, dotted, grid_coupled, grid_elements, kernels, launch_sites,
@@ -53,8 +53,9 @@ class RetuneLaunch(Rewrite):
     grid of rows). The block size is a literal or a host variable bound once to a literal (or to
     `min(literal, ...)`, whose literal changes), or to a power of two computed from the problem
     (`triton.next_power_of_2(N)`, bare or in a `min(...)`: FlagGems' reductions, the tutorials' layer
-    norm), which the new value caps (`min(1024, MAX_FUSED_SIZE, triton.next_power_of_2(N))`): the data
-    a program covers follows the block either way; a host variable that other launches of that function
+    norm), which the new value caps (`min(1024, MAX_FUSED_SIZE, triton.next_power_of_2(N))`) where
+    the host reads it only to compute what the launch is given (not the tutorials' `if N > BLOCK_SIZE:
+    raise`): the data a program covers follows the block either way; a host variable that other launches of that function
     (or of functions nested in it) read too must pass these checks as their block size (or num_warps)
     as well. `num_warps` missing from the launch is added, unless a `**kwargs` of the launch may set
     it. One launch of the kernel in the module, in any function, at any block depth.
@@ -193,6 +194,9 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     found = slots(kernel, sites[0], (block, "num_warps"))
     if isinstance(found, str):
         return found
+    computed = found[block]
+    if computed.kind == "host" and computed.current is None and read_beyond_launch(sites[0], computed.host_name):
+        return f"{computed.host_name} is computed from the problem and read beyond the launch: capping it changes more"
     if not tile_accesses_masked(kernel, block, _grid_axes(ctx, kernel, block, found[block].host_name)):
         return "a load or store has no mask: a larger block would run past the data"
     if block not in grid_coupled(kernel) and not steps_a_loop(kernel, block):
