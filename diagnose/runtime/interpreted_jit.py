@@ -14,7 +14,8 @@ interpreter's kernels the unwrapping runs past the kernel onto the plain Python 
 also `JITFunction`s (built by `JITFunction.__init__`, so every attribute is Triton's own), whose `run`
 launches in the interpreter as before and returns an `InterpretedKernel`, which launches again in the
 interpreter when indexed with a grid and called with the kernel's runtime arguments, as a compiled
-kernel is. Called as a device function, one gets a dtype argument as a `tl.constexpr`, as compiled
+kernel is; a grid given as a list (or made by a callable as one) launches, as compiled Triton
+takes it. Called as a device function, one gets a dtype argument as a `tl.constexpr`, as compiled
 device code does; its `and`/`or`/`not` on tensors are elementwise, as compiled code's are
 (`interpreter_semantics.py`). `triton.jit` looks the interpreter's class up when it decorates, so this takes effect for
 every kernel defined afterwards. Interpreter processes only (`cpu_standin.install`).
@@ -118,7 +119,7 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
                                             **{k: _as_compiled(v) for k, v in kwargs.items()})
 
     def run(self, *args, grid, warmup, **kwargs):
-        _launch(self, *args, grid=grid, warmup=warmup, **kwargs)
+        _launch(self, *args, grid=_tuple_grid(grid), warmup=warmup, **kwargs)
         return InterpretedKernel(self, self._constants(args, kwargs))
 
     def _constants(self, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -129,6 +130,15 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
         values = bound.arguments
         return {p.name: values[p.name] for p in self.params
                 if p.is_constexpr and p.name in values and values[p.name] is not inspect.Parameter.empty}
+
+
+def _tuple_grid(grid):
+    """A grid as the interpreter takes it: a tuple. Compiled Triton indexes the grid, so a list (or a
+    callable returning one: the tutorials' `lambda meta: [triton.cdiv(N, meta['BLOCK_SIZE_N'])]`)
+    launches there; the interpreter extends it with `+ (1,) * k` and fails."""
+    if callable(grid):
+        return lambda meta: tuple(grid(meta))
+    return tuple(grid) if isinstance(grid, list) else grid
 
 
 def _as_compiled(value):

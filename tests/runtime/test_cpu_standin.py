@@ -220,3 +220,22 @@ def test_and_or_not_on_tensors_are_elementwise_as_compiled():
         print("ok")
     """)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_grid_given_as_a_list_launches_as_compiled():
+    """The tutorials' layer-norm backward launches on `grid = lambda meta: [triton.cdiv(N, meta['BLOCK'])]`
+    and compiled Triton takes a list; Triton 3.6's interpreter adds `(1,) * k` to it (a TypeError)."""
+    done = _run("""
+        import torch, triton, triton.language as tl
+        @triton.jit
+        def double(x_ptr, n, BLOCK: tl.constexpr):
+            o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n) * 2, mask=o < n)
+        x = torch.ones(100)
+        double[lambda meta: [triton.cdiv(100, meta["BLOCK"])]](x, 100, BLOCK=32)
+        double[[4]](x, 100, BLOCK=32)
+        assert x.tolist() == [4.0] * 100, x
+        print("ok")
+    """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
