@@ -13,6 +13,7 @@ from diagnose.bench.store import Row
 from diagnose.bench.suites import datakernel
 from diagnose.bench.sweep import SweepOptions
 from diagnose.verify.harness import CheckOptions, verify
+from tests.conftest import run_cli_here
 
 KERNELS = ("q01", "q03", "q05", "q06", "q10", "q12", "q14", "q19")
 OPTIONS = SweepOptions(suite_format="datakernel", scale_factor=0.01, seeds=2)
@@ -122,7 +123,8 @@ def test_optimize_mode_hands_the_agent_one_task_file(tasks, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_command_line_sweeps_and_summarises(cli, tpch_root, tmp_path):
+def test_the_command_line_sweeps_and_summarises(tpch_root, tmp_path):
+    cli = run_cli_here  # three commands in this process: torch imported once, not three times
     result = cli("bench", "datakernel", "--filter", "q02,q06", "--kind", "core", "--seeds", "2", "--store",
                  str(tmp_path / "s.sqlite"), env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)})
     assert result.returncode == 1, result.stderr  # q02 has no kernel: a failed row
