@@ -186,6 +186,13 @@ def current_values(module: cst.Module, kernel_name: str, params: tuple[str, ...]
     return found if isinstance(found, str) else {p: s.current for p, s in found.items()}
 
 
+def computed_on_host(values: dict, params: tuple[str, ...]) -> str | None:
+    """Why tiles among `params` whose values are computed from the problem's sizes on the host (None in
+    `current_values`) cannot change: a power of two may be all of a dimension no loop steps through."""
+    computed = [p for p in params if values[p] is None]
+    return f"{', '.join(computed)} computed from the problem's sizes on the host" if computed else None
+
+
 def shown(values: dict) -> str:
     """`BLOCK=1024, num_warps=4`: launch values as a reason quotes them."""
     return ", ".join(f"{k}={v}" for k, v in values.items())

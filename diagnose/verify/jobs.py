@@ -92,25 +92,29 @@ def fill_uninitialized(out: Path) -> None:
     inductor and dynamo: 1.1 s of every candidate job, for an option no check case uses, and a cache
     folder made at import. The C switch underneath is set directly where torch has it; otherwise the
     public call runs, its cache folder the job's (deleted with it) unless the user chose one."""
+    import torch.utils.deterministic  # deferred: torch is heavy; the submodule holds the fill switch
+
+    _deterministic(True, True, out)
+    torch.utils.deterministic.fill_uninitialized_memory = True  # on by default, set for clarity
+
+
+def _deterministic(on: bool, warn_only: bool, out: Path) -> None:
+    """torch's deterministic-algorithms switch, set as `fill_uninitialized` says why."""
     import torch  # deferred: torch is heavy
 
     switch = getattr(torch._C, "_set_deterministic_algorithms", None)
     if switch is not None:
-        switch(True, warn_only=True)
+        switch(on, warn_only=warn_only)
     else:
         os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(out / "torchinductor"))
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    import torch.utils.deterministic  # the submodule holds the switch; on by default, set for clarity
-
-    torch.utils.deterministic.fill_uninitialized_memory = True
+        torch.use_deterministic_algorithms(on, warn_only=warn_only)
 
 
 @contextlib.contextmanager
 def uninitialized_filled(out: Path):
     """`fill_uninitialized` for the block only, torch's switches as they were again after it: for a worker
     that also times the same code, where filling every allocation would be counted."""
-    import torch  # deferred: torch is heavy
-    import torch.utils.deterministic  # the submodule holds the fill switch
+    import torch.utils.deterministic  # deferred: torch is heavy; the submodule holds the fill switch
 
     was = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     filled = torch.utils.deterministic.fill_uninitialized_memory
@@ -118,11 +122,7 @@ def uninitialized_filled(out: Path):
     try:
         yield
     finally:
-        switch = getattr(torch._C, "_set_deterministic_algorithms", None)
-        if switch is not None:
-            switch(was[0], warn_only=was[1])
-        else:
-            torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        _deterministic(*was, out)
         torch.utils.deterministic.fill_uninitialized_memory = filled
 
 

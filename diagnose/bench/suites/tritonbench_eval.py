@@ -203,14 +203,8 @@ def flat(value, prefix: str = "") -> dict:
     if isinstance(value, (bool, int, float)):
         return {prefix or "value": torch.tensor(value)}
     if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", "O") in "biufc":
-        return {prefix or "value": torch.from_numpy(numpy_array(value))}  # compared as numbers, not as text
+        return {prefix or "value": torch.tensor(value.copy())}  # as numbers, not text; the copy drops negative strides
     return {prefix or "value": str(value)}
-
-
-def numpy_array(value):
-    import numpy  # deferred: only a NumPy result gets here
-
-    return numpy.array(value, copy=True)
 
 
 def compare(original: dict, candidate: dict, overrides: dict) -> tuple[bool, float, str | None]:

@@ -8,7 +8,7 @@ from typing import Any
 import libcst as cst
 
 from diagnose.rewrite.launch_values import (
-    config_first, current_values, every_access_masked, first_tuned_values, set_values, shown,
+    computed_on_host, config_first, current_values, every_access_masked, first_tuned_values, set_values, shown,
 )
 from diagnose.rewrite.matmul import arange_sizes, assignments, axis_names, operand_pointer
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
@@ -221,7 +221,6 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AttentionPlan | str | None:
     current = current_values(ctx.module, kernel.name, (tiles.query, tiles.key, "num_warps", "num_stages"))
     if isinstance(current, str):
         return current
-    computed = [t for t in (tiles.query, tiles.key) if current[t] is None]
-    if computed:  # a power of two of the problem's size: it may be all of a dimension no loop steps through
-        return f"{', '.join(computed)} computed from the problem's sizes on the host"
+    if computed := computed_on_host(current, (tiles.query, tiles.key)):
+        return computed
     return AttentionPlan(kernel.name, tiles, current)

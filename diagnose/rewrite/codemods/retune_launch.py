@@ -194,10 +194,10 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     found = slots(kernel, sites[0], (block, "num_warps"))
     if isinstance(found, str):
         return found
-    computed = found[block]
-    if computed.kind == "host" and computed.current is None and read_beyond_launch(sites[0], computed.host_name):
-        return f"{computed.host_name} is computed from the problem and read beyond the launch: capping it changes more"
-    if not tile_accesses_masked(kernel, block, _grid_axes(ctx, kernel, block, found[block].host_name)):
+    slot = found[block]
+    if slot.kind == "host" and slot.current is None and read_beyond_launch(sites[0], slot.host_name):
+        return f"{slot.host_name} is computed from the problem and read beyond the launch: capping it changes more"
+    if not tile_accesses_masked(kernel, block, _grid_axes(ctx, kernel, block, slot.host_name)):
         return "a load or store has no mask: a larger block would run past the data"
     if block not in grid_coupled(kernel) and not steps_a_loop(kernel, block):
         return f"{block} neither multiplies a program id nor steps a loop: what a program covers may not follow it"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.rewrite.launch_values import (
-    config_first, current_values, every_access_masked, first_tuned_values, set_values, shown,
+    computed_on_host, config_first, current_values, every_access_masked, first_tuned_values, set_values, shown,
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
@@ -142,7 +142,6 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
     current = current_values(ctx.module, kernel.name, (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"))
     if isinstance(current, str):
         return current
-    computed = [t for t in (tiles.m, tiles.n, tiles.k) if current[t] is None]
-    if computed:  # a power of two of the problem's size: it may be all of a dimension no loop steps through
-        return f"{', '.join(computed)} computed from the problem's sizes on the host"
+    if computed := computed_on_host(current, (tiles.m, tiles.n, tiles.k)):
+        return computed
     return TilePlan(kernel.name, tiles, current)
