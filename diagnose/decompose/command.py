@@ -9,6 +9,7 @@ made for a model that then fails to build, run or trace is removed.
 from __future__ import annotations
 
 import shutil
+import statistics
 from pathlib import Path
 
 from diagnose.decompose import compose, inductor
@@ -84,7 +85,12 @@ def end_to_end(model: Path, composite: Path, chosen: dict[str, str], options: Ch
     if all(c == "torch" for c in chosen.values()):
         return EndToEnd(None, "every subgraph chose torch: the composite launches no Triton kernel")
     verdict = verify(load_task_file(model, composite), options)
-    return EndToEnd(verdict.passed, why(verdict))
+    speedups = []
+    for over in options.baselines:
+        ratios = [r for r in verdict.speedups(over).values() if r > 0]
+        if ratios:  # the geometric mean: groups of different sizes weigh alike
+            speedups.append((over, statistics.geometric_mean(ratios)))
+    return EndToEnd(verdict.passed, why(verdict), tuple(speedups))
 
 
 def decompose_command(model: Path, kernels: Path | None, options: CheckOptions, out: Path | None,

@@ -9,6 +9,7 @@ from pathlib import Path
 from diagnose.decompose.choose import Candidate, Choice
 
 NOT_TIMED = "not timed"
+BASELINE_NAMES = {"compile": "torch.compile"}
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,13 @@ class SubgraphReport:
 
 @dataclass(frozen=True)
 class EndToEnd:
-    """The composite against the whole `Model`: `passed` None when there was nothing to verify."""
+    """The composite against the whole `Model`: `passed` None when there was nothing to verify.
+    `speedups`: (baseline, speedup) for each baseline the verdict timed (`eager`, `compile`), the
+    geometric mean over its input groups; empty when nothing was timed (CPU, an all-torch composite)."""
 
     passed: bool | None
     detail: str
+    speedups: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,5 +73,7 @@ def markdown(report: DecomposeReport) -> str:
     if report.unused_kernels:
         lines += ["", f"Kernel files named for no subgraph (not used): {', '.join(report.unused_kernels)}"]
     verdict = {True: "PASSED", False: "FAILED", None: "torch only, nothing to verify"}[report.end_to_end.passed]
-    lines += ["", f"End to end (composite vs Model): {verdict}: {report.end_to_end.detail}"]
+    timed = ", ".join(f"{x:.2f}x over {BASELINE_NAMES.get(b, b)}" for b, x in report.end_to_end.speedups)
+    lines += ["", f"End to end (composite vs Model): {verdict}: {report.end_to_end.detail}"
+                  + (f"; {timed}" if timed else "")]
     return "\n".join(lines) + "\n"
