@@ -10,11 +10,13 @@ launched with `kernel[grid](...)`, so that the harness counts its launches (Indu
   configs for it (read by the worker, `inductor.py`), keyed on its `*numel` arguments, with the
   arguments it mutates restored between configs (`mutated_arg_names`, as Inductor's autotuner clones
   them); `triton_helpers.set_driver_to_cpu()` goes; `triton_helpers`, `libdevice`, `tl_math` stay;
-- its grid comes from `grid_type` (Grid1D/2D/3D, one program per block of each dimension);
+- its grid comes from `grid_type` (Grid1D/2D/3D, one program per block of each dimension; Grid2DWithYZOverflow
+  spreads the y blocks over y and z as Inductor does);
 - in the host code, `empty_strided_<device>(size, stride, dtype)` becomes `torch.empty_strided` on the
   inputs' device, `reinterpret_tensor` `torch.as_strided`, `<kernel>.run(..., stream=...)`
   `<kernel>[grid](...)`; `extern_kernels.*` (torch ops: mm, addmm, convolution, ...) stay; size
-  asserts and stream lookups go.
+  asserts, stream lookups and CUDA's device guard (`with torch.cuda._DeviceGuard(0):`, its block runs one
+  level up) and `torch.cuda.set_device` go.
 
 Anything else (another kernel kind or grid, a name the host code calls that this file does not define)
 is `Unsupported`, with a one-line reason.
@@ -43,7 +45,19 @@ GRIDS = {
     "Grid1D": ("grid_1d", ("x",)),
     "Grid2D": ("grid_2d", ("x", "y")),
     "Grid3D": ("grid_3d", ("x", "y", "z")),
+    "Grid2DWithYZOverflow": ("grid_2d_yz_overflow", ("x", "y")),
 }
+# Inductor's Grid2DWithYZOverflow: a y count past CUDA's 65535 spreads over y and z (its kernels read
+# `program_id(1) + program_id(2) * num_programs(1)`), as `triton_heuristics.Grid2DWithYZOverflow` computes it.
+MAX_Y_GRID = 65535
+GRID_2D_YZ_OVERFLOW = '''
+
+def grid_2d_yz_overflow(meta):
+    """Inductor's Grid2DWithYZOverflow: x blocks; the y blocks spread over y and z, at most {most} each."""
+    y_blocks = triton.cdiv(meta["ynumel"], meta.get("YBLOCK", 1))
+    z = triton.cdiv(y_blocks, {most})
+    return (triton.cdiv(meta["xnumel"], meta.get("XBLOCK", 1)), 0 if z == 0 else triton.cdiv(y_blocks, z), z)
+'''
 # Names the rewritten host code may use beyond its own locals and the kernels.
 HOST_NAMES = frozenset({"torch", "triton", "extern_kernels", "aten", "device", "self", "math", "inf", "nan"})
 GRID_FUNCTION = '''
@@ -141,6 +155,8 @@ def autotuned(kernel: Kernel, configs: list[Config]) -> str:
 
 
 def grid_function(grid_type: str) -> str:
+    if grid_type == "Grid2DWithYZOverflow":
+        return GRID_2D_YZ_OVERFLOW.format(most=MAX_Y_GRID)
     name, dims = GRIDS[grid_type]
     cells = ", ".join(f'triton.cdiv(meta["{d}numel"], meta.get("{d.upper()}BLOCK", 1))' for d in dims)
     return GRID_FUNCTION.format(name=name, grid_type=grid_type, dims=", ".join(dims), cells=cells)
@@ -212,9 +228,10 @@ def model_new(output_code: str, configs: dict[str, list[Config]], host: Host) ->
     names, body = host_body(output_code)
     if len(names) != len(host.graph_inputs):
         raise Unsupported(f"Inductor's call takes {len(names)} arguments, the subgraph has {len(host.graph_inputs)}")
-    if "device(" in body:
-        raise Unsupported("Inductor's host code names a device of its own")
     lines = rewritten_host(body, grids)
+    # After the rewrite: CUDA's device guard and `set_device` are gone, the outputs take the inputs' device.
+    if any("device(" in line for line in lines):
+        raise Unsupported("Inductor's host code names a device of its own")
     unknown = undefined_names(lines, set(names) | set(grids) | set(grids.values()))
     if unknown:
         raise Unsupported(f"Inductor's host code calls {', '.join(unknown)}, which has no standalone equivalent")

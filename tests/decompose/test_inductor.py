@@ -4,6 +4,7 @@ the harness on the interpreter; a subgraph Inductor gives no Triton kernel (a lo
 reason, and so does code the rewrite does not handle. One extraction worker for the three fixtures."""
 
 import pytest
+import triton
 
 from diagnose.decompose.command import decompose
 from diagnose.decompose.inductor import extract
@@ -105,6 +106,42 @@ def test_the_host_code_is_rewritten_to_torch_and_triton_calls():
     assert "torch.empty_strided((8, ), (1, ), dtype=torch.float32, device=device)" in source
     assert "return buf0\n" in source and "get_raw_stream" not in source and "args.clear" not in source
     compile(source, "candidate.py", "exec")
+
+
+CUDA_HOST = """
+class Runner:
+    def call(self, args):
+        arg0_1, = args
+        args.clear()
+        assert_size_stride(arg0_1, (8, ), (1, ))
+        with torch.cuda._DeviceGuard(0):
+            torch.cuda.set_device(0)
+            buf0 = empty_strided_cuda((8, ), (1, ), torch.float32)
+            # Topologically Sorted Source Nodes: [gelu], Original ATen: [aten.gelu]
+            stream0 = get_raw_stream(0)
+            triton_poi_fused_0.run(arg0_1, buf0, 8, stream=stream0)
+            del arg0_1
+        return (buf0, )
+"""
+
+
+def test_cuda_host_code_loses_its_device_guard_and_runs_on_the_inputs_device():
+    kernel = OUTPUT_CODE.split("class Runner")[0].format(kind="pointwise", grid="Grid1D", extra="")
+    source = model_new(kernel.replace("device_str='cpu'", "device_str='cuda'") + CUDA_HOST,
+                       {"triton_poi_fused_0": []}, HOST)
+    assert "_DeviceGuard" not in source and "set_device" not in source
+    assert "        triton_poi_fused_0[grid_1d](arg0_1, buf0, 8)\n" in source  # one level up, in forward
+    assert "torch.empty_strided((8, ), (1, ), dtype=torch.float32, device=device)" in source
+    compile(source, "candidate.py", "exec")
+
+
+def test_a_y_grid_past_65535_spreads_over_z_as_inductors_does():
+    source = rewritten(grid="Grid2DWithYZOverflow")
+    namespace = {"triton": triton}
+    exec(source[source.index("def grid_2d_yz_overflow"):].split("\n\n\n")[0], namespace)
+    grid = namespace["grid_2d_yz_overflow"]
+    assert grid({"xnumel": 10, "XBLOCK": 4, "ynumel": 70000, "YBLOCK": 1}) == (3, 35000, 2)
+    assert grid({"xnumel": 10, "XBLOCK": 4, "ynumel": 100, "YBLOCK": 8}) == (3, 13, 1)
 
 
 @pytest.mark.parametrize("change, reason", [
