@@ -14,7 +14,8 @@ seconds: `batch_size` 2, spatial sizes (height, width, depth, H, W, D) at most 1
 run as written, 2 seeds, timed against eager and `torch.compile`; each subgraph gets the fastest verified
 candidate (`prefer="torch"` only breaks what timing leaves open) and the composite is timed end to end.
 
-`--jobs N` runs N problems at once, each in a process of its own; they share the GPU through a lock file under
+`--problem-limit S` kills a problem still running after S seconds (its row says so), so that
+rows land before an outer time limit. `--jobs N` runs N problems at once, each in a process of its own; they share the GPU through a lock file under
 OUT (`diagnose/runtime/device_lock.py`: a timing loop holds the device alone). `--start-within S`: no problem
 starts after S seconds from the sweep's start, so an outer time limit cuts none mid-way. One JSON line per
 problem goes to OUT/results.jsonl as it finishes (problems already there are skipped: a sweep resumes):
@@ -34,7 +35,9 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -77,7 +80,9 @@ def run_one(problem: Path, out: Path, device: str, timeout: float) -> dict:
         model.write_text(shrunk(problem.read_text()))
     else:
         options = CheckOptions(device=device, seeds=(0, 1), baselines=("eager", "compile"), unseen_shapes=False,
-                               timeout_s=timeout, device_lock=str((out / "device.lock").resolve()))
+                               timeout_s=timeout, device_lock=str((out / "device.lock").resolve()),
+                               # each step named in the log as it starts: a problem killed mid-way leaves a trace
+                               on_phase=lambda phase: print(f"{problem.stem}: {phase}", file=sys.stderr, flush=True))
         model = problem
     start = time.monotonic()
     try:
@@ -96,8 +101,9 @@ def run_one(problem: Path, out: Path, device: str, timeout: float) -> dict:
 
 
 def launch(problem: Path, args: argparse.Namespace) -> subprocess.Popen:
+    # A session of its own: a problem over --problem-limit is killed with every worker it started.
     return subprocess.Popen([sys.executable, __file__, str(args.level2), "--out", str(args.out), "--one", problem.name,
-                             "--device", args.device, "--timeout", str(args.timeout)])
+                             "--device", args.device, "--timeout", str(args.timeout)], start_new_session=True)
 
 
 def main() -> None:
@@ -110,6 +116,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per worker")
     parser.add_argument("--jobs", type=int, default=1, help="problems at once")
     parser.add_argument("--start-within", type=float, default=None, help="start no problem after S seconds")
+    parser.add_argument("--problem-limit", type=float, default=None,
+                        help="seconds a problem may take; past it, it is killed and its row says so")
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the summary here as a table")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: one problem, row to OUT/rows/
@@ -132,7 +140,7 @@ def sweep(args: argparse.Namespace, results: Path) -> None:
     problems = [p for p in sorted(args.level2.glob("*.py"), key=number) if not words or any(w in p.name for w in words)]
     done = {json.loads(line)["problem"] for line in results.read_text().splitlines()} if results.exists() else set()
     waiting = [p for p in problems[:args.first] if p.name not in done]
-    start, running = time.monotonic(), {}
+    start, running, killed = time.monotonic(), {}, set()
     while waiting or running:
         late = args.start_within is not None and time.monotonic() - start > args.start_within
         while waiting and len(running) < args.jobs and not late:
@@ -143,13 +151,19 @@ def sweep(args: argparse.Namespace, results: Path) -> None:
             print(f"--start-within {args.start_within:g} s passed: {len(waiting)} problems not started", flush=True)
             break
         time.sleep(0.5)
+        for child, (problem, began) in list(running.items()):
+            if args.problem_limit is not None and child.poll() is None and time.monotonic() - began > args.problem_limit:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                killed.add(child)
         for child in [c for c in running if c.poll() is not None]:
             problem, began = running.pop(child)
             written = args.out / "rows" / f"{problem.name}.json"
             # A child that died (memory, a signal) wrote nothing: its row says so and the sweep goes on.
+            why = (f"over --problem-limit {args.problem_limit:g} s" if child in killed
+                   else f"worker exited {child.returncode} with no row")
             row = json.loads(written.read_text()) if written.exists() else {
-                "problem": problem.name, "error": f"worker exited {child.returncode} with no row",
-                "wall_s": round(time.monotonic() - began, 1)}
+                "problem": problem.name, "error": why, "wall_s": round(time.monotonic() - began, 1)}
             with results.open("a") as out:
                 out.write(json.dumps(row) + "\n")
             print(problem.name, row.get("error") or [(s["name"], s["chosen"]) for s in row["subgraphs"]],

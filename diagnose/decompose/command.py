@@ -4,12 +4,17 @@ composite end to end, report.
 The output folder is `--out` or `MODEL.decompose/` beside the model. A folder that exists must be
 empty or one this command made (it holds `MARKER`): user files are never overwritten. A folder
 made for a model that then fails to build, run or trace is removed.
+
+Timing: a subgraph's candidates are timed against eager only (its torch candidate: the choice is between
+them), the composite against every baseline the options name (eager and `torch.compile`): compiling each
+subgraph as a baseline too would double a device sweep's time and choose nothing.
 """
 
 from __future__ import annotations
 
 import shutil
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 from diagnose.decompose import compose, inductor
@@ -60,9 +65,10 @@ def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Pat
     records = {r.name: r for r in found.records}
     extracted = inductor.extract(found.files, options.device, options.timeout_s) if with_inductor else {}
     rows, chosen, tried, notes = [], {}, {}, {}
+    per_subgraph = replace(options, baselines=tuple(b for b in options.baselines if b == "eager"))
     for sg, task_file in zip(found.subgraphs, found.files):
         kernel = kernel_for(sg.name, kernels)
-        tried_here = candidates(task_file, kernel, options, extracted.get(task_file))
+        tried_here = candidates(task_file, kernel, per_subgraph, extracted.get(task_file))
         choice = choose(tried_here, prefer)
         chosen[sg.name] = choice.name
         notes[sg.name] = choice.why

@@ -9,7 +9,7 @@ launched with `kernel[grid](...)`, so that the harness counts its launches (Indu
 - its `@triton_heuristics.<kind>(...)` decorator is replaced by `@triton.autotune` over Inductor's own
   configs for it (read by the worker, `inductor.py`), keyed on its `*numel` arguments, with the
   arguments it mutates restored between configs (`mutated_arg_names`, as Inductor's autotuner clones
-  them); `triton_helpers.set_driver_to_cpu()` goes; `triton_helpers`, `libdevice`, `tl_math` stay;
+  them); `triton_helpers.set_driver_to_cpu()` (`_gpu()` on cuda) goes; `triton_helpers`, `libdevice`, `tl_math` stay;
 - its grid comes from `grid_type` (Grid1D/2D/3D, one program per block of each dimension; Grid2DWithYZOverflow
   spreads the y blocks over y and z as Inductor does);
 - in the host code, `empty_strided_<device>(size, stride, dtype)` becomes `torch.empty_strided` on the
@@ -131,7 +131,7 @@ def kernel_body(kernel: Kernel) -> str:
     """The kernel's source without its imports, driver switch and heuristics decorator."""
     text = kernel.source.replace(kernel.decorator, "")
     lines = [line for line in text.splitlines()
-             if not line.startswith(("import ", "from ")) and "set_driver_to_cpu()" not in line]
+             if not line.startswith(("import ", "from ")) and "triton_helpers.set_driver_to_" not in line]
     return "\n".join(lines).strip("\n")
 
 

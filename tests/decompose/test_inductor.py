@@ -127,9 +127,9 @@ class Runner:
 
 def test_cuda_host_code_loses_its_device_guard_and_runs_on_the_inputs_device():
     kernel = OUTPUT_CODE.split("class Runner")[0].format(kind="pointwise", grid="Grid1D", extra="")
-    source = model_new(kernel.replace("device_str='cpu'", "device_str='cuda'") + CUDA_HOST,
-                       {"triton_poi_fused_0": []}, HOST)
-    assert "_DeviceGuard" not in source and "set_device" not in source
+    kernel = kernel.replace("device_str='cpu'", "device_str='cuda'").replace("to_cpu()", "to_gpu()")
+    source = model_new(kernel + CUDA_HOST, {"triton_poi_fused_0": []}, HOST)
+    assert "_DeviceGuard" not in source and "set_device" not in source and "set_driver_to_gpu" not in source
     assert "        triton_poi_fused_0[grid_1d](arg0_1, buf0, 8)\n" in source  # one level up, in forward
     assert "torch.empty_strided((8, ), (1, ), dtype=torch.float32, device=device)" in source
     compile(source, "candidate.py", "exec")

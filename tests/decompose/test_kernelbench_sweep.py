@@ -42,3 +42,22 @@ def test_the_sweep_summary_counts_correct_and_fast_1_over_all_problems(tmp_path,
     assert figures["subgraphs"] == "6; chosen: inductor 4, torch 2"
     assert "fast_1 over torch.compile: 1/6 (17%)" in capsys.readouterr().out
     assert "| fast_1 over eager | 2/6 (33%) |" in table.read_text().splitlines()
+
+
+def test_a_problem_over_its_limit_is_killed_and_its_row_says_so(tmp_path):
+    """Rows must land before an outer time limit: a problem past --problem-limit gets an error row."""
+    import subprocess
+    import sys
+
+    level2 = tmp_path / "level2"
+    level2.mkdir()
+    (level2 / "1_Slow.py").write_text(  # a model whose inputs never come in time
+        "import time\nimport torch\n\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
+        "def get_inputs():\n    time.sleep(60)\n    return [torch.ones(2)]\n\n\ndef get_init_inputs():\n    return []\n")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "decompose_kernelbench.py"), str(level2),
+                           "--out", str(out), "--problem-limit", "1"], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    (only,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert only["problem"] == "1_Slow.py" and only["error"] == "over --problem-limit 1 s"
