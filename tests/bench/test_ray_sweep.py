@@ -136,6 +136,29 @@ def test_a_worker_killed_mid_sweep_loses_no_entry(cluster, tmp_path):
     assert f"(pid {marker.read_text()})" not in seen["stall"], "the killed worker's entry ran again elsewhere"
 
 
+class ReportsThreads:
+    """A job that reports the `OMP_NUM_THREADS` a worker process it starts sees."""
+
+    def __call__(self, entry: Entry) -> list[tuple[str, str, dict]]:
+        seen = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('OMP_NUM_THREADS'))"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        return [("*", "passed", {"threads": seen})]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("driver", [None, "3"])
+def test_workers_on_ray_get_the_drivers_threads_not_rays_one(cluster, tmp_path, monkeypatch, driver):
+    """Ray sets OMP_NUM_THREADS=1 in an actor that reserves no CPU; the job's workers must not inherit it."""
+    if driver is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", driver)
+    db = tmp_path / "r.sqlite"
+    run_entries("s", [Entry("a", Path("a.py"), None, "", "", "a")], ReportsThreads(), db,
+                SweepOptions(executor="ray", ray_address=cluster), lambda entry, outcome: None)
+    assert [r.data for r in store.rows(store.connect(db))] == [{"threads": str(driver)}]
+
+
 def test_ray_not_installed_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     with pytest.raises(UsageError, match=r"^--executor ray needs Ray: pip install 'diagnose\[ray\]'$"):
