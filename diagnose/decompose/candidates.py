@@ -9,6 +9,9 @@
 - `inductor`: `<name>.inductor.py`, the Triton kernels Inductor generates for the subgraph as a
   standalone `ModelNew` (`inductor.py`), verified and timed the same way; `unavailable`, with the
   reason, where Inductor gives none (a lone matmul is `extern_kernels.mm`, no Triton kernel).
+
+A candidate file that does not load (a syntax error, no `ModelNew`) is `failed` with the loader's one line:
+the other candidates and subgraphs go on.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from diagnose.decompose.choose import Candidate
 from diagnose.decompose.inductor import Extraction
+from diagnose.errors import DiagnoseError
 from diagnose.records import Verdict
 from diagnose.task import load_task
 from diagnose.verify.harness import CheckOptions, verify
@@ -40,7 +44,12 @@ def candidates(task_file: Path, kernel: Path | None, options: CheckOptions,
     for name, path in (("triton", kernel), ("inductor", inductor.path if inductor else None)):
         if path is None:
             continue
-        verdict = verify(load_task(task_file, candidate=path), options)
+        try:
+            task = load_task(task_file, candidate=path)
+        except DiagnoseError as exc:  # a candidate file that does not load is that candidate's failure only
+            tried.append(Candidate(name, str(path), "failed", None, f"not loaded: {str(exc).splitlines()[0]}"[:200]))
+            continue
+        verdict = verify(task, options)
         eager = eager if eager is not None else median(verdict, "eager")
         tried.append(Candidate(name, str(path), "passed" if verdict.passed else "failed",
                                median(verdict, "candidate"), why(verdict)))

@@ -49,13 +49,16 @@ def test_the_all_torch_composite_computes_the_model_s_forward(tmp_path):
         torch.testing.assert_close(composite.ModelNew(8)(*x), model(*x))
 
 
-def test_kernel_files_named_for_no_subgraph_are_reported_unused(tmp_path):
+def test_kernel_files_named_for_no_subgraph_are_reported_unused_and_one_that_does_not_load_fails_alone(tmp_path):
     kernels = tmp_path / "kernels"
     kernels.mkdir()
     (kernels / "sg9_nothing.py").write_text("")
+    (kernels / "sg0_linear.py").write_text("class ModelNew(:\n")  # a syntax error: that candidate fails, no more
     report = decompose(MODELS / "mlp.py", kernels, OPTIONS, tmp_path / "out", with_inductor=False)
     assert report.unused_kernels == ("sg9_nothing.py",)
-    assert all(len(sg.candidates) == 1 for sg in report.subgraphs)
+    (torch_op, broken), (only,) = (sg.candidates for sg in report.subgraphs)
+    assert broken.status == "failed" and broken.note.startswith("not loaded: ") and "syntax" in broken.note
+    assert report.subgraphs[0].choice.name == "torch" and only.name == "torch"
     assert "named for no subgraph (not used): sg9_nothing.py" in (tmp_path / "out" / "report.md").read_text()
 
 
