@@ -19,7 +19,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.source import assigned_names, calls, int_value, is_tl_call, keyword, names, positional, walk
+from diagnose.rewrite.source import (
+    assigned_names, int_value, is_tl_call, keyword, names, positional, program_calls, walk,
+)
 
 EXITS = (cst.Return, cst.Break, cst.Continue)
 
@@ -40,7 +42,7 @@ class Dependence:
 def reads(expr: cst.CSTNode, seed: str, axes: frozenset[int]) -> set[str]:
     """The names `expr` reads, and `seed` where it reads a program id of one of the grid `axes`."""
     found = names(expr)
-    for call in calls(expr, "program_id", "num_programs"):
+    for call in program_calls(expr, "program_id", "num_programs"):
         arg = keyword(call, "axis") or next(iter(positional(call)), None)
         axis = int_value(arg.value) if arg is not None else None
         if axis in axes or (axis is None and axes):

@@ -109,6 +109,20 @@ def is_tl_call(node: cst.CSTNode, *functions: str) -> bool:
     return isinstance(node, cst.Call) and tl_name(node.func) in functions
 
 
+def is_program_call(node: cst.CSTNode, *functions: str) -> bool:
+    """A `tl.program_id` / `tl.num_programs` call (`functions`), or the same through an op library's own
+    helper module: FlagGems' `tle.program_id(0)` (its `triton_lang_extension`, a `@triton.jit` function
+    returning `tl.program_id(axis).to(tl.int64)`). Only reading code: a rewrite that writes a program id
+    writes it as the kernel does (`program_id_call`), so a widened id stays widened."""
+    if not isinstance(node, cst.Call):
+        return False
+    if tl_name(node.func) in functions:
+        return True
+    name = dotted(node.func) or ""
+    module, _, function = name.partition(".")
+    return function in functions and "." not in function and module not in ("tl", "triton")
+
+
 def int_value(node: cst.CSTNode | None) -> int | None:
     """The value of an integer literal (`128`, `-1`, `1 << 10`, `2**12`), else None."""
     if node is None:
@@ -151,6 +165,11 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 def calls(node: cst.CSTNode, *functions: str) -> list[cst.Call]:
     """The `tl.<function>` calls under `node`."""
     return [n for n in walk(node) if is_tl_call(n, *functions)]
+
+
+def program_calls(node: cst.CSTNode, *functions: str) -> list[cst.Call]:
+    """The program id / count calls under `node`, a library helper's included (`is_program_call`)."""
+    return [n for n in walk(node) if is_program_call(n, *functions)]
 
 
 def has_effects(node: cst.CSTNode) -> bool:
@@ -225,15 +244,27 @@ def kernels(module: cst.Module) -> dict[str, Kernel]:
 
 
 def program_id_names(kernel: Kernel) -> dict[str, int]:
-    """Names bound directly to `tl.program_id(axis)` at the kernel's top level, with their axis."""
+    """Names bound directly to `tl.program_id(axis)` (or a library's helper for it: `is_program_call`) at
+    the kernel's top level, with their axis."""
     out = {}
     for stmt in kernel.statements:
         target, value = simple_assignment(stmt)
-        if target and is_tl_call(value, "program_id"):
+        if target and is_program_call(value, "program_id"):
             axis = axis_of(value)
             if axis is not None:
                 out[target] = axis
     return out
+
+
+def program_id_call(kernel: Kernel, name: str, axis: int = 0) -> str:
+    """A program id call of `axis` through the function the kernel binds `name` with (`tl.program_id(0)`,
+    `tle.program_id(0)`): what a rewrite writes where it reads a program id again, so that its dtype
+    stays the kernel's (a library helper's int64)."""
+    for stmt in kernel.statements:
+        target, value = simple_assignment(stmt)
+        if target == name and is_program_call(value, "program_id"):
+            return f"{dotted(value.func)}({axis})"
+    raise ValueError(f"{name} is not bound to a program id at the kernel's top level")
 
 
 def axis_of(call: cst.Call) -> int | None:
@@ -266,7 +297,7 @@ def coupled_by_axis(kernel: Kernel, bound: dict[str, int] | None = None) -> dict
         target, value = simple_assignment(stmt)
         if target and value is not None:
             axes = set().union(*(derived.get(n, set()) for n in names(value)))
-            axes |= {a for a in (axis_of(c) for c in calls(value, "program_id")) if a is not None}
+            axes |= {a for a in (axis_of(c) for c in program_calls(value, "program_id")) if a is not None}
             if axes:
                 derived[target] = derived.get(target, set()) | axes
     out: dict[int, set[str]] = {}
@@ -275,7 +306,7 @@ def coupled_by_axis(kernel: Kernel, bound: dict[str, int] | None = None) -> dict
             for mine, other in ((node.left, node.right), (node.right, node.left)):
                 if isinstance(mine, cst.Name) and mine.value in kernel.constexprs:
                     axes = set().union(*(derived.get(n, set()) for n in names(other)))
-                    axes |= {a for a in (axis_of(c) for c in calls(other, "program_id")) if a is not None}
+                    axes |= {a for a in (axis_of(c) for c in program_calls(other, "program_id")) if a is not None}
                     for axis in axes:
                         out.setdefault(axis, set()).add(mine.value)
     return out
@@ -296,7 +327,7 @@ def grid_coupled(kernel: Kernel) -> set[str]:
             for mine, other in (sides, sides[::-1]):
                 other_names = names(other)
                 if isinstance(mine, cst.Name) and mine.value in kernel.constexprs and (
-                        other_names & derived or calls(other, "program_id")):
+                        other_names & derived or program_calls(other, "program_id")):
                     out.add(mine.value)
     return out
 

@@ -9,8 +9,8 @@ import libcst as cst
 from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statements, unique_name, with_params
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
-    names, program_id_names, resolve_grid, same, simple_assignment, sites_of,
+    Kernel, LaunchSite, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
+    names, program_calls, program_id_call, program_id_names, resolve_grid, same, simple_assignment, sites_of,
 )
 
 GROUP = 8
@@ -80,7 +80,7 @@ class GroupMSwizzle(Rewrite):
         pid_m, pid_n = plan.pids
         f = fresh
         order = statements(f"""
-            {f['pid']} = tl.program_id(0)
+            {f['pid']} = {program_id_call(kernel, pid_m)}
             {f['num_pid_m']} = tl.cdiv({m_extent}, {m_block})
             {f['num_pid_n']} = tl.cdiv({n_extent}, {n_block})
             {f['num_pid_in_group']} = {group} * {f['num_pid_n']}
@@ -120,7 +120,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SwizzlePlan | str | None:
     by_axis = {axis: name for name, axis in pids.items()}
     if set(by_axis) != {0, 1} or len(pids) != 2:
         return None
-    if len(calls(kernel.node.body, "program_id")) != 2 or calls(kernel.node.body, "num_programs"):
+    if len(program_calls(kernel.node.body, "program_id")) != 2 or program_calls(kernel.node.body, "num_programs"):
         return "reads tl.program_id / tl.num_programs beyond the two tile ids"
     if "GROUP_M" in kernel.params:
         return "already has GROUP_M"

@@ -11,7 +11,7 @@ from diagnose.rewrite.edit import insert_before_host, replace, restarted_each_it
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
-    module_names, names, pointer_params, program_id_names, resolve_grid, same, simple_assignment, sites_of, walk,
+    module_names, names, pointer_params, program_calls, program_id_call, program_id_names, resolve_grid, same, simple_assignment, sites_of, walk,
 )
 
 
@@ -78,7 +78,8 @@ class PersistentGrid(Rewrite):
         index = kernel.statements.index(plan.pid)
         body = list(kernel.statements[index + 1:])
         saves, restores = restarted_each_iteration(body, kernel.params, names(kernel.node) | set(kernel.params))
-        loop = statement(f"for {pid_name} in range(tl.program_id(0), tl.cdiv({extent}, {block}), tl.num_programs(0)):\n"
+        first = program_id_call(kernel, pid_name)  # as the kernel reads it: a library's int64 id stays int64
+        loop = statement(f"for {pid_name} in range({first}, tl.cdiv({extent}, {block}), tl.num_programs(0)):\n"
                          "    pass\n")
         loop = loop.with_changes(body=loop.body.with_changes(body=[*restores, *body]), leading_lines=[
             *plan.pid.leading_lines, cst.EmptyLine(comment=cst.Comment(
@@ -104,7 +105,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> PersistentPlan | str | None:
         return None
     if "torch" not in module_names(ctx.module):
         return "the module does not import torch (the core count helper needs it)"
-    if len(calls(kernel.node.body, "program_id")) != 1 or calls(kernel.node.body, "num_programs"):
+    if len(program_calls(kernel.node.body, "program_id")) != 1 or program_calls(kernel.node.body, "num_programs"):
         return "reads tl.program_id / tl.num_programs more than once"
     if any(isinstance(n, cst.Return) for n in walk(kernel.node.body)):
         return "returns early"

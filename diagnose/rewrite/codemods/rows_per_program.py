@@ -13,7 +13,8 @@ from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel, LaunchSite, axis_of, code, coupled_by_axis, dotted, grid_elements, grid_shared, is_tl_call, kernels,
-    launched, names, positional, program_id_names, resolve_grid, simple_assignment, sites_of, tl_name, walk,
+    launched, names, positional, program_calls, program_id_call, program_id_names, resolve_grid, simple_assignment,
+    sites_of, walk,
 )
 from diagnose.task.harness import replay_targets
 
@@ -119,18 +120,18 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     sites = sites_of(ctx.module, kernel.name)
     if not sites:
         return None
-    pids = program_id_names(kernel)
+    pids = program_id_names(kernel)  # `tl.program_id(0)`, or a library's helper for it (`tle.program_id(0)`)
     widened, program_id = None, "tl.program_id(0)"
-    if not pids:
+    if pids:
+        program_id = program_id_call(kernel, next(iter(pids)))  # the new binding calls the same
+    else:
         pids, widened = _widened_row(kernel)
-    if not pids:
-        pids, program_id = _helper_row(kernel)
-    if len(_library_calls(kernel, "program_id")) != 1 or len(pids) != 1 or set(pids.values()) != {0}:
+    if len(program_calls(kernel.node.body, "program_id")) != 1 or len(pids) != 1 or set(pids.values()) != {0}:
         return "its one program id is not `row = tl.program_id(0)` at the kernel's top level"
     (row,) = pids
     if kernel.autotuned:
         return "autotuned"
-    if _library_calls(kernel, "num_programs"):
+    if program_calls(kernel.node.body, "num_programs"):
         return "reads tl.num_programs"
     if coupled_by_axis(kernel, pids).get(0):
         return f"{row} is multiplied by a block size: a program handles a tile, not a row"
@@ -182,24 +183,4 @@ def _widened_row(kernel: Kernel) -> tuple[dict[str, int], str | None]:
         if dotted(dtype) in WIDE and is_tl_call(inner, "program_id") and axis_of(inner) == 0:
             return {target: 0}, dotted(dtype)
     return {}, None
-
-
-def _library_calls(kernel: Kernel, function: str) -> list[cst.Call]:
-    """Every call of `tl.<function>` and of a library's own `<module>.<function>` (FlagGems'
-    `tle.program_id`, `tle.num_programs`) in the kernel."""
-    return [n for n in walk(kernel.node.body)
-            if isinstance(n, cst.Call) and (dotted(n.func) or "").rsplit(".", 1)[-1] == function]
-
-
-def _helper_row(kernel: Kernel) -> tuple[dict[str, int], str]:
-    """`{row: 0}` and the call where the kernel binds its row through a library's own helper at its top
-    level: FlagGems' `pid = tle.program_id(0)` (its `triton_lang_extension`, a `@triton.jit` function that
-    widens `tl.program_id` to int64). The new binding calls the same helper, so whatever it returns stays."""
-    for stmt in kernel.statements:
-        target, value = simple_assignment(stmt)
-        name = dotted(value.func) if isinstance(value, cst.Call) else None
-        if (target and name and "." in name and name.rsplit(".", 1)[1] == "program_id" and tl_name(value.func) is None
-                and len(value.args) == 1 and axis_of(value) == 0):
-            return {target: 0}, code(value)
-    return {}, "tl.program_id(0)"
 
