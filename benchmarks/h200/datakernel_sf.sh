@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 29's device run: DataKernelBench at scale factor SF (default 10) on one GPU, from data generated on
-# the device machine (DuckDB's dbgen: about 110 s for SF 10 on the 2-core VM, fewer here) into /tmp/dk.
+# the device machine (DuckDB's dbgen and Parquet: SF 1 took 11 s on the 2-core VM; SF 10 not timed yet) into /tmp/dk.
 #
 #   bash benchmarks/h200/datakernel_sf.sh                       # score, core then full, compile baseline
 #   MODE=optimize KINDS=core FILTER=q06 bash benchmarks/h200/datakernel_sf.sh
