@@ -1,4 +1,5 @@
-"""The model's graph: `Model(*get_init_inputs())` traced with `torch.fx.symbolic_trace`, one forward on
+"""The model's graph: `Model(*get_init_inputs())` traced with `torch.fx.symbolic_trace` (or, where that
+fails, with meta tensors of the inputs' shapes: `trace`), one forward on
 `get_inputs()` recording each node's output shape and dtype.
 
 Worker side (`trace`, `record`): it builds and runs the user's model. The records are plain data
@@ -50,15 +51,51 @@ def opname(node, root) -> str:
     return node.op
 
 
-def trace(model):
-    """`model` traced by torch.fx; a model fx cannot trace is a `ValueError` with fx's reason in one line."""
+def trace(model, inputs: list | None = None):
+    """`model` traced by torch.fx; a model fx cannot trace is a `ValueError` with fx's reason in one line.
+
+    Symbolic tracing first (sizes stay symbolic). Where it fails and `inputs` are given, the forward is
+    traced again with meta tensors of the inputs' shapes (`torch.fx.experimental.meta_tracer`): sizes the
+    forward reads become those of `inputs`. That is what attention blocks as GPT implementations write
+    them need (`B, T, C = x.size()`, a causal-mask buffer sliced `[:, :, :T, :T]`, `math.sqrt(k.size(-1))`:
+    a symbolic size cannot index a tensor or go through `math`); the graph then holds for the task's input
+    shapes only, which every verification of the task uses."""
     import torch.fx  # deferred: torch is heavy
 
     try:
         return torch.fx.symbolic_trace(model)
     except Exception as exc:  # noqa: BLE001 - any tracing failure is the model's, said in one line
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValueError(f"torch.fx cannot trace this model ({type(exc).__name__}: {reason})") from None
+        failure = ValueError(f"torch.fx cannot trace this model ({type(exc).__name__}: {reason})")
+    if inputs is None:
+        raise failure
+    try:
+        return meta_trace(model, inputs)
+    except Exception:  # noqa: BLE001 - the symbolic tracer's reason is the one to give
+        raise failure from None
+
+
+def meta_trace(model, inputs: list):
+    """`model` traced with meta tensors shaped as `inputs` (sizes read in the forward become constants)."""
+    import inspect
+    import warnings
+
+    import torch
+    from torch.fx.experimental.meta_tracer import MetaProxy, MetaTracer
+
+    names = list(inspect.signature(model.forward).parameters)
+    if len(inputs) > len(names):
+        raise ValueError("more inputs than forward parameters")
+    meta = {n: x.to("meta") for n, x in zip(names, inputs) if isinstance(x, torch.Tensor)}
+    concrete = {n: x for n, x in zip(names, inputs) if not isinstance(x, torch.Tensor)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ops with no meta kernel: their sizes stay symbolic, said per op
+        graph = MetaTracer().trace(model, meta_args=meta, concrete_args=concrete or None)
+    leaves: list = []
+    torch.fx.node.map_aggregate(next(n for n in graph.nodes if n.op == "output").args, leaves.append)
+    if any(isinstance(v, MetaProxy) for v in leaves):  # state kept on the module across calls (an RNN's hidden)
+        raise ValueError("the traced forward returns a tracer object")
+    return torch.fx.GraphModule(model, graph)
 
 
 def record(graph_module, inputs: list) -> tuple[NodeRecord, ...]:

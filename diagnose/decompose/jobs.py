@@ -39,14 +39,15 @@ class Decomposition:
 def decompose_job(payload: dict) -> dict:
     module = import_task_file(payload["model"])
     model = build_model(module.Model, list(module.get_init_inputs()), "cpu")
+    inputs = list(module.get_inputs())
     try:
-        traced = graph.trace(model)
+        traced = graph.trace(model, inputs)
     except ValueError as exc:
         return {"error": str(exc)}
-    records = graph.record(traced, list(module.get_inputs()))
-    subgraphs = partition.partition(records)
+    records = graph.record(traced, inputs)
     folder = Path(payload["folder"])
     try:
+        subgraphs = partition.partition(records)
         files = [subtask.write(traced, records, sg, Path(payload["model"]), folder) for sg in subgraphs]
     except ValueError as exc:
         return {"error": str(exc)}

@@ -10,7 +10,9 @@ that follow fuse into it as its epilogue.
 - An op reading a value that is neither a tensor nor a number (`x.device`, the pair `torch.max(x,
   dim)` returns) joins the group that makes it: no task could be handed that value.
 - Each group has one output. A group with several values used outside it is split after the first
-  such value, and again until each part has one.
+  such value, and again until each part has one; a value no task can take is computed again by each
+  part that reads it (`q, k, v = x.split(n, dim=2)`, each going its own way). Parts run in an order
+  that gives each the outputs it reads.
 
 Groups are named `sg<i>_<op of their first node>` (`sg0_conv2d`) in the order they run.
 """
@@ -86,18 +88,42 @@ def partition(records: tuple[NodeRecord, ...]) -> tuple[Subgraph, ...]:
         for i in r.inputs:
             users[i].append(r.name)
     order = {r.name: i for i, r in enumerate(records)}
-    parts = sorted((p for g in groups for p in split(g, users)), key=lambda p: order[p[0]])
+    opaque = frozenset(r.name for r in records if opaque_value(r))
+    parts = run_order([p for g in groups for p in split(g, users, opaque)], order,
+                      {r.name: r.inputs for r in records}, opaque)
     return tuple(subgraph(i, p, by_name, users) for i, p in enumerate(parts))
 
 
-def split(nodes: list[str], users: dict[str, list[str]]) -> list[list[str]]:
-    """`nodes` cut after each value used outside them but the last, so that each part has one output."""
+def split(nodes: list[str], users: dict[str, list[str]], opaque: frozenset[str] = frozenset()) -> list[list[str]]:
+    """`nodes` cut after each value used outside them but the last, so that each part has one output. The
+    first part is cut again too: a value it makes for the rest of the group escapes it once they part.
+    A value in `opaque` (no task can take it: the tuple `x.split(n)` returns) is never an output: a part
+    that reads it computes it again (`q, k, v = x.split(...)`: each part starts from the split)."""
     inside = set(nodes)
-    escaping = [n for n in nodes if any(u not in inside for u in users[n])]
+    escaping = [n for n in nodes if n not in opaque and any(u not in inside for u in users[n])]
     if len(escaping) <= 1:
         return [nodes]
     cut = nodes.index(escaping[0]) + 1
-    return [nodes[:cut], *split(nodes[cut:], users)]
+    head, rest = nodes[:cut], nodes[cut:]
+    again = [n for n in head if n in opaque and any(u in rest for u in users[n])]
+    return [*split(head, users, opaque), *split(again + rest, users, opaque)]
+
+
+def run_order(parts: list[list[str]], order: dict[str, int], inputs_of: dict[str, tuple[str, ...]],
+              opaque: frozenset[str]) -> list[list[str]]:
+    """The parts in an order that runs: each after the parts whose outputs it reads (a part that computes
+    an opaque value again starts with an early node, so the node order alone is not enough)."""
+    made = {n: i for i, p in enumerate(parts) for n in p if n not in opaque}
+    needs = [{made[u] for n in p for u in inputs_of[n] if u in made and made[u] != i}
+             for i, p in enumerate(parts)]
+    done: list[int] = []
+    while len(done) < len(parts):
+        ready = [i for i in range(len(parts)) if i not in done and needs[i] <= set(done)]
+        if not ready:
+            raise ValueError("the subgraphs depend on each other in a cycle")
+        done.append(min(ready, key=lambda i: min((order[n] for n in parts[i] if n not in opaque),
+                                                 default=min(order[n] for n in parts[i]))))
+    return [parts[i] for i in done]
 
 
 def subgraph(index: int, nodes: list[str], by_name: dict[str, NodeRecord],
@@ -106,6 +132,6 @@ def subgraph(index: int, nodes: list[str], by_name: dict[str, NodeRecord],
     reads = [i for n in nodes for i in by_name[n].inputs if i not in inside]
     params = tuple(dict.fromkeys(i for i in reads if by_name[i].op == "get_attr"))
     inputs = tuple(dict.fromkeys(i for i in reads if by_name[i].op != "get_attr"))
-    escaping = [n for n in nodes if any(u not in inside for u in users[n])]
+    escaping = [n for n in nodes if not opaque_value(by_name[n]) and any(u not in inside for u in users[n])]
     output = escaping[0] if escaping else nodes[-1]
     return Subgraph(f"sg{index}_{by_name[nodes[0]].opname}", tuple(nodes), inputs, params, output)

@@ -37,6 +37,7 @@ import torch
 import torch.nn as nn
 
 HERE = Path(__file__).resolve().parent
+inf, nan = math.inf, math.nan  # as fx writes them (`x.masked_fill(mask, -inf)`)
 FIXED_SHAPES = True  # the shapes of the whole model's forward, no others
 
 
@@ -149,11 +150,22 @@ def getattr_path(root, target: str):
 def forward_code(sub) -> str:
     """The subgraph's forward as fx writes it, without its freeing of values after their last use."""
     python = sub.graph.python_code("self")
-    used = {name for name in python.globals if re.search(rf"\b{re.escape(name)}\b", python.src)}
+    src = python.src
+    used = {name for name in python.globals if re.search(rf"\b{re.escape(name)}\b", src)}
+    for name in sorted(used - KNOWN_GLOBALS):
+        # fx names a `math` function it wrapped (`math.sqrt(k.size(-1))`) `math_sqrt`: written back as itself
+        function = python.globals[name]
+        module = {"math": "math", "_operator": "operator", "operator": "operator"}.get(getattr(function, "__module__", None))
+        if module and getattr(__import__(module), getattr(function, "__name__", ""), None) is function:
+            src = re.sub(rf"\b{re.escape(name)}\b", f"{module}.{function.__name__}", src)
+            used.discard(name)
     unknown = sorted(used - KNOWN_GLOBALS)
     if unknown:
         raise ValueError(f"the subgraph's code needs names a task file cannot import: {', '.join(unknown)}")
-    lines = [FREED.sub("", line).rstrip() for line in python.src.strip("\n").splitlines()]
+    # fx re-registers the functions it wrapped (`torch.fx._symbolic_trace.wrap("math.sqrt")`): for tracing
+    # this code again, which a task file never does
+    lines = [FREED.sub("", line).rstrip() for line in src.strip("\n").splitlines()
+             if not line.lstrip().startswith("torch.fx._symbolic_trace.wrap(")]
     return "\n".join("    " + line if line else "" for line in lines if line.strip()) + "\n"
 
 
