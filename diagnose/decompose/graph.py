@@ -11,6 +11,8 @@ a tuple of numbers: a subgraph that takes it as an input gets it as a constant.
 from __future__ import annotations
 
 import copy
+import inspect
+import warnings
 from dataclasses import dataclass
 
 
@@ -77,11 +79,8 @@ def trace(model, inputs: list | None = None):
 
 def meta_trace(model, inputs: list):
     """`model` traced with meta tensors shaped as `inputs` (sizes read in the forward become constants)."""
-    import inspect
-    import warnings
-
-    import torch
-    from torch.fx.experimental.meta_tracer import MetaProxy, MetaTracer
+    import torch  # deferred: torch is heavy
+    from torch.fx.experimental.meta_tracer import MetaProxy, MetaTracer  # deferred: torch is heavy
 
     names = list(inspect.signature(model.forward).parameters)
     if len(inputs) > len(names):
