@@ -45,6 +45,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from diagnose.scoring import geomean
+
 LIMITS = {"batch_size": 2, "height": 16, "width": 16, "depth": 8, "H": 16, "W": 16, "D": 8,
           "in_features": 512, "out_features": 512, "input_size": 512, "hidden_size": 512}
 BASELINES = {"eager": "eager", "compile": "torch.compile"}
@@ -176,7 +178,7 @@ def spread(values: list[float]) -> str:
         return "none timed"
     q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
     return (f"n {len(values)}: min {min(values):.2f}x, q1 {q1:.2f}x, median {median:.2f}x, q3 {q3:.2f}x, "
-            f"max {max(values):.2f}x, geomean {statistics.geometric_mean(values):.2f}x")
+            f"max {max(values):.2f}x, geomean {geomean(values):.2f}x")
 
 
 def summary(results: Path, markdown: Path | None = None) -> list[tuple[str, str]]:

@@ -13,7 +13,6 @@ subgraph as a baseline too would double a device sweep's time and choose nothing
 from __future__ import annotations
 
 import shutil
-import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from diagnose.decompose.report import DecomposeReport, EndToEnd, SubgraphReport,
 from diagnose.decompose.subtask import describe
 from diagnose.errors import EXIT_FAILED, EXIT_OK, DiagnoseError, UsageError
 from diagnose.outputs import check_folder
+from diagnose.scoring import geomean
 from diagnose.task import load_task_file, parse_file
 from diagnose.task.kernelbench import REFERENCE_NAMES, top_level_names
 from diagnose.verify.harness import CheckOptions, verify
@@ -91,12 +91,9 @@ def end_to_end(model: Path, composite: Path, chosen: dict[str, str], options: Ch
     if all(c == "torch" for c in chosen.values()):
         return EndToEnd(None, "every subgraph chose torch: the composite launches no Triton kernel")
     verdict = verify(load_task_file(model, composite), options)
-    speedups = []
-    for over in options.baselines:
-        ratios = [r for r in verdict.speedups(over).values() if r > 0]
-        if ratios:  # the geometric mean: groups of different sizes weigh alike
-            speedups.append((over, statistics.geometric_mean(ratios)))
-    return EndToEnd(verdict.passed, why(verdict), tuple(speedups))
+    # the geometric mean over input groups: groups of different sizes weigh alike
+    means = {over: geomean(verdict.speedups(over).values()) for over in options.baselines}
+    return EndToEnd(verdict.passed, why(verdict), tuple((over, x) for over, x in means.items() if x is not None))
 
 
 def decompose_command(model: Path, kernels: Path | None, options: CheckOptions, out: Path | None,

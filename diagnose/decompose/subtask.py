@@ -10,12 +10,16 @@ keeps the value it had). The shapes are those of that forward only (`FIXED_SHAPE
 
 from __future__ import annotations
 
+import math
+import operator
 import re
 from pathlib import Path
 
 from diagnose.decompose.graph import NodeRecord
 from diagnose.decompose.partition import Subgraph
 
+# The modules whose functions fx wraps under names of its own (`math_sqrt`), by the `__module__` they report.
+WRAPPED = {"math": math, "operator": operator, "_operator": operator}
 # What fx's code may name beyond the imports every subtask file has.
 KNOWN_GLOBALS = frozenset({"torch", "math", "operator", "inf", "nan", "NoneType", "device"})
 # fx frees each value after its last use (`;  x = conv = None`): noise in code meant for reading.
@@ -155,9 +159,9 @@ def forward_code(sub) -> str:
     for name in sorted(used - KNOWN_GLOBALS):
         # fx names a `math` function it wrapped (`math.sqrt(k.size(-1))`) `math_sqrt`: written back as itself
         function = python.globals[name]
-        module = {"math": "math", "_operator": "operator", "operator": "operator"}.get(getattr(function, "__module__", None))
-        if module and getattr(__import__(module), getattr(function, "__name__", ""), None) is function:
-            src = re.sub(rf"\b{re.escape(name)}\b", f"{module}.{function.__name__}", src)
+        module = WRAPPED.get(getattr(function, "__module__", None))
+        if module is not None and getattr(module, getattr(function, "__name__", ""), None) is function:
+            src = re.sub(rf"\b{re.escape(name)}\b", f"{module.__name__}.{function.__name__}", src)
             used.discard(name)
     unknown = sorted(used - KNOWN_GLOBALS)
     if unknown:

@@ -11,7 +11,8 @@ from diagnose.rewrite.edit import insert_before_host, replace, restarted_each_it
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
-    module_names, names, pointer_params, program_calls, program_id_call, program_id_names, resolve_grid, same, simple_assignment, sites_of, walk,
+    module_names, names, pointer_params, program_calls, program_id_call, program_id_names, resolve_grid, same,
+    simple_assignment, sites_of, walk,
 )
 
 
