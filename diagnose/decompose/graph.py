@@ -10,6 +10,7 @@ a tuple of numbers: a subgraph that takes it as an input gets it as a constant.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import warnings
@@ -65,7 +66,9 @@ def trace(model, inputs: list | None = None):
     import torch.fx  # deferred: torch is heavy
 
     try:
-        return torch.fx.symbolic_trace(model)
+        with attributes_kept(model):
+            graph = torch.fx.Tracer().trace(model)
+        return torch.fx.GraphModule(model, graph)
     except Exception as exc:  # noqa: BLE001 - any tracing failure is the model's, said in one line
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         failure = ValueError(f"torch.fx cannot trace this model ({type(exc).__name__}: {reason})")
@@ -75,6 +78,25 @@ def trace(model, inputs: list | None = None):
         return meta_trace(model, inputs)
     except Exception:  # noqa: BLE001 - the symbolic tracer's reason is the one to give
         raise failure from None
+
+
+@contextlib.contextmanager
+def attributes_kept(model):
+    """The model's attributes as they were before tracing: a forward that keeps state on the module
+    (`self.hidden = self.tanh(...)`, an RNN cell) would leave a tracer's proxy there, which the graph
+    module (built after this) would take as the value of `self.hidden`."""
+    import torch.fx  # deferred: torch is heavy
+
+    saved = [(module, dict(vars(module))) for module in model.modules()]
+    try:
+        yield
+    finally:
+        for module, attributes in saved:
+            now = vars(module)
+            # what the tracer added (`_tensor_constant0`) stays; a proxy the forward left goes
+            for name in [n for n, v in now.items() if n not in attributes and isinstance(v, torch.fx.Proxy)]:
+                del now[name]
+            now.update(attributes)
 
 
 def meta_trace(model, inputs: list):
@@ -87,7 +109,7 @@ def meta_trace(model, inputs: list):
         raise ValueError("more inputs than forward parameters")
     meta = {n: x.to("meta") for n, x in zip(names, inputs) if isinstance(x, torch.Tensor)}
     concrete = {n: x for n, x in zip(names, inputs) if not isinstance(x, torch.Tensor)}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), attributes_kept(model):
         warnings.simplefilter("ignore")  # ops with no meta kernel: their sizes stay symbolic, said per op
         graph = MetaTracer().trace(model, meta_args=meta, concrete_args=concrete or None)
     leaves: list = []
@@ -95,6 +117,22 @@ def meta_trace(model, inputs: list):
     if any(isinstance(v, MetaProxy) for v in leaves):  # state kept on the module across calls (an RNN's hidden)
         raise ValueError("the traced forward returns a tracer object")
     return torch.fx.GraphModule(model, graph)
+
+
+def refuse_state_writes(graph_module) -> None:
+    """A `ValueError` where the forward writes in place into the model's own state (a parameter,
+    buffer or tensor attribute: `self.hidden.copy_(h0)`, `self.steps.add_(1)`): each subgraph task
+    holds its own copy of the values it reads, so a later subgraph would read the state as it was
+    when the model was cut, not as the write left it."""
+    for node in graph_module.graph.nodes:
+        if node.op not in ("call_method", "call_function") or not node.args:
+            continue
+        name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+        first = node.args[0]
+        if (isinstance(name, str) and name.endswith("_") and not name.endswith("__")
+                and getattr(first, "op", None) == "get_attr"):
+            raise ValueError(f"the forward writes into the model's state in place ({first.target}.{name}(...)): "
+                             "subgraph tasks cannot share that state")
 
 
 def record(graph_module, inputs: list) -> tuple[NodeRecord, ...]:

@@ -42,6 +42,7 @@ def decompose_job(payload: dict) -> dict:
     inputs = list(module.get_inputs())
     try:
         traced = graph.trace(model, inputs)
+        graph.refuse_state_writes(traced)
     except ValueError as exc:
         return {"error": str(exc)}
     records = graph.record(traced, inputs)

@@ -9,6 +9,9 @@ that follow fuse into it as its epilogue.
   input) starts a group of its own, which later elementwise ops may join.
 - An op reading a value that is neither a tensor nor a number (`x.device`, the pair `torch.max(x,
   dim)` returns) joins the group that makes it: no task could be handed that value.
+- A size query (`x.shape`, `x.size(0)`, `h * w` of those: a number) belongs to no group: each part
+  that reads one computes it again from the tensor it asks about, so `B, C, H, W = x.shape` makes no
+  subgraphs of its own and no part hands another a number.
 - Each group has one output. A group with several values used outside it is split after the first
   such value, and again until each part has one; a value no task can take is computed again by each
   part that reads it (`q, k, v = x.split(n, dim=2)`, each going its own way). Parts run in an order
@@ -54,6 +57,12 @@ class Subgraph:
                         data["output"])
 
 
+# Ops that, on numbers or a tensor's shape, give a number: cheap to compute again wherever read.
+SIZE_QUERIES = frozenset({
+    "getattr", "size", "dim", "numel", "getitem", "mul", "add", "sub", "floordiv", "truediv", "mod", "neg",
+    "int", "len"})
+
+
 def is_fusable(node: NodeRecord) -> bool:
     return node.opname in ELEMENTWISE
 
@@ -63,14 +72,59 @@ def opaque_value(node: NodeRecord) -> bool:
     return not node.is_tensor and node.literal is None
 
 
+def size_queries(records: tuple[NodeRecord, ...]) -> frozenset[str]:
+    """The nodes that give a number from shapes and other numbers (not one the model returns)."""
+    returned = {i for r in records if r.op == "output" for i in r.inputs}
+    found: set[str] = set()
+    by_name = {r.name: r for r in records}
+    for r in records:
+        if (r.op.startswith("call_") and not r.is_tensor and r.literal is not None and r.opname in SIZE_QUERIES
+                and r.name not in returned
+                and all(by_name[i].is_tensor or i in found or by_name[i].op == "get_attr" for i in r.inputs)):
+            found.add(r.name)
+    return frozenset(found)
+
+
+def with_size_queries(part: list[str], queries: frozenset[str], inputs_of: dict[str, tuple[str, ...]],
+                      order: dict[str, int]) -> list[str]:
+    """`part` with the size queries it reads, and those they read, put back before their first use."""
+    needed, waiting = set(), [i for n in part for i in inputs_of[n] if i in queries]
+    while waiting:
+        name = waiting.pop()
+        if name not in needed:
+            needed.add(name)
+            waiting += [i for i in inputs_of[name] if i in queries]
+    return sorted(set(part) | needed, key=order.__getitem__)
+
+
+def users_through_queries(records: tuple[NodeRecord, ...], queries: frozenset[str],
+                          inputs_of: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    """Each node's readers, a size query's reader counted as a reader of the tensors the query asks
+    about (the part holding that reader computes the query again from them)."""
+    users: dict[str, list[str]] = {r.name: [] for r in records}
+    for r in records:
+        if r.name in queries:
+            continue
+        read, waiting = set(), list(r.inputs)
+        while waiting:
+            name = waiting.pop()
+            if name in queries:
+                waiting += inputs_of[name]
+            elif name not in read:
+                read.add(name)
+                users[name].append(r.name)
+    return users
+
+
 def partition(records: tuple[NodeRecord, ...]) -> tuple[Subgraph, ...]:
     """The subgraphs of a recorded graph, in the order they run."""
     by_name = {r.name: r for r in records}
-    compute = [r for r in records if r.op.startswith("call_")]
+    queries = size_queries(records)
+    compute = [r for r in records if r.op.startswith("call_") and r.name not in queries]
     group_of: dict[str, int] = {}
     groups: list[list[str]] = []
     for node in compute:
-        sources = {group_of.get(i) for i in node.inputs if by_name[i].op not in ("get_attr",)}
+        sources = {group_of.get(i) for i in node.inputs if by_name[i].op not in ("get_attr",) and i not in queries}
         # a value no task can be handed (`x.device`, the (values, indices) of `torch.max(x, dim)`) keeps
         # the ops that read it in the group that makes it
         opaque = [group_of[i] for i in node.inputs if i in group_of and opaque_value(by_name[i])]
@@ -83,15 +137,13 @@ def partition(records: tuple[NodeRecord, ...]) -> tuple[Subgraph, ...]:
             groups.append([])
         groups[home].append(node.name)
         group_of[node.name] = home
-    users: dict[str, list[str]] = {r.name: [] for r in records}
-    for r in records:
-        for i in r.inputs:
-            users[i].append(r.name)
     order = {r.name: i for i, r in enumerate(records)}
+    inputs_of = {r.name: r.inputs for r in records}
+    users = users_through_queries(records, queries, inputs_of)
     opaque = frozenset(r.name for r in records if opaque_value(r))
-    parts = run_order([p for g in groups for p in split(g, users, opaque)], order,
-                      {r.name: r.inputs for r in records}, opaque)
-    return tuple(subgraph(i, p, by_name, users) for i, p in enumerate(parts))
+    parts = [with_size_queries(p, queries, inputs_of, order) for g in groups for p in split(g, users, opaque)]
+    parts = run_order(parts, order, inputs_of, opaque | queries)
+    return tuple(subgraph(i, p, by_name, users, queries) for i, p in enumerate(parts))
 
 
 def split(nodes: list[str], users: dict[str, list[str]], opaque: frozenset[str] = frozenset()) -> list[list[str]]:
@@ -127,11 +179,13 @@ def run_order(parts: list[list[str]], order: dict[str, int], inputs_of: dict[str
 
 
 def subgraph(index: int, nodes: list[str], by_name: dict[str, NodeRecord],
-             users: dict[str, list[str]]) -> Subgraph:
+             users: dict[str, list[str]], queries: frozenset[str] = frozenset()) -> Subgraph:
     inside = set(nodes)
+    first = next(n for n in nodes if n not in queries)
     reads = [i for n in nodes for i in by_name[n].inputs if i not in inside]
     params = tuple(dict.fromkeys(i for i in reads if by_name[i].op == "get_attr"))
     inputs = tuple(dict.fromkeys(i for i in reads if by_name[i].op != "get_attr"))
-    escaping = [n for n in nodes if not opaque_value(by_name[n]) and any(u not in inside for u in users[n])]
+    escaping = [n for n in nodes if not opaque_value(by_name[n]) and n not in queries
+                and any(u not in inside for u in users[n])]
     output = escaping[0] if escaping else nodes[-1]
-    return Subgraph(f"sg{index}_{by_name[nodes[0]].opname}", tuple(nodes), inputs, params, output)
+    return Subgraph(f"sg{index}_{by_name[first].opname}", tuple(nodes), inputs, params, output)

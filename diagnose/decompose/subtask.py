@@ -84,11 +84,22 @@ def assign(target: str, code: str) -> str:
 
 
 def layer_code(target: str, layer) -> str:
-    """The constructor call that re-creates `layer` (torch's own repr, cast to its parameters' dtype)."""
-    code = f"nn.{layer!r}"
-    again = rebuilt(code)
-    if type(again) is not type(layer) or shapes(again) != shapes(layer):
-        raise ValueError(f"cannot re-create the layer {target} ({type(layer).__name__}) from {code}")
+    """The constructor call that re-creates `layer`, cast to its parameters' dtype: torch's own repr where
+    that is a call (`Conv2d(3, 8, kernel_size=(3, 3))`), else the constructor's arguments read from the
+    layer's attributes of the same names (`nn.MultiheadAttention` prints its submodules, not a call).
+    Either must rebuild a layer of the same type with the same parameter shapes."""
+    tried = []
+    for code in (f"nn.{layer!r}", *from_attributes(layer)):
+        tried.append(code)
+        try:
+            again = rebuilt(code)
+        except ValueError:
+            continue
+        if type(again) is type(layer) and shapes(again) == shapes(layer):
+            break
+    else:
+        raise ValueError(f"cannot re-create the layer {target} ({type(layer).__name__}) from "
+                         + " or ".join(c.splitlines()[0] for c in tried[:3]))
     dtypes = {v.dtype for v in layer.state_dict().values() if v.is_floating_point()}
     if len(dtypes) == 1 and str(next(iter(dtypes))) != "torch.float32":
         code += f".to({next(iter(dtypes))})"
@@ -129,6 +140,44 @@ def layer_lines(graph_module, sub) -> tuple[list[str], dict]:
                 lines.append(f"{owner_of(owner)}.register_buffer({leaf!r}, {empty})")
             state[node.target] = value.detach()
     return lines, state
+
+
+def from_attributes(layer) -> list[str]:
+    """Calls `nn.Name(arg=value, ...)` with the layer's attributes named as its constructor's parameters
+    (every parameter without a default must have one, each value a plain literal), one per setting of the
+    boolean parameters it keeps no attribute for (`MultiheadAttention`'s `bias`, `add_bias_kv`; at most
+    four such); none where the layer is not `torch.nn`'s own. `layer_code` keeps the first whose rebuilt
+    layer has the same parameter shapes."""
+    import inspect  # deferred: only for layers whose repr is not a call
+    import itertools
+
+    import torch  # deferred: torch is heavy
+
+    cls = type(layer)
+    if getattr(torch.nn, cls.__name__, None) is not cls:
+        return []
+    known, unknown = [], []
+    for name, parameter in inspect.signature(cls.__init__).parameters.items():
+        if name in ("self", "device", "dtype") or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        value = getattr(layer, name, parameter.empty)
+        if value is not parameter.empty and plain(value):
+            if value is not parameter.default and value != parameter.default:
+                known.append(f"{name}={value!r}")
+        elif parameter.default is parameter.empty:
+            return []
+        elif isinstance(parameter.default, bool):
+            unknown.append(name)
+    unknown = unknown[:4]
+    return [f"nn.{cls.__name__}({', '.join(known + [f'{n}={v}' for n, v in zip(unknown, values)])})"
+            for values in itertools.product((True, False), repeat=len(unknown))]
+
+
+def plain(value) -> bool:
+    """A value whose repr is its literal."""
+    if isinstance(value, (tuple, list)):
+        return all(plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def rebuilt(code: str):
@@ -185,8 +234,9 @@ def input_expression(record: NodeRecord) -> str:
 
 
 def describe(sg: Subgraph, records: dict[str, NodeRecord]) -> str:
-    """`conv2d -> add -> relu`."""
-    return " -> ".join(records[n].opname for n in sg.nodes)
+    """`conv2d -> add -> relu` (the numbers it computes on the way, `x.size(0)`, left out)."""
+    ops = [records[n].opname for n in sg.nodes if records[n].is_tensor or records[n].literal is None]
+    return " -> ".join(ops or [records[n].opname for n in sg.nodes])
 
 
 def write(graph_module, records: tuple[NodeRecord, ...], sg: Subgraph, model: Path, folder: Path) -> Path:

@@ -61,3 +61,20 @@ def test_ops_reading_a_value_no_task_can_take_stay_with_the_group_that_makes_it(
     assert [(sg.name, sg.nodes) for sg in parts] == [
         ("sg0_linear", ("g",)), ("sg1_max", ("m", "v")), ("sg2_sub", ("s",))]
     assert all("m" not in sg.inputs for sg in parts)
+
+
+def test_size_queries_make_no_subgraph_and_are_computed_again_where_read():
+    """`B, C, H, W = x.shape` and `h * w`: numbers, each computed again by the parts that read them (from
+    the tensor they ask about), never a part of their own and never a part's output."""
+    def number(name, opname, *inputs, value=2):
+        return NodeRecord(name, "call_function", opname, tuple(inputs), literal=value)
+
+    records = (node("x", "placeholder", "placeholder"), number("shape", "getattr", "x", value=(2, 4, 4)),
+               number("b", "getitem", "shape"), number("h", "getitem", "shape", value=4),
+               number("hh", "mul", "h", "h", value=16),
+               node("v", "call_method", "view", "x", "b", "hh"), node("s", "call_function", "softmax", "v"),
+               node("o", "call_method", "view", "s", "b", "h", "h"), node("out", "output", "output", "o"))
+    parts = partition(records)
+    assert [(sg.name, sg.nodes, sg.output) for sg in parts] == [
+        ("sg0_view", ("shape", "b", "h", "hh", "v"), "v"), ("sg1_softmax", ("shape", "b", "h", "s", "o"), "o")]
+    assert parts[0].inputs == ("x",) and parts[1].inputs == ("x", "v")

@@ -37,10 +37,12 @@ def test_a_wrong_kernel_is_rejected_and_torch_swapped_back(tmp_path):
     assert report.end_to_end.passed is None and "torch" in report.end_to_end.detail
 
 
-@pytest.mark.parametrize("name", ["attention", "causal_attention"])
+@pytest.mark.parametrize("name", ["attention", "causal_attention", "image_self_attention"])
 def test_the_all_torch_composite_computes_the_model_s_forward(tmp_path, name):
     # The composite with every CHOICES entry torch, run here (no Triton: nothing for the harness to check).
     # causal_attention: symbolic tracing fails on it; the graph traced at the input's shapes must hold.
+    # image_self_attention: nn.MultiheadAttention re-created from its attributes; the sizes read from
+    # `x.shape` computed again by each part that reads them.
     report = decompose(MODELS / f"{name}.py", None, OPTIONS, tmp_path / "out", with_inductor=False)
     source = report.composite.read_text()
     assert re.findall(r'"(sg\d+_\w+)": "torch"', source) == [sg.name for sg in report.subgraphs]
@@ -69,3 +71,9 @@ def test_a_folder_not_made_by_decompose_is_never_written(tmp_path):
     with pytest.raises(UsageError, match="not made by `diagnose decompose`"):
         decompose(MODELS / "mlp.py", None, OPTIONS, tmp_path, with_inductor=False)
     assert not (tmp_path / MARKER).exists()
+
+
+def test_a_forward_that_writes_into_the_model_s_state_is_refused_in_one_line(tmp_path):
+    # Each subgraph task holds its own copy of `self.hidden`: a later one would read it as it was when cut.
+    with pytest.raises(UsageError, match=r"writes into the model's state in place \(hidden.copy_"):
+        decompose(MODELS / "stateful_cell.py", None, OPTIONS, tmp_path / "out", with_inductor=False)
