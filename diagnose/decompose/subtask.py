@@ -10,6 +10,8 @@ keeps the value it had). The shapes are those of that forward only (`FIXED_SHAPE
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import math
 import operator
 import re
@@ -148,9 +150,6 @@ def from_attributes(layer) -> list[str]:
     boolean parameters it keeps no attribute for (`MultiheadAttention`'s `bias`, `add_bias_kv`; at most
     four such); none where the layer is not `torch.nn`'s own. `layer_code` keeps the first whose rebuilt
     layer has the same parameter shapes."""
-    import inspect  # deferred: only for layers whose repr is not a call
-    import itertools
-
     import torch  # deferred: torch is heavy
 
     cls = type(layer)
