@@ -21,7 +21,7 @@ starts after S seconds from the sweep's start, so an outer time limit cuts none 
 problem goes to OUT/results.jsonl as it finishes (problems already there are skipped: a sweep resumes):
 `end_to_end` (True, False, None when every subgraph chose torch), `e2e_speedups` ({"eager": x, "compile": y}
 when timed: geometric means over input groups), each subgraph's candidates as [name, status, time_ms, note]
-and the chosen one, `wall_s`; or `error`.
+and the chosen one, the fused pairs tried as [name, ms as two, ms fused, taken], `wall_s`; or `error`.
 
 The summary (printed, and with `--markdown FILE` written as a Markdown table): problems; correct (end to end
 passed, or an all-torch composite, which is the model itself); fast_1 over eager and over torch.compile: the
@@ -93,7 +93,8 @@ def run_one(problem: Path, out: Path, device: str, timeout: float) -> dict:
                "e2e_detail": report.end_to_end.detail[:300], "e2e_speedups": dict(report.end_to_end.speedups),
                "subgraphs": [{"name": sg.name, "ops": sg.ops, "chosen": sg.choice.name,
                               "candidates": [[c.name, c.status, c.time_ms, c.note] for c in sg.candidates]}
-                             for sg in report.subgraphs]}
+                             for sg in report.subgraphs],
+               "fusions": [[f.name, f.before_ms, f.after_ms, f.taken] for f in report.fusions]}
     except DiagnoseError as exc:
         row = {"problem": problem.name, "error": str(exc)[:300]}
     except Exception as exc:  # a bug of ours on one problem is its row: the sweep goes on
@@ -203,6 +204,8 @@ def summary(results: Path, markdown: Path | None = None) -> list[tuple[str, str]
                                                     if base in r.get("e2e_speedups", {})])))
     chosen = Counter(sg["chosen"] for sg in subgraphs)
     out += [("subgraphs", f"{len(subgraphs)}; chosen: " + ", ".join(f"{k} {v}" for k, v in chosen.most_common())),
+            ("fusions", f"{sum(len(r.get('fusions', [])) for r in rows)} pairs tried, "
+                        f"{sum(f[3] for r in rows for f in r.get('fusions', []))} taken"),
             ("inductor candidates", f"{len(made)} made, {sum(c[1] == 'passed' for c in made)} passed, "
                                     f"{sum(c[1] == 'failed' for c in made)} failed")]
     for status, label in (("unavailable", "not made"), ("failed", "failed")):

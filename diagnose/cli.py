@@ -692,6 +692,8 @@ def decompose(
     timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
     with_inductor: bool = typer.Option(True, "--inductor/--no-inductor", help="Also try, per subgraph, the "
                                        "Triton kernels Inductor generates for it (<name>.inductor.py)."),
+    fuse_budget: int = typer.Option(4, "--fuse-budget", min=0, help="Pairs of neighbouring subgraphs tried as "
+                                    "one (fused where faster than both; only where timed, on a device)."),
 ):
     """Cut a model into subgraph tasks, verify each subgraph's candidates, and compose a ModelNew that
     calls one chosen implementation per subgraph (swappable), verified end to end."""
@@ -702,7 +704,7 @@ def decompose(
                            baselines=("eager",), unseen_shapes=False)
     with worker_timeout(timeout):
         code, text = decompose_command(model, kernels, options, out, prefer,  # type: ignore[arg-type]
-                                       with_inductor)
+                                       with_inductor, fuse_budget)
     typer.echo(text, nl=False)
     raise typer.Exit(code)
 

@@ -5,6 +5,9 @@ The output folder is `--out` or `MODEL.decompose/` beside the model. A folder th
 empty or one this command made (it holds `MARKER`): user files are never overwritten. A folder
 made for a model that then fails to build, run or trace is removed.
 
+Search (`search.py`): where times were measured, neighbouring subgraphs are fused where a fused
+candidate verifies and is faster than the two it replaces, within `--fuse-budget` fused candidates.
+
 Timing: a subgraph's candidates are timed against eager only (its torch candidate: the choice is between
 them), the composite against every baseline the options name (eager and `torch.compile`): compiling each
 subgraph as a baseline too would double a device sweep's time and choose nothing.
@@ -18,9 +21,11 @@ from pathlib import Path
 
 from diagnose.decompose import compose, inductor
 from diagnose.decompose.candidates import candidates, kernel_for, why
-from diagnose.decompose.choose import Prefer, choose
-from diagnose.decompose.jobs import capture
+from diagnose.decompose.choose import Choice, Prefer, choose
+from diagnose.decompose.jobs import capture, write_subtasks
+from diagnose.decompose.partition import Subgraph
 from diagnose.decompose.report import DecomposeReport, EndToEnd, SubgraphReport, markdown
+from diagnose.decompose.search import search
 from diagnose.decompose.subtask import describe
 from diagnose.errors import EXIT_FAILED, EXIT_OK, DiagnoseError, UsageError
 from diagnose.outputs import check_folder
@@ -31,6 +36,8 @@ from diagnose.verify.harness import CheckOptions, verify
 from diagnose.verify.options import placement_for
 
 MARKER = ".diagnose-decompose"
+# Fused pairs of neighbouring subgraphs tried, each a verification and a timing (`search.py`).
+FUSE_BUDGET = 4
 
 
 def output_folder(folder: Path) -> Path:
@@ -43,9 +50,10 @@ def output_folder(folder: Path) -> Path:
 
 
 def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Path | None = None,
-              prefer: Prefer = "torch", with_inductor: bool = True) -> DecomposeReport:
+              prefer: Prefer = "torch", with_inductor: bool = True, fuse_budget: int = FUSE_BUDGET) -> DecomposeReport:
     """The whole command's work; the report it renders. `with_inductor`: each subgraph also gets the
-    candidate Inductor generates for it (`inductor.py`)."""
+    candidate Inductor generates for it (`inductor.py`). `fuse_budget`: fused pairs of neighbours tried
+    (`search.py`; only where times were measured)."""
     model = model.resolve() if model.exists() else model
     missing = [n for n in REFERENCE_NAMES if n not in top_level_names(parse_file(model))]
     if missing:
@@ -63,25 +71,35 @@ def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Pat
             shutil.rmtree(folder, ignore_errors=True)
         raise
     records = {r.name: r for r in found.records}
-    extracted = inductor.extract(found.files, options.device, options.timeout_s) if with_inductor else {}
-    rows, chosen, tried, notes = [], {}, {}, {}
     per_subgraph = replace(options, baselines=tuple(b for b in options.baselines if b == "eager"))
-    for sg, task_file in zip(found.subgraphs, found.files):
-        kernel = kernel_for(sg.name, kernels)
-        tried_here = candidates(task_file, kernel, per_subgraph, extracted.get(task_file))
-        choice = choose(tried_here, prefer)
-        chosen[sg.name] = choice.name
-        notes[sg.name] = choice.why
-        if kernel is not None:
-            tried[sg.name] = kernel
-        rows.append(SubgraphReport(sg.name, describe(sg, records),
-                                   ", ".join(compose.shape_of(records[i]) for i in sg.inputs),
-                                   compose.shape_of(records[sg.output]), tried_here, choice))
-    composite = compose.write(found, folder, chosen, tried, notes)
-    names = {sg.name for sg in found.subgraphs}
+
+    def rows_for(subgraphs: list[Subgraph], files: list[Path | None]) -> list[SubgraphReport]:
+        made_here = [f for f in files if f is not None]
+        extracted = inductor.extract(tuple(made_here), options.device, options.timeout_s) if with_inductor else {}
+        rows = []
+        for sg, task_file in zip(subgraphs, files):
+            if task_file is None:
+                rows.append(SubgraphReport(sg.name, describe(sg, records), "", "", (), Choice("torch", "no task file")))
+                continue
+            tried_here = candidates(task_file, kernel_for(sg.name, kernels), per_subgraph, extracted.get(task_file))
+            rows.append(SubgraphReport(sg.name, describe(sg, records),
+                                       ", ".join(compose.shape_of(records[i]) for i in sg.inputs),
+                                       compose.shape_of(records[sg.output]), tried_here, choose(tried_here, prefer)))
+        return rows
+
+    subgraphs, rows = list(found.subgraphs), rows_for(list(found.subgraphs), list(found.files))
+    subgraphs, rows, fusions = search(subgraphs, rows, found.records,
+                                      lambda fused: rows_for(fused, write_subtasks(found, fused, folder,
+                                                                                   options.timeout_s)),
+                                      fuse_budget)
+    found = replace(found, subgraphs=tuple(subgraphs), files=tuple(folder / f"{sg.name}.py" for sg in subgraphs))
+    chosen = {row.name: row.choice.name for row in rows}
+    tried = {sg.name: k for sg in subgraphs if (k := kernel_for(sg.name, kernels)) is not None}
+    composite = compose.write(found, folder, chosen, tried, {row.name: row.choice.why for row in rows})
+    names = {sg.name for sg in subgraphs}
     unused = tuple(sorted(p.name for p in kernels.glob("*.py") if p.stem not in names)) if kernels else ()
     report = DecomposeReport(model, folder, composite, tuple(rows), end_to_end(model, composite, chosen, options),
-                             unused)
+                             unused, tuple(fusions))
     (folder / "report.md").write_text(markdown(report))
     return report
 
@@ -97,7 +115,7 @@ def end_to_end(model: Path, composite: Path, chosen: dict[str, str], options: Ch
 
 
 def decompose_command(model: Path, kernels: Path | None, options: CheckOptions, out: Path | None,
-                      prefer: Prefer, with_inductor: bool = True) -> tuple[int, str]:
+                      prefer: Prefer, with_inductor: bool = True, fuse_budget: int = FUSE_BUDGET) -> tuple[int, str]:
     """Exit code (1 when the composite fails end to end) and the Markdown report."""
-    report = decompose(model, kernels, options, out, prefer, with_inductor)
+    report = decompose(model, kernels, options, out, prefer, with_inductor, fuse_budget)
     return (EXIT_FAILED if report.end_to_end.passed is False else EXIT_OK), markdown(report)

@@ -21,6 +21,7 @@ from diagnose.task import import_task_file
 from diagnose.verify.jobs import build_model
 
 ENTRY = "diagnose.decompose.jobs:decompose_job"
+SUBTASKS_ENTRY = "diagnose.decompose.jobs:subtasks_job"
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,21 @@ class Decomposition:
     returns: str
 
 
-def decompose_job(payload: dict) -> dict:
-    module = import_task_file(payload["model"])
+def traced_model(path: str):
+    """The task file's `Model`, built as the harness builds it, traced and recorded on `get_inputs()`."""
+    module = import_task_file(path)
     model = build_model(module.Model, list(module.get_init_inputs()), "cpu")
     inputs = list(module.get_inputs())
+    traced = graph.trace(model, inputs)
+    graph.refuse_state_writes(traced)
+    return traced, graph.record(traced, inputs)
+
+
+def decompose_job(payload: dict) -> dict:
     try:
-        traced = graph.trace(model, inputs)
-        graph.refuse_state_writes(traced)
+        traced, records = traced_model(payload["model"])
     except ValueError as exc:
         return {"error": str(exc)}
-    records = graph.record(traced, inputs)
     folder = Path(payload["folder"])
     try:
         subgraphs = partition.partition(records)
@@ -83,3 +89,23 @@ def capture(model: Path, folder: Path, timeout_s: float = 600.0) -> Decompositio
     return Decomposition(model, tuple(NodeRecord.from_dict(r) for r in value["records"]),
                          tuple(Subgraph.from_dict(s) for s in value["subgraphs"]),
                          tuple(Path(f) for f in value["files"]), tuple(value["arguments"]), value["returns"])
+
+
+def subtasks_job(payload: dict) -> dict:
+    """Worker side: the model traced again as `decompose_job` traces it (the same node names) and a task
+    file written for each subgraph given (fused ones, `search.py`)."""
+    traced, records = traced_model(payload["model"])
+    folder = Path(payload["folder"])
+    return {"files": [str(subtask.write(traced, records, Subgraph.from_dict(s), Path(payload["model"]), folder))
+                      for s in payload["subgraphs"]]}
+
+
+def write_subtasks(found: Decomposition, subgraphs: list[Subgraph], folder: Path,
+                   timeout_s: float = 600.0) -> list[Path | None]:
+    """A task file in `folder` for each of `subgraphs` (of `found`'s model); None for all where the
+    worker failed (the search then fuses nothing)."""
+    result = call(SUBTASKS_ENTRY, {"model": str(found.model), "folder": str(folder),
+                                   "subgraphs": [asdict(s) for s in subgraphs]}, timeout_s=timeout_s)
+    if not result.ok:
+        return [None] * len(subgraphs)
+    return [Path(f) for f in result.value["files"]]

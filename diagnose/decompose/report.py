@@ -36,6 +36,17 @@ class EndToEnd:
 
 
 @dataclass(frozen=True)
+class Fusion:
+    """One fused pair tried: its name, the chosen time of the two it would replace added, its own chosen
+    time (None when not timed or no candidate verified), and whether it was taken."""
+
+    name: str
+    before_ms: float | None
+    after_ms: float | None
+    taken: bool
+
+
+@dataclass(frozen=True)
 class DecomposeReport:
     model: Path
     folder: Path
@@ -44,6 +55,12 @@ class DecomposeReport:
     end_to_end: EndToEnd
     # Files of `--kernels` named for no subgraph (a name from another model, or a typo).
     unused_kernels: tuple[str, ...] = ()
+    # Pairs of neighbouring subgraphs the search tried to fuse (`search.py`), in the order tried.
+    fusions: tuple[Fusion, ...] = ()
+
+
+def ms(value: float | None) -> str:
+    return f"{value:.3g} ms" if value is not None else NOT_TIMED
 
 
 def verdict_text(candidate: Candidate) -> str:
@@ -70,6 +87,15 @@ def markdown(report: DecomposeReport) -> str:
     missing = [(sg.name, c.name, c.note) for sg in report.subgraphs for c in sg.candidates if c.status == "unavailable"]
     if missing:
         lines += ["", "Candidates not made:", *(f"- {name} ({kind}): {note}" for name, kind, note in missing)]
+    times = [next((c.time_ms for c in sg.candidates if c.name == sg.choice.name), None) for sg in report.subgraphs]
+    if times and all(t is not None for t in times):
+        total = sum(times)
+        lines += ["", f"Time of the chosen implementations: {total:.3g} ms in all; "
+                  + ", ".join(f"{sg.name} {t / total:.0%}" for sg, t in zip(report.subgraphs, times))]
+    if report.fusions:
+        lines += ["", "Fusions tried (two neighbours as one subgraph, taken where faster than both):",
+                  *(f"- {f.name}: {ms(f.before_ms)} as two, {ms(f.after_ms)} fused: "
+                    f"{'taken' if f.taken else 'not taken'}" for f in report.fusions)]
     if report.unused_kernels:
         lines += ["", f"Kernel files named for no subgraph (not used): {', '.join(report.unused_kernels)}"]
     verdict = {True: "PASSED", False: "FAILED", None: "torch only, nothing to verify"}[report.end_to_end.passed]

@@ -1,0 +1,100 @@
+"""The search over the decomposition: neighbours fused only where the fused candidate verifies and beats
+the two it replaces, best gain first, within the budget; nothing tried where nothing was timed."""
+
+import dataclasses
+
+import torch
+
+from diagnose.decompose import compose
+from diagnose.decompose.choose import Candidate, Choice
+from diagnose.decompose.graph import NodeRecord
+from diagnose.decompose.jobs import capture, write_subtasks
+from diagnose.decompose.partition import fuse, partition
+from diagnose.decompose.report import SubgraphReport
+from diagnose.decompose.search import search
+from diagnose.task import import_task_file
+from diagnose.verify.jobs import build_model
+from tests.decompose.conftest import MODELS
+
+
+def node(name, op, opname, *inputs):
+    return NodeRecord(name, op, opname, tuple(inputs), (2, 2), "float32")
+
+
+# conv -> norm -> softmax -> linear: four anchors, four subgraphs in a chain.
+CHAIN = (node("x", "placeholder", "placeholder"), node("c", "call_module", "conv2d", "x"),
+         node("n", "call_module", "groupnorm", "c"), node("s", "call_function", "softmax", "n"),
+         node("l", "call_module", "linear", "s"), node("out", "output", "output", "l"))
+
+
+def row(name, chosen, torch_ms, triton_ms=None):
+    tried = [Candidate("torch", "", "reference", torch_ms)]
+    if triton_ms is not None:
+        tried.append(Candidate("inductor", "", "passed", triton_ms))
+    return SubgraphReport(name, "", "", "", tuple(tried), Choice(chosen, ""))
+
+
+def test_a_pair_fuses_only_where_the_first_output_is_read_by_the_second_alone():
+    a, b, c, d = partition(CHAIN)
+    assert fuse(a, b, CHAIN).name == "fused_sg0_sg1" and fuse(a, b, CHAIN).nodes == ("c", "n")
+    assert fuse(a, c, CHAIN) is None  # c's subgraph does not read a's output
+    # the conv's value also read by the softmax's subgraph: fused with the norm it would have two outputs
+    shared = CHAIN[:3] + (node("s", "call_function", "softmax", "n"), node("a", "call_function", "add", "s", "c"),
+                          node("out", "output", "output", "a"))
+    first, second, *_ = partition(shared)
+    assert fuse(first, second, shared) is None
+
+
+def test_the_pair_with_the_largest_gain_is_fused_first_and_fused_pairs_fuse_again():
+    subgraphs = list(partition(CHAIN))
+    rows = [row("sg0_conv2d", "torch", 1.0), row("sg1_groupnorm", "torch", 1.0), row("sg2_softmax", "torch", 2.0),
+            row("sg3_linear", "torch", 3.0)]
+    fused_ms = {"fused_sg0_sg1": 1.5, "fused_sg1_sg2": 2.0, "fused_sg2_sg3": 5.5, "fused_sg0_sg2": 2.5}
+    asked = []
+
+    def evaluate(fused):
+        asked.append([f.name for f in fused])
+        return [row(f.name, "inductor", 9.0, fused_ms[f.name]) for f in fused]
+
+    subgraphs, rows, tried = search(subgraphs, rows, CHAIN, evaluate, budget=4)
+    # round 1: sg1+sg2 gains 1.0, sg0+sg1 0.5 (shares sg1: not taken), sg2+sg3 -0.5; round 2: sg0 + the pair
+    assert asked == [["fused_sg0_sg1", "fused_sg1_sg2", "fused_sg2_sg3"], ["fused_sg0_sg2"]]
+    assert [s.name for s in subgraphs] == ["fused_sg0_sg2", "sg3_linear"]
+    assert subgraphs[0].nodes == ("c", "n", "s") and rows[0].name == "fused_sg0_sg2"
+    assert [(f.name, f.taken) for f in tried] == [("fused_sg0_sg1", False), ("fused_sg1_sg2", True),
+                                                 ("fused_sg2_sg3", False), ("fused_sg0_sg2", True)]
+
+
+def test_the_budget_bounds_the_pairs_tried_and_a_torch_choice_never_wins():
+    subgraphs = list(partition(CHAIN))
+    rows = [row(s.name, "torch", 1.0) for s in subgraphs]
+    evaluate = lambda fused: [row(f.name, "torch", 0.1) for f in fused]  # noqa: E731 - torch fused: the same ops
+    kept, _, tried = search(subgraphs, rows, CHAIN, evaluate, budget=2)
+    assert [f.name for f in tried] == ["fused_sg0_sg1", "fused_sg1_sg2"] and not any(f.taken for f in tried)
+    assert kept == subgraphs
+
+
+def test_nothing_is_tried_where_nothing_was_timed():
+    subgraphs = list(partition(CHAIN))
+    rows = [row(s.name, "torch", None) for s in subgraphs]
+
+    def evaluate(fused):
+        raise AssertionError("no pair may be tried without times")
+
+    assert search(subgraphs, rows, CHAIN, evaluate, budget=4)[2] == []
+
+
+def test_a_fused_pair_gets_a_task_file_and_the_composite_runs_it(tmp_path):
+    """The fused subgraph's task file, written by a worker that traces the model again, computes the two
+    it replaces; the composite calling it computes the model's forward."""
+    found = capture(MODELS / "l2_chain.py", tmp_path)
+    fused = fuse(*found.subgraphs[:2], found.records)
+    (path,) = write_subtasks(found, [fused], tmp_path)
+    assert path == tmp_path / "fused_sg0_sg1.py"
+    found = dataclasses.replace(found, subgraphs=(fused, *found.subgraphs[2:]))
+    composite = compose.write(found, tmp_path, {s.name: "torch" for s in found.subgraphs}, {}, {})
+    original = import_task_file(MODELS / "l2_chain.py")
+    model = build_model(original.Model, list(original.get_init_inputs()), "cpu")
+    x = original.get_inputs()
+    with torch.no_grad():
+        torch.testing.assert_close(import_task_file(composite).ModelNew()(*x), model(*x))
