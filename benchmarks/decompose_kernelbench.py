@@ -68,7 +68,7 @@ def number(path: Path) -> int:
     return int(path.name.split("_")[0])
 
 
-def run_one(problem: Path, out: Path, device: str, timeout: float) -> dict:
+def run_one(problem: Path, out: Path, device: str, timeout: float, fuse_budget: int = 4) -> dict:
     """Decompose one problem (in a process of its own) and return its row."""
     from diagnose.decompose.command import decompose
     from diagnose.errors import DiagnoseError
@@ -88,7 +88,8 @@ def run_one(problem: Path, out: Path, device: str, timeout: float) -> dict:
         model = problem
     start = time.monotonic()
     try:
-        report = decompose(model, None, options, out / "runs" / problem.stem, "triton" if device == "cpu" else "torch")
+        report = decompose(model, None, options, out / "runs" / problem.stem, "triton" if device == "cpu" else "torch",
+                           fuse_budget=fuse_budget)
         row = {"problem": problem.name, "end_to_end": report.end_to_end.passed,
                "e2e_detail": report.end_to_end.detail[:300], "e2e_speedups": dict(report.end_to_end.speedups),
                "subgraphs": [{"name": sg.name, "ops": sg.ops, "chosen": sg.choice.name,
@@ -106,7 +107,8 @@ def run_one(problem: Path, out: Path, device: str, timeout: float) -> dict:
 def launch(problem: Path, args: argparse.Namespace) -> subprocess.Popen:
     # A session of its own: a problem over --problem-limit is killed with every worker it started.
     return subprocess.Popen([sys.executable, __file__, str(args.level2), "--out", str(args.out), "--one", problem.name,
-                             "--device", args.device, "--timeout", str(args.timeout)], start_new_session=True)
+                             "--device", args.device, "--timeout", str(args.timeout),
+                             "--fuse-budget", str(args.fuse_budget)], start_new_session=True)
 
 
 def main() -> None:
@@ -118,6 +120,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated words; keep problems whose file name has one")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per worker")
     parser.add_argument("--jobs", type=int, default=1, help="problems at once")
+    parser.add_argument("--fuse-budget", type=int, default=4, help="fused pairs tried per problem (timed only)")
     parser.add_argument("--start-within", type=float, default=None, help="start no problem after S seconds")
     parser.add_argument("--problem-limit", type=float, default=None,
                         help="seconds a problem may take; past it, it is killed and its row says so")
@@ -128,7 +131,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     results = args.out / "results.jsonl"
     if args.one is not None:
-        row = run_one(args.level2 / args.one, args.out, args.device, args.timeout)
+        row = run_one(args.level2 / args.one, args.out, args.device, args.timeout, args.fuse_budget)
         (args.out / "rows").mkdir(exist_ok=True)
         (args.out / "rows" / f"{args.one}.json").write_text(json.dumps(row))
         return
