@@ -63,8 +63,10 @@ def main() -> None:
                         seconds += pool.map(lambda _: timed_compare(ref, out, args.device), range(args.jobs))
                     median = statistics.median(seconds)
                     gbs = args.jobs * 2 * ref.numel() * ref.element_size() / median / 1e9
-                    print(f"| 2^{log2} | {str(dtype).removeprefix('torch.')} | {name} | {median:.3f} | {gbs:.1f} |",
-                          flush=True)
+                    print(
+                        f"| 2^{log2} | {str(dtype).removeprefix('torch.')} | {name} | {median:.3f} | {gbs:.1f} |",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,19 @@ from pathlib import Path
 
 from diagnose.scoring import geomean
 
-LIMITS = {"batch_size": 2, "height": 16, "width": 16, "depth": 8, "H": 16, "W": 16, "D": 8,
-          "in_features": 512, "out_features": 512, "input_size": 512, "hidden_size": 512}
+LIMITS = {
+    "batch_size": 2,
+    "height": 16,
+    "width": 16,
+    "depth": 8,
+    "H": 16,
+    "W": 16,
+    "D": 8,
+    "in_features": 512,
+    "out_features": 512,
+    "input_size": 512,
+    "hidden_size": 512,
+}
 BASELINES = {"eager": "eager", "compile": "torch.compile"}
 
 
@@ -59,8 +70,9 @@ def shrunk(text: str) -> str:
     for node in ast.parse(text).body:
         if isinstance(node, ast.Assign):
             names |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    caps = "".join(f"{n} = min({n}, {limit}) if isinstance({n}, int) else {n}\n"
-                   for n, limit in LIMITS.items() if n in names)
+    caps = "".join(
+        f"{n} = min({n}, {limit}) if isinstance({n}, int) else {n}\n" for n, limit in LIMITS.items() if n in names
+    )
     return text + "\n\n# Sizes capped for the Triton interpreter (benchmarks/decompose_kernelbench.py).\n" + caps
 
 
@@ -75,27 +87,48 @@ def run_one(problem: Path, out: Path, device: str, timeout: float, fuse_budget: 
     from diagnose.verify.harness import CheckOptions
 
     if device == "cpu":
-        options = CheckOptions(device="cpu", seeds=(0, 1), baselines=("eager",), unseen_shapes=False,
-                               timeout_s=timeout)
+        options = CheckOptions(device="cpu", seeds=(0, 1), baselines=("eager",), unseen_shapes=False, timeout_s=timeout)
         model = out / "models" / problem.name
         model.parent.mkdir(exist_ok=True)
         model.write_text(shrunk(problem.read_text()))
     else:
-        options = CheckOptions(device=device, seeds=(0, 1), baselines=("eager", "compile"), unseen_shapes=False,
-                               timeout_s=timeout, device_lock=str((out / "device.lock").resolve()),
-                               # each step named in the log as it starts: a problem killed mid-way leaves a trace
-                               on_phase=lambda phase: print(f"{problem.stem}: {phase}", file=sys.stderr, flush=True))
+        options = CheckOptions(
+            device=device,
+            seeds=(0, 1),
+            baselines=("eager", "compile"),
+            unseen_shapes=False,
+            timeout_s=timeout,
+            device_lock=str((out / "device.lock").resolve()),
+            # each step named in the log as it starts: a problem killed mid-way leaves a trace
+            on_phase=lambda phase: print(f"{problem.stem}: {phase}", file=sys.stderr, flush=True),
+        )
         model = problem
     start = time.monotonic()
     try:
-        report = decompose(model, None, options, out / "runs" / problem.stem, "triton" if device == "cpu" else "torch",
-                           fuse_budget=fuse_budget)
-        row = {"problem": problem.name, "end_to_end": report.end_to_end.passed,
-               "e2e_detail": report.end_to_end.detail[:300], "e2e_speedups": dict(report.end_to_end.speedups),
-               "subgraphs": [{"name": sg.name, "ops": sg.ops, "chosen": sg.choice.name,
-                              "candidates": [[c.name, c.status, c.time_ms, c.note] for c in sg.candidates]}
-                             for sg in report.subgraphs],
-               "fusions": [[f.name, f.before_ms, f.after_ms, f.taken] for f in report.fusions]}
+        report = decompose(
+            model,
+            None,
+            options,
+            out / "runs" / problem.stem,
+            "triton" if device == "cpu" else "torch",
+            fuse_budget=fuse_budget,
+        )
+        row = {
+            "problem": problem.name,
+            "end_to_end": report.end_to_end.passed,
+            "e2e_detail": report.end_to_end.detail[:300],
+            "e2e_speedups": dict(report.end_to_end.speedups),
+            "subgraphs": [
+                {
+                    "name": sg.name,
+                    "ops": sg.ops,
+                    "chosen": sg.choice.name,
+                    "candidates": [[c.name, c.status, c.time_ms, c.note] for c in sg.candidates],
+                }
+                for sg in report.subgraphs
+            ],
+            "fusions": [[f.name, f.before_ms, f.after_ms, f.taken] for f in report.fusions],
+        }
     except DiagnoseError as exc:
         row = {"problem": problem.name, "error": str(exc)[:300]}
     except Exception as exc:  # a bug of ours on one problem is its row: the sweep goes on
@@ -106,9 +139,24 @@ def run_one(problem: Path, out: Path, device: str, timeout: float, fuse_budget: 
 
 def launch(problem: Path, args: argparse.Namespace) -> subprocess.Popen:
     # A session of its own: a problem over --problem-limit is killed with every worker it started.
-    return subprocess.Popen([sys.executable, __file__, str(args.level2), "--out", str(args.out), "--one", problem.name,
-                             "--device", args.device, "--timeout", str(args.timeout),
-                             "--fuse-budget", str(args.fuse_budget)], start_new_session=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            str(args.level2),
+            "--out",
+            str(args.out),
+            "--one",
+            problem.name,
+            "--device",
+            args.device,
+            "--timeout",
+            str(args.timeout),
+            "--fuse-budget",
+            str(args.fuse_budget),
+        ],
+        start_new_session=True,
+    )
 
 
 def main() -> None:
@@ -122,8 +170,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="problems at once")
     parser.add_argument("--fuse-budget", type=int, default=4, help="fused pairs tried per problem (timed only)")
     parser.add_argument("--start-within", type=float, default=None, help="start no problem after S seconds")
-    parser.add_argument("--problem-limit", type=float, default=None,
-                        help="seconds a problem may take; past it, it is killed and its row says so")
+    parser.add_argument(
+        "--problem-limit",
+        type=float,
+        default=None,
+        help="seconds a problem may take; past it, it is killed and its row says so",
+    )
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument("--markdown", type=Path, default=None, help="also write the summary here as a table")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a child: one problem, row to OUT/rows/
@@ -145,7 +197,7 @@ def sweep(args: argparse.Namespace, results: Path) -> None:
     words = [w for w in args.only.split(",") if w]
     problems = [p for p in sorted(args.level2.glob("*.py"), key=number) if not words or any(w in p.name for w in words)]
     done = {json.loads(line)["problem"] for line in results.read_text().splitlines()} if results.exists() else set()
-    waiting = [p for p in problems[:args.first] if p.name not in done]
+    waiting = [p for p in problems[: args.first] if p.name not in done]
     start, running, killed = time.monotonic(), {}, set()
     while waiting or running:
         late = args.start_within is not None and time.monotonic() - start > args.start_within
@@ -158,7 +210,11 @@ def sweep(args: argparse.Namespace, results: Path) -> None:
             break
         time.sleep(0.5)
         for child, (problem, began) in list(running.items()):
-            if args.problem_limit is not None and child.poll() is None and time.monotonic() - began > args.problem_limit:
+            if (
+                args.problem_limit is not None
+                and child.poll() is None
+                and time.monotonic() - began > args.problem_limit
+            ):
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
                 killed.add(child)
@@ -166,14 +222,24 @@ def sweep(args: argparse.Namespace, results: Path) -> None:
             problem, began = running.pop(child)
             written = args.out / "rows" / f"{problem.name}.json"
             # A child that died (memory, a signal) wrote nothing: its row says so and the sweep goes on.
-            why = (f"over --problem-limit {args.problem_limit:g} s" if child in killed
-                   else f"worker exited {child.returncode} with no row")
-            row = json.loads(written.read_text()) if written.exists() else {
-                "problem": problem.name, "error": why, "wall_s": round(time.monotonic() - began, 1)}
+            why = (
+                f"over --problem-limit {args.problem_limit:g} s"
+                if child in killed
+                else f"worker exited {child.returncode} with no row"
+            )
+            row = (
+                json.loads(written.read_text())
+                if written.exists()
+                else {"problem": problem.name, "error": why, "wall_s": round(time.monotonic() - began, 1)}
+            )
             with results.open("a") as out:
                 out.write(json.dumps(row) + "\n")
-            print(problem.name, row.get("error") or [(s["name"], s["chosen"]) for s in row["subgraphs"]],
-                  row.get("e2e_speedups") or "", flush=True)
+            print(
+                problem.name,
+                row.get("error") or [(s["name"], s["chosen"]) for s in row["subgraphs"]],
+                row.get("e2e_speedups") or "",
+                flush=True,
+            )
 
 
 def spread(values: list[float]) -> str:
@@ -181,8 +247,10 @@ def spread(values: list[float]) -> str:
     if not values:
         return "none timed"
     q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
-    return (f"n {len(values)}: min {min(values):.2f}x, q1 {q1:.2f}x, median {median:.2f}x, q3 {q3:.2f}x, "
-            f"max {max(values):.2f}x, geomean {geomean(values):.2f}x")
+    return (
+        f"n {len(values)}: min {min(values):.2f}x, q1 {q1:.2f}x, median {median:.2f}x, q3 {q3:.2f}x, "
+        f"max {max(values):.2f}x, geomean {geomean(values):.2f}x"
+    )
 
 
 def summary(results: Path, markdown: Path | None = None) -> list[tuple[str, str]]:
@@ -196,21 +264,38 @@ def summary(results: Path, markdown: Path | None = None) -> list[tuple[str, str]
     correct = [r for r in rows if "error" not in r and r.get("end_to_end") is not False]
     passed = [r for r in rows if r.get("end_to_end") is True]
     failed = sum(r.get("end_to_end") is False for r in rows)
-    out = [("problems", f"{len(rows)} (errors {sum('error' in r for r in rows)})"),
-           ("correct", f"{len(correct)}/{len(rows)} ({len(correct) / n:.0%}): end to end passed {len(passed)}, "
-                       f"all torch {len(correct) - len(passed)}, failed {failed}")]
+    out = [
+        ("problems", f"{len(rows)} (errors {sum('error' in r for r in rows)})"),
+        (
+            "correct",
+            f"{len(correct)}/{len(rows)} ({len(correct) / n:.0%}): end to end passed {len(passed)}, "
+            f"all torch {len(correct) - len(passed)}, failed {failed}",
+        ),
+    ]
     for base, name in BASELINES.items():
         fast = sum(r.get("e2e_speedups", {}).get(base, 0) > 1 for r in passed)
         out.append((f"fast_1 over {name}", f"{fast}/{len(rows)} ({fast / n:.0%})"))
     for base, name in BASELINES.items():
-        out.append((f"speedup over {name}", spread([r["e2e_speedups"][base] for r in passed
-                                                    if base in r.get("e2e_speedups", {})])))
+        out.append(
+            (
+                f"speedup over {name}",
+                spread([r["e2e_speedups"][base] for r in passed if base in r.get("e2e_speedups", {})]),
+            )
+        )
     chosen = Counter(sg["chosen"] for sg in subgraphs)
-    out += [("subgraphs", f"{len(subgraphs)}; chosen: " + ", ".join(f"{k} {v}" for k, v in chosen.most_common())),
-            ("fusions", f"{sum(len(r.get('fusions', [])) for r in rows)} pairs tried, "
-                        f"{sum(f[3] for r in rows for f in r.get('fusions', []))} taken"),
-            ("inductor candidates", f"{len(made)} made, {sum(c[1] == 'passed' for c in made)} passed, "
-                                    f"{sum(c[1] == 'failed' for c in made)} failed")]
+    out += [
+        ("subgraphs", f"{len(subgraphs)}; chosen: " + ", ".join(f"{k} {v}" for k, v in chosen.most_common())),
+        (
+            "fusions",
+            f"{sum(len(r.get('fusions', [])) for r in rows)} pairs tried, "
+            f"{sum(f[3] for r in rows for f in r.get('fusions', []))} taken",
+        ),
+        (
+            "inductor candidates",
+            f"{len(made)} made, {sum(c[1] == 'passed' for c in made)} passed, "
+            f"{sum(c[1] == 'failed' for c in made)} failed",
+        ),
+    ]
     for status, label in (("unavailable", "not made"), ("failed", "failed")):
         # The note is the last field (rows written before time_ms was recorded have three).
         reasons = Counter(re.sub(r"\d+", "N", c[-1])[:120] for c in inductor if c[1] == status)

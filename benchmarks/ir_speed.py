@@ -49,7 +49,9 @@ def timed(fn) -> float:
 
 def in_new_process(path: str, target: str) -> tuple[int, str]:
     code = f"from diagnose.ir.cli import inspect_command; inspect_command({path!r}, target={target!r})"
-    proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, check=False
+    )
     return proc.returncode, ""
 
 
@@ -86,11 +88,15 @@ def main() -> None:
     rows = [measure(str(ROOT / f) if not os.path.isabs(f) else f, args.target, args.repeat) for f in args.files]
     from importlib import metadata
 
-    print(f"# {platform.node()}  {os.cpu_count()} cores  python {platform.python_version()}  "
-          f"triton {metadata.version('triton')}  torch {metadata.version('torch')}  target {args.target}")
+    print(
+        f"# {platform.node()}  {os.cpu_count()} cores  python {platform.python_version()}  "
+        f"triton {metadata.version('triton')}  torch {metadata.version('torch')}  target {args.target}"
+    )
     print(f"{'file':<24} {'cold s':>7} {'warm s':>7} {'warm process s':>15} {'kernels-warm s':>15}")
     for r in rows:
-        print(f"{Path(r['file']).name:<24} {r['cold_s']:>7.2f} {r['warm_s']:>7.3f} {r['warm_process_s']:>15.3f} {r['kernels_warm_s']:>15.2f}")
+        print(
+            f"{Path(r['file']).name:<24} {r['cold_s']:>7.2f} {r['warm_s']:>7.3f} {r['warm_process_s']:>15.3f} {r['kernels_warm_s']:>15.2f}"
+        )
     if args.out:
         Path(args.out).write_text(json.dumps({"command": " ".join(sys.argv), "rows": rows}, indent=1))
 

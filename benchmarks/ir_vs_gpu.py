@@ -45,10 +45,19 @@ def jit_record(kernel, concrete, target):
     from diagnose.ir.compile import TEXT_STAGES, CompileRecord
 
     return CompileRecord(
-        kernel=concrete.kernel, title=concrete.title, target=target.name, hash=kernel.hash, name=kernel.name,
+        kernel=concrete.kernel,
+        title=concrete.title,
+        target=target.name,
+        hash=kernel.hash,
+        name=kernel.name,
         group_dir=str(Path(next(iter(kernel.metadata_group.values()))).parent),
-        metadata=kernel.metadata._asdict(), specialization={}, steps=(), ptxas_log="",
-        source_path=concrete.jit.fn.__code__.co_filename, seconds=0.0, cache_hit=False,
+        metadata=kernel.metadata._asdict(),
+        specialization={},
+        steps=(),
+        ptxas_log="",
+        source_path=concrete.jit.fn.__code__.co_filename,
+        seconds=0.0,
+        cache_hit=False,
         asm={k: v for k, v in kernel.asm.items() if k in TEXT_STAGES and isinstance(v, str)},
     )
 
@@ -75,8 +84,10 @@ def main() -> int:
 
     target = lookup(target_name)
     props = torch.cuda.get_device_properties(0)
-    print(f"# {props.name}: {props.multi_processor_count} SMs, L2 {props.L2_cache_size / 2**20:.0f} MiB "
-          f"(registry: {target.sm_count} SMs, L2 {target.l2_bytes / 2**20:.0f} MiB); target {target.name}")
+    print(
+        f"# {props.name}: {props.multi_processor_count} SMs, L2 {props.L2_cache_size / 2**20:.0f} MiB "
+        f"(registry: {target.sm_count} SMs, L2 {target.l2_bytes / 2**20:.0f} MiB); target {target.name}"
+    )
     files = sys.argv[1:] or sorted(p for p in glob.glob(str(ROOT / "tests/fixtures/ir/[!_]*.py")))
     header = f"{'kernel':<44} {'hash':>5} {'regs off/gpu':>13} {'local/4':>9} {'shared':>13} {'widths':>7} {'mma':>12}"
     print(header)
@@ -99,7 +110,9 @@ def main() -> int:
                     print(f"{label:<44} JIT/load: {type(e).__name__}: {str(e).splitlines()[0][:60]}")
                     continue
                 ctx_off = FactContext(offline, target, concrete.grid, concrete.jit.fn.__code__.co_filename)
-                ctx_gpu = FactContext(jit_record(kernel, concrete, target), target, concrete.grid, concrete.jit.fn.__code__.co_filename)
+                ctx_gpu = FactContext(
+                    jit_record(kernel, concrete, target), target, concrete.grid, concrete.jit.fn.__code__.co_filename
+                )
                 f_off, f_gpu = facts_for(ctx_off), facts_for(ctx_gpu)
                 regs_off = next((e.arg("registers") for e in f_off if e.name == "PtxasResources"), None)
                 # The driver's n_spills is the local (stack) size in 32-bit words: ptxas's stack frame / 4.
@@ -109,15 +122,23 @@ def main() -> int:
                 mma_off = per_line(f_off, "DotLowering", "engine")
                 mma_ok = mma_off == per_line(f_gpu, "DotLowering", "engine")
                 same = offline.hash == kernel.hash
-                row_ok = (same and regs_off == regs_gpu and spill_off == spills_gpu and widths_ok and mma_ok
-                          and offline.metadata["shared"] == kernel.metadata.shared)
+                row_ok = (
+                    same
+                    and regs_off == regs_gpu
+                    and spill_off == spills_gpu
+                    and widths_ok
+                    and mma_ok
+                    and offline.metadata["shared"] == kernel.metadata.shared
+                )
                 mismatches += not row_ok
                 mma = ",".join(sorted(set(mma_off.values()))) or "-"
                 regs = f"{regs_off}/{regs_gpu}"
                 spills = f"{spill_off}/{spills_gpu}"
                 shared = f"{offline.metadata['shared']}/{kernel.metadata.shared}"
-                print(f"{label:<44} {'ok' if same else 'DIFF':>5} {regs:>13} {spills:>9} {shared:>13} "
-                      f"{'ok' if widths_ok else 'DIFF':>7} {mma + ('' if mma_ok else ' DIFF'):>12}")
+                print(
+                    f"{label:<44} {'ok' if same else 'DIFF':>5} {regs:>13} {spills:>9} {shared:>13} "
+                    f"{'ok' if widths_ok else 'DIFF':>7} {mma + ('' if mma_ok else ' DIFF'):>12}"
+                )
     print(f"# {mismatches} rows differ")
     return 1 if mismatches else 0
 

@@ -86,8 +86,11 @@ def main() -> None:
                 cells, base = [], None
                 for name, m in loaded.items():
                     out = call(m)
-                    same = all(torch.allclose(p.float(), q.float(), rtol=2e-2, atol=2e-1)
-                               for p, q in zip(reference, out) if isinstance(p, torch.Tensor))
+                    same = all(
+                        torch.allclose(p.float(), q.float(), rtol=2e-2, atol=2e-1)
+                        for p, q in zip(reference, out)
+                        if isinstance(p, torch.Tensor)
+                    )
                     ms = min(triton.testing.do_bench(lambda: call(m), rep=100) for _ in range(2))
                     base = base or ms
                     cells.append(f"{name} {ms * 1e3:.1f}us{'' if same else ' MISMATCH'} ({base / ms:.2f}x)")

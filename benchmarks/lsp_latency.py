@@ -58,12 +58,17 @@ class Probe:
         def on_message(ls, params: types.ShowMessageParams) -> None:
             pass
 
-    async def start(self, root: Path, env: dict, options: dict,
-                    capabilities: types.ClientCapabilities | None = None) -> None:
+    async def start(
+        self, root: Path, env: dict, options: dict, capabilities: types.ClientCapabilities | None = None
+    ) -> None:
         await self.client.start_io(sys.executable, "-m", "diagnose.lsp", env=env)
-        await self.client.initialize_async(types.InitializeParams(
-            capabilities=capabilities or types.ClientCapabilities(), root_uri=from_fs_path(str(root)),
-            initialization_options=options))
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=capabilities or types.ClientCapabilities(),
+                root_uri=from_fs_path(str(root)),
+                initialization_options=options,
+            )
+        )
         self.client.initialized(types.InitializedParams())
 
     async def stop(self) -> None:
@@ -82,18 +87,27 @@ class Probe:
         raise TimeoutError(f"no diagnostics for {uri} version {version}")
 
     def change(self, uri: str, version: int, line: int, text: str) -> None:
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(types.Position(line, 2), types.Position(line, 2)), text=text)]))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(types.Position(line, 2), types.Position(line, 2)), text=text
+                    )
+                ],
+            )
+        )
 
 
 async def measure(probe: Probe, path: Path, runs: int) -> dict:
     uri, text = from_fs_path(str(path)), "# \n" + path.read_text()  # keystrokes go into this comment
     row: dict = {"document": path.name, "lines": len(text.splitlines())}
     mark, start = len(probe.published), time.perf_counter()
-    probe.client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    probe.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        )
+    )
     row["open"] = (await probe.publish_after(uri, mark) - start) * 1000
     version, waits = 1, []
     for _ in range(runs):
@@ -115,8 +129,9 @@ async def measure(probe: Probe, path: Path, runs: int) -> dict:
     path.write_text("# " + "x" * (runs + 20) + text[2:])
     for kind in ("save cold", "save warm"):
         mark, start = len(probe.published), time.perf_counter()
-        probe.client.text_document_did_save(types.DidSaveTextDocumentParams(
-            text_document=types.TextDocumentIdentifier(uri=uri)))
+        probe.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
         try:
             row[kind] = (await probe.publish_after(uri, mark, timeout=60) - start) * 1000
         except TimeoutError:  # no IR facts came (the server logs why)
@@ -124,9 +139,13 @@ async def measure(probe: Probe, path: Path, runs: int) -> dict:
     return row
 
 
-RESOLVING = types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(
-    code_action=types.CodeActionClientCapabilities(
-        data_support=True, resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]))))
+RESOLVING = types.ClientCapabilities(
+    text_document=types.TextDocumentClientCapabilities(
+        code_action=types.CodeActionClientCapabilities(
+            data_support=True, resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])
+        )
+    )
+)
 
 
 def p50_p90(values: list[float]) -> tuple[float, float]:
@@ -135,17 +154,24 @@ def p50_p90(values: list[float]) -> tuple[float, float]:
 
 async def open_and_triage(probe: Probe, path: Path) -> tuple[str, list[types.Diagnostic]]:
     uri, mark = from_fs_path(str(path)), len(probe.published)
-    probe.client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())))
+    probe.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=path.read_text())
+        )
+    )
     await probe.publish_after(uri, mark)
     return uri, list(next(p for _, p in reversed(probe.published) if p.uri == uri).diagnostics)
 
 
 async def timed_menu(probe: Probe, uri: str, diagnostics: list[types.Diagnostic]) -> tuple[float, list]:
     start = time.perf_counter()
-    actions = await probe.client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostics[0].range,
-        context=types.CodeActionContext(diagnostics=diagnostics, only=[types.CodeActionKind.QuickFix])))
+    actions = await probe.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostics[0].range,
+            context=types.CodeActionContext(diagnostics=diagnostics, only=[types.CodeActionKind.QuickFix]),
+        )
+    )
     return (time.perf_counter() - start) * 1000, list(actions or [])
 
 
@@ -230,8 +256,10 @@ async def main() -> None:
         rows = [await measure(probe, doc, args.runs) for doc in docs]
         await probe.stop()
     columns = ["open", "change p50", "change p90", "burst", "save cold", "save warm"]
-    print(f"diagnose lsp latency (ms), debounce {args.debounce_ms} ms, {os.cpu_count()} cores, "
-          f"server start {startup:.0f} ms")
+    print(
+        f"diagnose lsp latency (ms), debounce {args.debounce_ms} ms, {os.cpu_count()} cores, "
+        f"server start {startup:.0f} ms"
+    )
     print(f"| document | lines | {' | '.join(columns)} |")
     print("|---|---:|" + "---:|" * len(columns))
     for row in rows:

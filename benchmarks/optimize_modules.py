@@ -49,12 +49,20 @@ def run_one(module: Path, args, lock: str) -> dict:
     from diagnose.task import Inputs
 
     start = time.monotonic()
-    row: dict = {"module": str(module.relative_to(args.project)) if module.is_relative_to(args.project) else str(module)}
+    row: dict = {
+        "module": str(module.relative_to(args.project)) if module.is_relative_to(args.project) else str(module)
+    }
     try:
         task = task_path(module, Inputs(launches=args.launches), device=args.device)
-        result = optimize(task, target=args.target, device=args.device, device_lock=lock,
-                          budget=Budget(max_candidates=args.max_candidates, max_wall_s=args.max_wall, seeds=args.seeds,
-                                        compile_baseline=False))
+        result = optimize(
+            task,
+            target=args.target,
+            device=args.device,
+            device_lock=lock,
+            budget=Budget(
+                max_candidates=args.max_candidates, max_wall_s=args.max_wall, seeds=args.seeds, compile_baseline=False
+            ),
+        )
     except Exception as exc:  # noqa: BLE001 - one module's failure is its row
         row.update(error=f"{type(exc).__name__}: {exc}"[:300], seconds=round(time.monotonic() - start))
         return row
@@ -63,28 +71,43 @@ def run_one(module: Path, args, lock: str) -> dict:
     passed = [c for c, v in report.candidates if v.passed]
     patch_lines = 0
     if result.diff is not None and result.diff.exists():
-        patch_lines = sum(1 for line in result.diff.read_text().splitlines()
-                          if line[:1] in "+-" and not line.startswith(("+++", "---")))
-    row.update(run=result.run_id, group=group, initial_ms=initial, best_ms=best,
-               speedup=round(initial / best, 3) if initial and best else None,
-               proposed=len(report.candidates), verified=len(passed), best=report.best,
-               rewrites=list(report.best_entry[0].made_by) if report.best_entry else [],
-               patch=str(result.diff) if result.diff else None, patch_lines=patch_lines,
-               seconds=round(time.monotonic() - start))
+        patch_lines = sum(
+            1
+            for line in result.diff.read_text().splitlines()
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        )
+    row.update(
+        run=result.run_id,
+        group=group,
+        initial_ms=initial,
+        best_ms=best,
+        speedup=round(initial / best, 3) if initial and best else None,
+        proposed=len(report.candidates),
+        verified=len(passed),
+        best=report.best,
+        rewrites=list(report.best_entry[0].made_by) if report.best_entry else [],
+        patch=str(result.diff) if result.diff else None,
+        patch_lines=patch_lines,
+        seconds=round(time.monotonic() - start),
+    )
     return row
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| module | group | initial ms | best ms | speedup | verified / proposed | rewrites | patch lines |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| module | group | initial ms | best ms | speedup | verified / proposed | rewrites | patch lines |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['module']} | error: {r['error']} | | | | | | |")
             continue
         fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else "-"  # noqa: E731
-        lines.append(f"| {r['module']} | {r.get('group') or '-'} | {fmt(r['initial_ms'])} | {fmt(r['best_ms'])} | "
-                     f"{fmt(r['speedup'])} | {r['verified']} / {r['proposed']} | {', '.join(r['rewrites']) or '-'} | "
-                     f"{r['patch_lines']} |")
+        lines.append(
+            f"| {r['module']} | {r.get('group') or '-'} | {fmt(r['initial_ms'])} | {fmt(r['best_ms'])} | "
+            f"{fmt(r['speedup'])} | {r['verified']} / {r['proposed']} | {', '.join(r['rewrites']) or '-'} | "
+            f"{r['patch_lines']} |"
+        )
     return "\n".join(lines)
 
 

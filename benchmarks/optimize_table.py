@@ -63,14 +63,21 @@ def rows(report: Report, ceilings: Ceilings | None) -> list[dict]:
         bound_ms = bound(w, roof)[2] * 1e3 if (w and roof) else None
         best_ms = after.get(group)
         same = initial_same_run.get(group)
-        out.append({
-            "task": Path(report.task).stem, "group": group, "initial_ms": initial_ms, "best_ms": best_ms,
-            "speedup": same / best_ms if (same and best_ms) else None,
-            "initial_roofline": bound_ms / initial_ms if bound_ms else None,
-            "best_roofline": bound_ms / best_ms if (bound_ms and best_ms) else None,
-            "roof": source, "rewrites": ", ".join(best[0].made_by) if best else "-",
-            "deepest_level": report.deepest_level or "-", "wall_s": report.wall_s,
-        })
+        out.append(
+            {
+                "task": Path(report.task).stem,
+                "group": group,
+                "initial_ms": initial_ms,
+                "best_ms": best_ms,
+                "speedup": same / best_ms if (same and best_ms) else None,
+                "initial_roofline": bound_ms / initial_ms if bound_ms else None,
+                "best_roofline": bound_ms / best_ms if (bound_ms and best_ms) else None,
+                "roof": source,
+                "rewrites": ", ".join(best[0].made_by) if best else "-",
+                "deepest_level": report.deepest_level or "-",
+                "wall_s": report.wall_s,
+            }
+        )
     return out
 
 
@@ -87,17 +94,42 @@ def main() -> None:
     if args.ceilings:
         data = json.loads(args.ceilings.read_text())
         ceilings = Ceilings.from_dict(data.get("ceilings", data))
-    header = ["task", "group", "initial ms", "best ms", "speedup", "initial % roofline", "best % roofline",
-              "roof", "rewrites", "deepest level", "wall s"]
+    header = [
+        "task",
+        "group",
+        "initial ms",
+        "best ms",
+        "speedup",
+        "initial % roofline",
+        "best % roofline",
+        "roof",
+        "rewrites",
+        "deepest level",
+        "wall s",
+    ]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for path in args.reports:
         for r in rows(report_from_dict(json.loads(path.read_text())), ceilings):
-            print("| " + " | ".join([r["task"], r["group"], fmt(r["initial_ms"], ".4g"), fmt(r["best_ms"], ".4g"),
-                                     fmt(r["speedup"], ".2f") + ("x" if r["speedup"] else ""),
-                                     fmt(r["initial_roofline"] and 100 * r["initial_roofline"], ".0f"),
-                                     fmt(r["best_roofline"] and 100 * r["best_roofline"], ".0f"), r["roof"],
-                                     r["rewrites"], r["deepest_level"], fmt(r["wall_s"], ".0f")]) + " |")
+            print(
+                "| "
+                + " | ".join(
+                    [
+                        r["task"],
+                        r["group"],
+                        fmt(r["initial_ms"], ".4g"),
+                        fmt(r["best_ms"], ".4g"),
+                        fmt(r["speedup"], ".2f") + ("x" if r["speedup"] else ""),
+                        fmt(r["initial_roofline"] and 100 * r["initial_roofline"], ".0f"),
+                        fmt(r["best_roofline"] and 100 * r["best_roofline"], ".0f"),
+                        r["roof"],
+                        r["rewrites"],
+                        r["deepest_level"],
+                        fmt(r["wall_s"], ".0f"),
+                    ]
+                )
+                + " |"
+            )
 
 
 if __name__ == "__main__":

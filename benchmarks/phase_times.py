@@ -38,11 +38,20 @@ TARGETS = {("check", "cpu"): 10.0, ("check", "cuda"): 20.0, ("optimize", "cuda")
 
 def run(args: list[str], cache: Path) -> tuple[float, int]:
     """Wall seconds and exit code of one `diagnose` command in a fresh process and cache folder."""
-    env = dict(os.environ, DIAGNOSE_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    env = dict(
+        os.environ,
+        DIAGNOSE_CACHE_DIR=str(cache),
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+    )
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "diagnose.cli", *args, "-q"], env=env, cwd=ROOT,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "diagnose.cli", *args, "-q"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     if done.returncode not in (0, 1):
         print(f"  {' '.join(args[:2])}: exit {done.returncode}: {done.stderr.strip()[-300:]}", file=sys.stderr)
     return time.perf_counter() - start, done.returncode
@@ -60,8 +69,10 @@ def harness_phases(phases: list) -> dict[str, float]:
 
 def check_row(example: str, device: str, work: Path) -> dict:
     out = work / f"check_{example}.json"
-    wall, code = run(["check", f"examples/{example}.py", "--device", device, "--seeds", "2", "--out", str(out)],
-                     work / f"cache_check_{example}")
+    wall, code = run(
+        ["check", f"examples/{example}.py", "--device", device, "--seeds", "2", "--out", str(out)],
+        work / f"cache_check_{example}",
+    )
     row = {"example": example, "wall": wall, "exit": code}
     if out.exists():
         verdict = json.loads(out.read_text())["candidates"][0]["verdict"]
@@ -86,8 +97,10 @@ def step_seconds(trace: list[dict], started: float) -> dict[str, float]:
 def optimize_row(example: str, device: str, candidates: int, work: Path) -> dict:
     cache = work / f"cache_optimize_{example}"
     started = time.time()
-    wall, code = run(["optimize", f"examples/{example}.py", "--device", device, "--seeds", "2",
-                      "--max-candidates", str(candidates)], cache)
+    wall, code = run(
+        ["optimize", f"examples/{example}.py", "--device", device, "--seeds", "2", "--max-candidates", str(candidates)],
+        cache,
+    )
     row = {"example": example, "wall": wall, "exit": code}
     reports = sorted(cache.rglob("report.json"))
     if reports:
@@ -104,27 +117,41 @@ def optimize_row(example: str, device: str, candidates: int, work: Path) -> dict
 
 def check_table(rows: list[dict], device: str) -> list[str]:
     target = TARGETS.get(("check", device))
-    lines = [f"### `diagnose check --device {device} --seeds 2` (seconds)", "",
-             "| example | " + " | ".join(HARNESS) + " | other | verdict total | process wall | target |",
-             "|---|" + "---|" * (len(HARNESS) + 4)]
+    lines = [
+        f"### `diagnose check --device {device} --seeds 2` (seconds)",
+        "",
+        "| example | " + " | ".join(HARNESS) + " | other | verdict total | process wall | target |",
+        "|---|" + "---|" * (len(HARNESS) + 4),
+    ]
     for r in rows:
         cells = [f"{r.get(h, 0.0):.1f}" for h in (*HARNESS, "other", "total")]
-        lines.append(f"| {r['example']} | " + " | ".join(cells) + f" | {r['wall']:.1f} | "
-                     + (f"{'within' if r['wall'] <= target else 'over'} {target:.0f} s" if target else "-") + " |")
+        lines.append(
+            f"| {r['example']} | "
+            + " | ".join(cells)
+            + f" | {r['wall']:.1f} | "
+            + (f"{'within' if r['wall'] <= target else 'over'} {target:.0f} s" if target else "-")
+            + " |"
+        )
     return lines
 
 
 def optimize_table(rows: list[dict], device: str, candidates: int) -> list[str]:
     target = TARGETS.get(("optimize", device))
     steps = list(dict.fromkeys(step for r in rows for step in r.get("steps", {})))
-    lines = [f"### `diagnose optimize --device {device} --max-candidates {candidates} --seeds 2` (seconds)", "",
-             "| example | " + " | ".join(steps) + " | candidates | their harness total | process wall | target |",
-             "|---|" + "---|" * (len(steps) + 4)]
+    lines = [
+        f"### `diagnose optimize --device {device} --max-candidates {candidates} --seeds 2` (seconds)",
+        "",
+        "| example | " + " | ".join(steps) + " | candidates | their harness total | process wall | target |",
+        "|---|" + "---|" * (len(steps) + 4),
+    ]
     for r in rows:
         cells = [f"{r.get('steps', {}).get(step, 0.0):.1f}" for step in steps]
-        lines.append(f"| {r['example']} | " + " | ".join(cells) + f" | {r.get('candidates', '-')} | "
-                     f"{r.get('harness', {}).get('total', 0.0):.1f} | {r['wall']:.1f} | "
-                     + (f"{'within' if r['wall'] <= target else 'over'} {target:.0f} s" if target else "-") + " |")
+        lines.append(
+            f"| {r['example']} | " + " | ".join(cells) + f" | {r.get('candidates', '-')} | "
+            f"{r.get('harness', {}).get('total', 0.0):.1f} | {r['wall']:.1f} | "
+            + (f"{'within' if r['wall'] <= target else 'over'} {target:.0f} s" if target else "-")
+            + " |"
+        )
     return lines
 
 

@@ -34,16 +34,27 @@ def main() -> int:
     _, hit_again = ceilings_for("cuda", timeout_s=args.timeout)
     second = time.time() - begin
     print(f"device: {ceilings.device}; {dict(ceilings.identity)}")
-    print(f"first call: {'cache' if hit else 'measured'} in {first:.1f} s; second call: {'cache' if hit_again else 'measured'} in {second:.1f} s")
+    print(
+        f"first call: {'cache' if hit else 'measured'} in {first:.1f} s; second call: {'cache' if hit_again else 'measured'} in {second:.1f} s"
+    )
     print(f"{'ceiling':<26} {'value':>12}")
     print(f"{'copy (read+write)':<26} {ceilings.copy_bytes_per_s / 1e12:>9.3f} TB/s")
     for dtype, rate in ceilings.matmul_flops_per_s:
         print(f"{'matmul ' + dtype + ' 8192^3':<26} {rate / 1e12:>6.1f} TFLOP/s")
     print(f"{'launch overhead':<26} {ceilings.launch_overhead_s * 1e6:>9.2f} us")
     if args.json:
-        Path(args.json).write_text(json.dumps({"ceilings": ceilings.to_dict(), "first_call_from_cache": hit,
-                                               "second_call_from_cache": hit_again, "first_call_s": first,
-                                               "second_call_s": second}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "ceilings": ceilings.to_dict(),
+                    "first_call_from_cache": hit,
+                    "second_call_from_cache": hit_again,
+                    "first_call_s": first,
+                    "second_call_s": second,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -30,9 +30,15 @@ def main() -> int:
     parser.add_argument("--ncu-timeout", type=float, default=60.0, help="seconds the ncu run and its exports may take")
     args = parser.parse_args()
     begin = time.time()
-    code, text = profile_command(str(ROOT / "examples" / f"{args.example}.py"), device=args.device, ncu=args.ncu,
-                                 plot_dir=args.out, groups=[args.group], timeout_s=args.timeout,
-                                 ncu_timeout_s=args.ncu_timeout)
+    code, text = profile_command(
+        str(ROOT / "examples" / f"{args.example}.py"),
+        device=args.device,
+        ncu=args.ncu,
+        plot_dir=args.out,
+        groups=[args.group],
+        timeout_s=args.timeout,
+        ncu_timeout_s=args.ncu_timeout,
+    )
     print(text, end="")
     print(f"[profile {args.example}: exit {code}, {time.time() - begin:.1f} s]")
     return code

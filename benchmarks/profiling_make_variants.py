@@ -29,7 +29,7 @@ FAMILY = "{example}"
 CONFIG = {config!r}
 '''
 
-VECTOR_ADD = '''
+VECTOR_ADD = """
 
 class Model(nn.Module):
     def forward(self, x, y):
@@ -68,16 +68,16 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-SOFTMAX_MODEL = '''
+SOFTMAX_MODEL = """
 
 class Model(nn.Module):
     def forward(self, x):
         return torch.softmax(x, dim=-1)
-'''
+"""
 
-SOFTMAX_THREE_PASS = '''
+SOFTMAX_THREE_PASS = """
 
 @triton.jit
 def softmax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK: tl.constexpr):
@@ -101,9 +101,9 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK: tl.const
         mask = start + cols < n_cols
         x = tl.load(x_row + start + cols, mask=mask, other=float("-inf")).to(tl.float32)
         tl.store(out_row + start + cols, (tl.exp(x - row_max) / denom).to(out_ptr.dtype.element_ty), mask=mask)
-'''
+"""
 
-SOFTMAX_ONLINE = '''
+SOFTMAX_ONLINE = """
 
 @triton.jit
 def softmax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK: tl.constexpr):
@@ -127,9 +127,9 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK: tl.const
         mask = start + cols < n_cols
         x = tl.load(x_row + start + cols, mask=mask, other=float("-inf")).to(tl.float32)
         tl.store(out_row + start + cols, (tl.exp(x - row_max) / denom).to(out_ptr.dtype.element_ty), mask=mask)
-'''
+"""
 
-SOFTMAX_SINGLE = '''
+SOFTMAX_SINGLE = """
 
 @triton.jit
 def softmax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK: tl.constexpr):
@@ -140,9 +140,9 @@ def softmax_kernel(x_ptr, out_ptr, n_cols, stride_x, stride_out, BLOCK: tl.const
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=float("-inf")).to(tl.float32)
     e = tl.exp(x - tl.max(x, axis=0))
     tl.store(out_ptr + row * stride_out + cols, (e / tl.sum(e, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
-'''
+"""
 
-SOFTMAX_TAIL = '''
+SOFTMAX_TAIL = """
 
 class ModelNew(nn.Module):
     def forward(self, x):
@@ -166,9 +166,9 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
-LAYERNORM_MODEL = '''
+LAYERNORM_MODEL = """
 
 EPS = 1e-5
 N_COLS = 8000
@@ -182,9 +182,9 @@ class Model(nn.Module):
 
     def forward(self, x):
         return torch.nn.functional.layer_norm(x, (x.shape[-1],), self.weight, self.bias, EPS)
-'''
+"""
 
-LAYERNORM_THREE_PASS = '''
+LAYERNORM_THREE_PASS = """
 
 @triton.jit
 def layernorm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, stride_x, stride_out, eps, BLOCK: tl.constexpr):
@@ -210,9 +210,9 @@ def layernorm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, stride_x, stride_out,
         w = tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(b_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
         tl.store(out_row + start + cols, ((x - mean) * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
-'''
+"""
 
-LAYERNORM_TWO_PASS = '''
+LAYERNORM_TWO_PASS = """
 
 @triton.jit
 def layernorm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, stride_x, stride_out, eps, BLOCK: tl.constexpr):
@@ -237,9 +237,9 @@ def layernorm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, stride_x, stride_out,
         w = tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(b_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
         tl.store(out_row + start + cols, ((x - mean) * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
-'''
+"""
 
-LAYERNORM_SINGLE = '''
+LAYERNORM_SINGLE = """
 
 @triton.jit
 def layernorm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, stride_x, stride_out, eps, BLOCK: tl.constexpr):
@@ -254,9 +254,9 @@ def layernorm_kernel(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, stride_x, stride_out,
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     tl.store(out_ptr + row * stride_out + cols, (d * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
-'''
+"""
 
-LAYERNORM_TAIL = '''
+LAYERNORM_TAIL = """
 
 class ModelNew(nn.Module):
     def __init__(self, normalized_dim):
@@ -285,9 +285,9 @@ def get_inputs():
 
 def get_init_inputs():
     return [N_COLS]
-'''
+"""
 
-MATMUL = '''
+MATMUL = """
 
 class Model(nn.Module):
     def forward(self, a, b):
@@ -343,35 +343,64 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def variants() -> dict[str, str]:
     out = {}
     for block, warps in ((128, 4), (256, 4), (1024, 4), (4096, 4), (256, 1), (1024, 1), (4096, 16)):
         doc = f"Vector add, BLOCK_SIZE={block}, num_warps={warps}."
-        out[f"vector_add_b{block}_w{warps}"] = HEADER.format(doc=doc, example="vector_add", config={"block": block, "warps": warps}) + \
-            VECTOR_ADD.format(block=block, warps=warps)
-    for kind, body, block, warps in (("3pass", SOFTMAX_THREE_PASS, 256, 4), ("3pass", SOFTMAX_THREE_PASS, 1024, 4),
-                                     ("3pass", SOFTMAX_THREE_PASS, 4096, 8), ("online", SOFTMAX_ONLINE, 1024, 4),
-                                     ("1pass", SOFTMAX_SINGLE, 4096, 4), ("1pass", SOFTMAX_SINGLE, 4096, 8),
-                                     ("1pass", SOFTMAX_SINGLE, 4096, 16)):
+        out[f"vector_add_b{block}_w{warps}"] = HEADER.format(
+            doc=doc, example="vector_add", config={"block": block, "warps": warps}
+        ) + VECTOR_ADD.format(block=block, warps=warps)
+    for kind, body, block, warps in (
+        ("3pass", SOFTMAX_THREE_PASS, 256, 4),
+        ("3pass", SOFTMAX_THREE_PASS, 1024, 4),
+        ("3pass", SOFTMAX_THREE_PASS, 4096, 8),
+        ("online", SOFTMAX_ONLINE, 1024, 4),
+        ("1pass", SOFTMAX_SINGLE, 4096, 4),
+        ("1pass", SOFTMAX_SINGLE, 4096, 8),
+        ("1pass", SOFTMAX_SINGLE, 4096, 16),
+    ):
         block_expr = "triton.next_power_of_2(n_cols)" if kind == "1pass" else str(block)
         doc = f"Row softmax, {kind}, BLOCK={block_expr}, num_warps={warps}."
-        out[f"softmax_{kind}_b{block}_w{warps}"] = HEADER.format(doc=doc, example="softmax", config={"kind": kind, "block": block, "warps": warps}) + \
-            SOFTMAX_MODEL + body + SOFTMAX_TAIL.format(block=block_expr, warps=warps)
-    for kind, body, block, warps in (("3pass", LAYERNORM_THREE_PASS, 256, 4), ("3pass", LAYERNORM_THREE_PASS, 1024, 4),
-                                     ("2pass", LAYERNORM_TWO_PASS, 1024, 4), ("1pass", LAYERNORM_SINGLE, 8192, 4),
-                                     ("1pass", LAYERNORM_SINGLE, 8192, 8), ("1pass", LAYERNORM_SINGLE, 8192, 16)):
+        out[f"softmax_{kind}_b{block}_w{warps}"] = (
+            HEADER.format(doc=doc, example="softmax", config={"kind": kind, "block": block, "warps": warps})
+            + SOFTMAX_MODEL
+            + body
+            + SOFTMAX_TAIL.format(block=block_expr, warps=warps)
+        )
+    for kind, body, block, warps in (
+        ("3pass", LAYERNORM_THREE_PASS, 256, 4),
+        ("3pass", LAYERNORM_THREE_PASS, 1024, 4),
+        ("2pass", LAYERNORM_TWO_PASS, 1024, 4),
+        ("1pass", LAYERNORM_SINGLE, 8192, 4),
+        ("1pass", LAYERNORM_SINGLE, 8192, 8),
+        ("1pass", LAYERNORM_SINGLE, 8192, 16),
+    ):
         block_expr = "triton.next_power_of_2(n_cols)" if kind == "1pass" else str(block)
         doc = f"Layer norm, {kind}, BLOCK={block_expr}, num_warps={warps}."
-        out[f"layernorm_{kind}_b{block}_w{warps}"] = HEADER.format(doc=doc, example="layernorm", config={"kind": kind, "block": block, "warps": warps}) + \
-            LAYERNORM_MODEL + body + LAYERNORM_TAIL.format(block=block_expr, warps=warps)
-    for bm, bn, bk, warps, stages in ((32, 32, 32, 4, 3), (64, 64, 32, 4, 3), (128, 128, 32, 4, 3), (128, 128, 64, 8, 3),
-                                      (128, 256, 64, 8, 3), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (256, 128, 64, 8, 3)):
+        out[f"layernorm_{kind}_b{block}_w{warps}"] = (
+            HEADER.format(doc=doc, example="layernorm", config={"kind": kind, "block": block, "warps": warps})
+            + LAYERNORM_MODEL
+            + body
+            + LAYERNORM_TAIL.format(block=block_expr, warps=warps)
+        )
+    for bm, bn, bk, warps, stages in (
+        (32, 32, 32, 4, 3),
+        (64, 64, 32, 4, 3),
+        (128, 128, 32, 4, 3),
+        (128, 128, 64, 8, 3),
+        (128, 256, 64, 8, 3),
+        (64, 128, 64, 4, 4),
+        (128, 64, 64, 4, 4),
+        (256, 128, 64, 8, 3),
+    ):
         doc = f"fp16 matmul, tiles {bm}x{bn}x{bk}, num_warps={warps}, num_stages={stages}."
         cfg = {"bm": bm, "bn": bn, "bk": bk, "warps": warps, "stages": stages}
-        out[f"matmul_{bm}x{bn}x{bk}_w{warps}_s{stages}"] = HEADER.format(doc=doc, example="matmul", config=cfg) + MATMUL.format(**cfg)
+        out[f"matmul_{bm}x{bn}x{bk}_w{warps}_s{stages}"] = HEADER.format(
+            doc=doc, example="matmul", config=cfg
+        ) + MATMUL.format(**cfg)
     return out
 
 

@@ -19,7 +19,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 PAGES = ROOT / "tests" / "fixtures" / "profiling" / "ncu"
-KERNELS = {"softmax": "softmax_kernel", "layernorm": "layernorm_kernel", "vector_add": "add_kernel", "matmul": "matmul_kernel"}
+KERNELS = {
+    "softmax": "softmax_kernel",
+    "layernorm": "layernorm_kernel",
+    "vector_add": "add_kernel",
+    "matmul": "matmul_kernel",
+}
 
 
 def main() -> int:
@@ -33,14 +38,19 @@ def main() -> int:
     results = Path(args.results)
     texts = []
     for example, kernel in KERNELS.items():
-        pages = NcuRun(str(PAGES), (PAGES / f"h200_{example}_raw.csv").read_text(),
-                       (PAGES / f"h200_{example}_details.csv").read_text(),
-                       ((kernel, (PAGES / f"h200_{example}_source_sass.csv").read_text()),))
+        pages = NcuRun(
+            str(PAGES),
+            (PAGES / f"h200_{example}_raw.csv").read_text(),
+            (PAGES / f"h200_{example}_details.csv").read_text(),
+            ((kernel, (PAGES / f"h200_{example}_source_sass.csv").read_text()),),
+        )
         result = reanalyze(results / "profile" / example, ROOT / "examples" / f"{example}.py", pages)
         text = render_text(result).replace(str(ROOT) + "/", "")
         texts.append(text)
         print(text)
-        (results / "profile" / example / f"{example}.reanalysis.json").write_text(json.dumps(result.to_dict(), indent=1).replace(str(ROOT) + "/", ""))
+        (results / "profile" / example / f"{example}.reanalysis.json").write_text(
+            json.dumps(result.to_dict(), indent=1).replace(str(ROOT) + "/", "")
+        )
     (results / "reanalysis.txt").write_text("\n".join(texts))
     return 0
 

@@ -61,12 +61,19 @@ def estimate_all(target: str) -> dict:
         group = next(g for g in group_table(module) if not g.startswith("test"))
         result = profile_task(path, ProfileOptions(device="cuda", target=target, groups=(group,)))
         out[path.stem] = {
-            "family": module.FAMILY, "config": module.CONFIG, "group": group, "target": result.target,
-            "ceilings": result.ceilings.source, "estimate_s": sum(k.estimate.time_s for k in result.kernels),
+            "family": module.FAMILY,
+            "config": module.CONFIG,
+            "group": group,
+            "target": result.target,
+            "ceilings": result.ceilings.source,
+            "estimate_s": sum(k.estimate.time_s for k in result.kernels),
             "bottleneck": result.kernels[0].estimate.bottleneck if result.kernels else None,
             "features": [k.features.to_dict() for k in result.kernels],
         }
-        print(f"{path.stem:<32} {out[path.stem]['estimate_s'] * 1e3:8.4f} ms (estimate)  {out[path.stem]['bottleneck']}", flush=True)
+        print(
+            f"{path.stem:<32} {out[path.stem]['estimate_s'] * 1e3:8.4f} ms (estimate)  {out[path.stem]['bottleneck']}",
+            flush=True,
+        )
     return out
 
 
@@ -87,8 +94,13 @@ def compare(estimates: dict, measured: dict, ceilings_json: dict | None, target:
         e = estimates.get(r["variant"])
         if e is None or not r.get("median_ms") or not r.get("correct"):
             continue
-        row = {"variant": r["variant"], "family": r["family"], "measured_ms": r["median_ms"],
-               "estimate_nominal_ms": e["estimate_s"] * 1e3, "bottleneck": e["bottleneck"]}
+        row = {
+            "variant": r["variant"],
+            "family": r["family"],
+            "measured_ms": r["median_ms"],
+            "estimate_nominal_ms": e["estimate_s"] * 1e3,
+            "bottleneck": e["bottleneck"],
+        }
         if ceilings_json:
             row["estimate_measured_ms"] = reestimate(e, ceilings_json, target) * 1e3
         rows.append(row)
@@ -122,8 +134,10 @@ def main() -> int:
     report = compare(estimates, measured, ceilings, args.target)
     print(f"{'variant':<32} {'measured':>9} {'est(nom)':>9} {'est(meas)':>9}  bottleneck")
     for r in report["rows"]:
-        print(f"{r['variant']:<32} {r['measured_ms']:9.4f} {r['estimate_nominal_ms']:9.4f} "
-              f"{r.get('estimate_measured_ms', float('nan')):9.4f}  {r['bottleneck']}")
+        print(
+            f"{r['variant']:<32} {r['measured_ms']:9.4f} {r['estimate_nominal_ms']:9.4f} "
+            f"{r.get('estimate_measured_ms', float('nan')):9.4f}  {r['bottleneck']}"
+        )
     for key, value in report.items():
         if key.startswith("spearman"):
             print(f"{key}: {value}")

@@ -73,7 +73,7 @@ def main() -> int:
                 torch.cuda.synchronize()
                 ok, max_abs, _, why = compare_one(expected, out)
                 row.update(correct=ok, max_abs_err=max_abs, reason=why)
-                variants[name] = (lambda m=model, x=inputs: m(*x))
+                variants[name] = lambda m=model, x=inputs: m(*x)
             except Exception as exc:  # noqa: BLE001 - a variant that fails is a row, not the end of the sweep
                 row.update(correct=False, reason=f"{type(exc).__name__}: {exc}"[:300])
             rows.append(row)
@@ -85,8 +85,13 @@ def main() -> int:
         print(f"{family}: {len(variants)} timed, {time.time() - begin:.0f} s", flush=True)
         del inputs, expected, variants
         torch.cuda.empty_cache()
-    result = {"device": torch.cuda.get_device_name(0), "versions": versions("cuda"), "rows": rows, "skipped": skipped,
-              "seconds": time.time() - begin}
+    result = {
+        "device": torch.cuda.get_device_name(0),
+        "versions": versions("cuda"),
+        "rows": rows,
+        "skipped": skipped,
+        "seconds": time.time() - begin,
+    }
     Path(args.json).write_text(json.dumps(result, indent=1))
     print(f"{'variant':<32} {'median ms':>10} {'ok':>3}")
     for r in rows:

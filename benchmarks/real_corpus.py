@@ -83,8 +83,8 @@ PROFILES: dict[str, dict] = {
         "device": "cpu",
         "setup": {
             "test/__init__.py": "this Python (pyenv 3.11) ships the standard library's `test` package, which "
-                                "shadows Liger's namespace package `test/` (`from test.utils import ...` in "
-                                "conftest.py); an empty __init__.py makes Liger's `test` a regular package",
+            "shadows Liger's namespace package `test/` (`from test.utils import ...` in "
+            "conftest.py); an empty __init__.py makes Liger's `test` a regular package",
         },
         "skip": {
             "test_cute_moe_autograd.py": "CuTe DSL, not Triton",
@@ -215,8 +215,9 @@ class Repo:
         self.kernel_dirs = [d for d in parts[1].split(",") if d]
         self.test_paths = [d for d in parts[2].split(",") if d]
         self.copy = work / "src" / name
-        self.profile = PROFILES.get(name, {"tests": "pytest", "pythonpath": ["."], "pytest_args": [], "setup": {},
-                                           "skip": {}, "k": {}})
+        self.profile = PROFILES.get(
+            name, {"tests": "pytest", "pythonpath": ["."], "pytest_args": [], "setup": {}, "skip": {}, "k": {}}
+        )
         self.env = dict(self.profile.get("env", {}))
 
     @property
@@ -243,8 +244,9 @@ def last_error_line(text: str) -> str:
     """The exception line of a traceback (or the last non-empty line)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in reversed(lines):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*", line) or \
-                line.startswith("diagnose: error"):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)\b.*", line) or line.startswith(
+            "diagnose: error"
+        ):
             return line
     return lines[-1] if lines else "(no output)"
 
@@ -260,8 +262,9 @@ def base_env(work: Path, repo: Repo) -> dict[str, str]:
 
 def run(cmd: list[str], cwd: Path, env: dict, timeout: float) -> tuple[int | None, str, str, float]:
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
         code = proc.returncode
@@ -282,8 +285,11 @@ def diagnose_cmd() -> list[str]:
 
 def roles(tree: ast.Module) -> dict[str, str]:
     """Each jit function's role, read from the source."""
-    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-             and any(is_jit_decorator(d) for d in n.decorator_list)]
+    nodes = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(is_jit_decorator(d) for d in n.decorator_list)
+    ]
     names = {n.name for n in nodes}
     called: set[str] = set()
     for node in nodes:
@@ -320,19 +326,37 @@ def scan(repo: Repo) -> list[dict]:
             try:
                 tree = ast.parse(text)
             except SyntaxError as exc:
-                rows.append({"repo": repo.name, "file": repo.rel(path), "ascend": "_ascend" in path.parts,
-                             "kernels": [], "roles": {}, "scan_error": f"SyntaxError: {exc}"})
+                rows.append(
+                    {
+                        "repo": repo.name,
+                        "file": repo.rel(path),
+                        "ascend": "_ascend" in path.parts,
+                        "kernels": [],
+                        "roles": {},
+                        "scan_error": f"SyntaxError: {exc}",
+                    }
+                )
                 continue
             kernels = list(dict.fromkeys(jit_functions(tree)))
             if not kernels:
                 continue
             # `jit_functions` takes any `@<x>.jit`: a file that never mentions triton holds another DSL's
             # kernels (CuTe DSL's `@cute.jit`); counted apart, like the Ascend files.
-            rows.append({"repo": repo.name, "file": repo.rel(path),
-                         "ascend": "_ascend" in repo.rel(path).split("/") or "triton" not in text,
-                         "apart": "ascend" if "_ascend" in repo.rel(path).split("/") else
-                         "not triton" if "triton" not in text else None,
-                         "module": identity(path).name, "kernels": kernels, "roles": roles(tree)})
+            rows.append(
+                {
+                    "repo": repo.name,
+                    "file": repo.rel(path),
+                    "ascend": "_ascend" in repo.rel(path).split("/") or "triton" not in text,
+                    "apart": "ascend"
+                    if "_ascend" in repo.rel(path).split("/")
+                    else "not triton"
+                    if "triton" not in text
+                    else None,
+                    "module": identity(path).name,
+                    "kernels": kernels,
+                    "roles": roles(tree),
+                }
+            )
     return rows
 
 
@@ -344,8 +368,9 @@ def import_one(repo: Repo, row: dict, work: Path, repos: list[Repo], timeout: fl
     ident = identity(path)
     env = base_env(work, repo)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    code, out, err, seconds = run([sys.executable, "-c", IMPORT_SNIPPET, ident.name, str(ident.root), str(path)],
-                                  work / "runs", env, timeout)
+    code, out, err, seconds = run(
+        [sys.executable, "-c", IMPORT_SNIPPET, ident.name, str(ident.root), str(path)], work / "runs", env, timeout
+    )
     if code is None:
         reason = f"timed out after {timeout:.0f} s"
     elif code != 0:
@@ -374,8 +399,19 @@ def test_jobs(repo: Repo, scanned: list[dict]) -> list[dict]:
         files += sorted(base.glob("test_*.py")) if base.is_dir() else [base]
     for path in files:
         name = repo.rel(path)
-        argv = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "rc_subset",
-                "--timeout", "{per_test}", *profile.get("pytest_args", [])]
+        argv = [
+            "python",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "rc_subset",
+            "--timeout",
+            "{per_test}",
+            *profile.get("pytest_args", []),
+        ]
         if path.name in profile.get("k", {}):
             argv += ["-k", profile["k"][path.name]]
         jobs.append({"test": name, "argv": argv + [name], "skip": profile["skip"].get(path.name)})
@@ -388,18 +424,29 @@ def capture_one(repo: Repo, job: dict, work: Path, file_timeout: float, per_test
     env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     argv = [a.replace("{per_test}", str(int(per_test))) for a in job["argv"]]
     device = repo.profile.get("device", "cpu")
-    cmd = diagnose_cmd() + ["capture", "--device", device, "--timeout", str(int(file_timeout)),
-                            "--project", str(repo.copy), "--"] + argv
+    cmd = (
+        diagnose_cmd()
+        + ["capture", "--device", device, "--timeout", str(int(file_timeout)), "--project", str(repo.copy), "--"]
+        + argv
+    )
     code, out, err, seconds = run(cmd, repo.copy, env, file_timeout + 300)
     summary = re.search(r"the command (timed out|exited with (-?\d+)) after (\d+) s.*?; (\d+) distinct launches", err)
     tail = [line for line in (out + "\n" + err).splitlines() if line.strip()]
-    pytest_line = next((line.strip("= ") for line in reversed(tail)
-                        if re.search(r"\d+ (passed|failed|error|skipped|deselected|no tests ran)", line)), None)
+    pytest_line = next(
+        (
+            line.strip("= ")
+            for line in reversed(tail)
+            if re.search(r"\d+ (passed|failed|error|skipped|deselected|no tests ran)", line)
+        ),
+        None,
+    )
     return {
-        "repo": repo.name, "test": job["test"],
-        "command": "diagnose capture --device %s --timeout %d --project %s -- %s" % (
-            device, int(file_timeout), repo.name, " ".join(argv)),
-        "rc": code, "seconds": round(seconds, 1),
+        "repo": repo.name,
+        "test": job["test"],
+        "command": "diagnose capture --device %s --timeout %d --project %s -- %s"
+        % (device, int(file_timeout), repo.name, " ".join(argv)),
+        "rc": code,
+        "seconds": round(seconds, 1),
         "timed_out": bool(summary and summary.group(1) == "timed out"),
         "command_rc": int(summary.group(2)) if summary and summary.group(2) else None,
         "launches": int(summary.group(4)) if summary else 0,
@@ -429,8 +476,15 @@ def captured(repo: Repo) -> dict[str, list[dict]]:
 
 def inspect_one(repo: Repo, row: dict, work: Path, repos: list[Repo], timeout: float) -> dict:
     repo.launches.mkdir(parents=True, exist_ok=True)
-    cmd = diagnose_cmd() + ["inspect", str(repo.copy / row["file"]), "--json", "--launches", str(repo.launches),
-                            "--timeout", str(int(timeout))]
+    cmd = diagnose_cmd() + [
+        "inspect",
+        str(repo.copy / row["file"]),
+        "--json",
+        "--launches",
+        str(repo.launches),
+        "--timeout",
+        str(int(timeout)),
+    ]
     code, out, err, seconds = run(cmd, work / "runs", base_env(work, repo), timeout + 300)
     result = {"rc": code, "seconds": round(seconds, 1), "kernels": {}, "error": None}
     try:
@@ -448,9 +502,17 @@ def inspect_one(repo: Repo, row: dict, work: Path, repos: list[Repo], timeout: f
         name = entry.get("kernel")
         source = "guessed" if "guessed launch" in (entry.get("title") or "") else "captured"
         if "error" in entry:
-            state = {"state": "failed", "source": source,
-                     "reason": normalize((entry["error"].get("message") or "").splitlines()[0]
-                                         if entry["error"].get("message") else "compile failed", repos, work)}
+            state = {
+                "state": "failed",
+                "source": source,
+                "reason": normalize(
+                    (entry["error"].get("message") or "").splitlines()[0]
+                    if entry["error"].get("message")
+                    else "compile failed",
+                    repos,
+                    work,
+                ),
+            }
         else:
             state = {"state": "facts", "source": source, "facts": len(entry.get("evidence", []))}
         old = result["kernels"].get(name)
@@ -472,8 +534,12 @@ def changed_kernels(original: str, candidate: str) -> list[str]:
             tree = ast.parse(text)
         except SyntaxError:
             return {}
-        return {n.name: ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and any(is_jit_decorator(d) for d in n.decorator_list)}
+        return {
+            n.name: ast.unparse(n)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(is_jit_decorator(d) for d in n.decorator_list)
+        }
 
     old, new = bodies(original), bodies(candidate)
     return sorted(name for name in new if old.get(name) != new[name])
@@ -481,16 +547,38 @@ def changed_kernels(original: str, candidate: str) -> list[str]:
 
 def optimize_one(repo: Repo, row: dict, work: Path, repos: list[Repo], args) -> dict:
     path = repo.copy / row["file"]
-    cmd = diagnose_cmd() + ["optimize", str(path), "--launches", str(repo.launches), "--max-candidates",
-                            str(args.max_candidates), "--seeds", "2", "--max-wall", str(int(args.max_wall)),
-                            "--device", "cpu"]
+    cmd = diagnose_cmd() + [
+        "optimize",
+        str(path),
+        "--launches",
+        str(repo.launches),
+        "--max-candidates",
+        str(args.max_candidates),
+        "--seeds",
+        "2",
+        "--max-wall",
+        str(int(args.max_wall)),
+        "--device",
+        "cpu",
+    ]
     code, out, err, seconds = run(cmd, work / "runs", base_env(work, repo), args.max_wall + 600)
-    result = {"rc": code, "seconds": round(seconds, 1), "proposed": 0, "verified": 0, "kernels_proposed": [],
-              "kernels_verified": [], "outcome": None, "error": None, "failures": []}
+    result = {
+        "rc": code,
+        "seconds": round(seconds, 1),
+        "proposed": 0,
+        "verified": 0,
+        "kernels_proposed": [],
+        "kernels_verified": [],
+        "outcome": None,
+        "error": None,
+        "failures": [],
+    }
     report = re.search(r"report (\S+report\.json)", out)
     lines = [line for line in out.splitlines() if line.strip()]
-    result["outcome"] = next((line for line in lines if line.startswith(("No ", "Best", "The best", "no "))),
-                             lines[-2] if len(lines) > 1 else None)
+    result["outcome"] = next(
+        (line for line in lines if line.startswith(("No ", "Best", "The best", "no "))),
+        lines[-2] if len(lines) > 1 else None,
+    )
     if code != 0 or not report:
         result["error"] = "timed out" if code is None else normalize(last_error_line(err), repos, work)
         result["stderr"] = [line for line in err.splitlines() if line.strip()][-12:]
@@ -557,8 +645,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-wall", type=float, default=240)
     parser.add_argument("--max-candidates", type=int, default=3)
     parser.add_argument("--only", default="", help="only these repositories (comma-separated)")
-    parser.add_argument("--capture-only", default="", help="capture again only these test files (base names, "
-                                                           "comma-separated); launches add to those captured")
+    parser.add_argument(
+        "--capture-only",
+        default="",
+        help="capture again only these test files (base names, comma-separated); launches add to those captured",
+    )
     args = parser.parse_args(argv)
 
     work = args.work.resolve()
@@ -582,8 +673,16 @@ def main(argv: list[str] | None = None) -> int:
     state = load_state(work)
     state.setdefault("walls", {})
     state["commits"] = {**state.get("commits", {}), **dict(c.split("=", 1) for c in args.commit)}
-    state["repos"] = {r.name: {"source": str(r.source), "kernel_dirs": r.kernel_dirs, "test_paths": r.test_paths,
-                               "env": r.env, "profile": r.profile} for r in repos}
+    state["repos"] = {
+        r.name: {
+            "source": str(r.source),
+            "kernel_dirs": r.kernel_dirs,
+            "test_paths": r.test_paths,
+            "env": r.env,
+            "profile": r.profile,
+        }
+        for r in repos
+    }
 
     for repo in active:
         prepare(repo, args.fresh)
@@ -614,8 +713,10 @@ def main(argv: list[str] | None = None) -> int:
                 if row["ascend"]:  # apart: not imported (they need triton-ascend, or are not Triton)
                     continue
                 rows[row["file"]] = import_one(repo, row, work, repos, args.import_timeout)
-                log(f"import {repo.name} {i + 1}/{len(rs['scan'])} {row['file']}: "
-                    f"{'ok' if rows[row['file']]['ok'] else rows[row['file']]['reason']}")
+                log(
+                    f"import {repo.name} {i + 1}/{len(rs['scan'])} {row['file']}: "
+                    f"{'ok' if rows[row['file']]['ok'] else rows[row['file']]['reason']}"
+                )
             rs["import"] = rows
             wall(repo, "import", time.monotonic() - start)
             save_state(work, state)
@@ -640,8 +741,10 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 row = capture_one(repo, job, work, args.capture_timeout, args.per_test_timeout)
                 rows.append(row)
-                log(f"capture {repo.name} {job['test']}: {row['launches']} launches, {row['seconds']} s, "
-                    f"{'timed out' if row['timed_out'] else 'rc ' + str(row['command_rc'])}; {row['pytest']}")
+                log(
+                    f"capture {repo.name} {job['test']}: {row['launches']} launches, {row['seconds']} s, "
+                    f"{'timed out' if row['timed_out'] else 'rc ' + str(row['command_rc'])}; {row['pytest']}"
+                )
             rs["capture"] = rows
             wall(repo, "capture-again" if only_tests else "capture", time.monotonic() - start)
             save_state(work, state)
@@ -657,9 +760,11 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 rows[row["file"]] = inspect_one(repo, row, work, repos, args.inspect_timeout)
                 got = rows[row["file"]]
-                log(f"inspect {repo.name} {i + 1}/{len(rs['scan'])} {row['file']}: rc {got['rc']}, "
+                log(
+                    f"inspect {repo.name} {i + 1}/{len(rs['scan'])} {row['file']}: rc {got['rc']}, "
                     f"{sum(k['state'] == 'facts' for k in got['kernels'].values())}/{len(row['kernels'])} with facts"
-                    + (f"; {got['error']}" if got["error"] else ""))
+                    + (f"; {got['error']}" if got["error"] else "")
+                )
             rs["inspect"] = rows
             wall(repo, "inspect", time.monotonic() - start)
             save_state(work, state)
@@ -687,8 +792,10 @@ def main(argv: list[str] | None = None) -> int:
                 row = queue.pop(0)
                 got = optimize_one(repo, row, work, repos, args)
                 state[repo.name]["optimize"][row["file"]] = got
-                log(f"optimize {repo.name} {row['file']}: rc {got['rc']}, {got['proposed']} proposed, "
-                    f"{got['verified']} verified, {got['seconds']} s; {got['outcome'] or got['error']}")
+                log(
+                    f"optimize {repo.name} {row['file']}: rc {got['rc']}, {got['proposed']} proposed, "
+                    f"{got['verified']} verified, {got['seconds']} s; {got['outcome'] or got['error']}"
+                )
                 save_state(work, state)
         state["walls"]["optimize"] = round(time.monotonic() - start, 1)
         save_state(work, state)
@@ -727,13 +834,21 @@ def environment() -> dict:
 
 def summarize(state: dict, repos: list[Repo]) -> tuple[str, dict]:
     out = ["# Real-corpus benchmark", ""]
-    rows_out = {"environment": state.get("environment"), "commits": state.get("commits"),
-                "walls_s": state.get("walls"), "files": [], "captures": []}
-    table = ["| repository | kernel files | kernels (kernel/helper/pointwise) | apart: Ascend files (kernels); "
-             "other-DSL files (kernels) | imported "
-             "files | captured: test files with launches | distinct launches | kernels with a launch | kernels "
-             "with IR facts (captured + guessed) | failed to compile | file failed | no entry | optimize: files run | files (kernels) "
-             "proposed | files (kernels) verified |", "|" + "---|" * 15]
+    rows_out = {
+        "environment": state.get("environment"),
+        "commits": state.get("commits"),
+        "walls_s": state.get("walls"),
+        "files": [],
+        "captures": [],
+    }
+    table = [
+        "| repository | kernel files | kernels (kernel/helper/pointwise) | apart: Ascend files (kernels); "
+        "other-DSL files (kernels) | imported "
+        "files | captured: test files with launches | distinct launches | kernels with a launch | kernels "
+        "with IR facts (captured + guessed) | failed to compile | file failed | no entry | optimize: files run | files (kernels) "
+        "proposed | files (kernels) verified |",
+        "|" + "---|" * 15,
+    ]
     totals = [0] * 19
     reasons: dict[str, dict[str, dict[str, int]]] = {}
     for repo in repos:
@@ -770,8 +885,13 @@ def summarize(state: dict, repos: list[Repo]) -> tuple[str, dict]:
         facts_c = facts_g = failed = absent = file_failed = 0
         opt = rs.get("optimize", {})
         for r in scan_rows:
-            row = {"repo": repo.name, "file": r["file"], "ascend": r["ascend"], "module": r.get("module"),
-                   "kernels": {}}
+            row = {
+                "repo": repo.name,
+                "file": r["file"],
+                "ascend": r["ascend"],
+                "module": r.get("module"),
+                "kernels": {},
+            }
             imp = imports.get(r["file"], {})
             row["import"] = "ok" if imp.get("ok") else imp.get("reason")
             row["launches"] = len(have.get(r["file"], []))
@@ -815,8 +935,21 @@ def summarize(state: dict, repos: list[Repo]) -> tuple[str, dict]:
             if r["file"] in opt:
                 o = opt[r["file"]]
                 row["optimize_kernels_verified"] = _kernels_of(o, "verified", have.get(r["file"], []))
-                row["optimize"] = {k: o.get(k) for k in ("rc", "seconds", "proposed", "verified", "kernels_proposed",
-                                                         "kernels_verified", "outcome", "error", "failures", "patch")}
+                row["optimize"] = {
+                    k: o.get(k)
+                    for k in (
+                        "rc",
+                        "seconds",
+                        "proposed",
+                        "verified",
+                        "kernels_proposed",
+                        "kernels_verified",
+                        "outcome",
+                        "error",
+                        "failures",
+                        "patch",
+                    )
+                }
             rows_out["files"].append(row)
             if not r["ascend"] and not imp.get("ok") and imp:
                 reasons.setdefault(repo.name, {}).setdefault("import", {}).setdefault(imp["reason"], 0)
@@ -827,22 +960,46 @@ def summarize(state: dict, repos: list[Repo]) -> tuple[str, dict]:
         over = sum(1 for o in opt.values() if o["verified"])
         okprop = sum(len(_kernels_of(o, "proposed", have.get(f, []))) for f, o in opt.items())
         okver = sum(len(_kernels_of(o, "verified", have.get(f, []))) for f, o in opt.items())
-        values = [len(main_rows), kernels, len(asc), sum(len(r["kernels"]) for r in asc), imported, tests_with,
-                  tests_run, launches, with_launch, facts_c, facts_g, failed, absent, ofiles, oprop, over,
-                  len(other), sum(len(r["kernels"]) for r in other), file_failed]
+        values = [
+            len(main_rows),
+            kernels,
+            len(asc),
+            sum(len(r["kernels"]) for r in asc),
+            imported,
+            tests_with,
+            tests_run,
+            launches,
+            with_launch,
+            facts_c,
+            facts_g,
+            failed,
+            absent,
+            ofiles,
+            oprop,
+            over,
+            len(other),
+            sum(len(r["kernels"]) for r in other),
+            file_failed,
+        ]
         totals = [a + b for a, b in zip(totals, values)]
         table.append(_row(repo.name, values, role_count, okprop, okver))
         rows_out["captures"] += captures
     table.append(_row("**total**", totals, None, None, None))
     out += table
-    out += ["", "Apart: Ascend files (they need triton-ascend) and files whose `.jit` kernels are another DSL's "
-            "(`@cute.jit`, no triton in the file); they are not imported, inspected or run. "
-            "\"file failed\": `inspect` failed for the whole file (exit 2/3), so none of its kernels compiled; "
-            "\"no entry\": the file compiled but the kernel is not in the output (no launch of it was captured "
-            "or guessed). Optimize kernels: the jit functions a candidate changed (a candidate that changed only "
-            "launch options counts for the kernels the file launched).", ""]
-    out.append("## Targets (>= 90% of non-Ascend kernels in modules that import, with IR facts from a captured or "
-               "guessed launch)")
+    out += [
+        "",
+        "Apart: Ascend files (they need triton-ascend) and files whose `.jit` kernels are another DSL's "
+        "(`@cute.jit`, no triton in the file); they are not imported, inspected or run. "
+        '"file failed": `inspect` failed for the whole file (exit 2/3), so none of its kernels compiled; '
+        '"no entry": the file compiled but the kernel is not in the output (no launch of it was captured '
+        "or guessed). Optimize kernels: the jit functions a candidate changed (a candidate that changed only "
+        "launch options counts for the kernels the file launched).",
+        "",
+    ]
+    out.append(
+        "## Targets (>= 90% of non-Ascend kernels in modules that import, with IR facts from a captured or "
+        "guessed launch)"
+    )
     out.append("")
     for repo in repos:
         rs = state.get(repo.name)
@@ -851,36 +1008,65 @@ def summarize(state: dict, repos: list[Repo]) -> tuple[str, dict]:
         main_rows = [r for r in rs["scan"] if not r["ascend"]]
         total = sum(len(r["kernels"]) for r in main_rows)
         imported_k = sum(len(r["kernels"]) for r in main_rows if rs.get("import", {}).get(r["file"], {}).get("ok"))
-        facts = sum(1 for r in main_rows for k, v in rs["inspect"].get(r["file"], {}).get("kernels", {}).items()
-                    if v["state"] == "facts")
+        facts = sum(
+            1
+            for r in main_rows
+            for k, v in rs["inspect"].get(r["file"], {}).get("kernels", {}).items()
+            if v["state"] == "facts"
+        )
         launchable = [(r, k) for r in main_rows for k in r["kernels"] if r["roles"].get(k) == "kernel"]
-        facts_l = sum(1 for r, k in launchable
-                      if rs["inspect"].get(r["file"], {}).get("kernels", {}).get(k, {}).get("state") == "facts")
-        out.append(f"- {repo.name}: imported {imported_k}/{total} kernels ({_pct(imported_k, total)}); IR facts "
-                   f"{facts}/{total} ({_pct(facts, total)}; of the {len(launchable)} launched kernels, not helpers: "
-                   f"{facts_l}, {_pct(facts_l, len(launchable))})")
+        facts_l = sum(
+            1
+            for r, k in launchable
+            if rs["inspect"].get(r["file"], {}).get("kernels", {}).get(k, {}).get("state") == "facts"
+        )
+        out.append(
+            f"- {repo.name}: imported {imported_k}/{total} kernels ({_pct(imported_k, total)}); IR facts "
+            f"{facts}/{total} ({_pct(facts, total)}; of the {len(launchable)} launched kernels, not helpers: "
+            f"{facts_l}, {_pct(facts_l, len(launchable))})"
+        )
     for repo in repos:
         for step, found in reasons.get(repo.name, {}).items():
             out += ["", f"## {repo.name}: {step} failures by reason", ""]
             for why, n in sorted(found.items(), key=lambda kv: -kv[1]):
                 out.append(f"- {n} x {why}")
-    out += ["", "## Capture runs", "", "| repository | test file | launches | s | outcome | pytest |", "|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Capture runs",
+        "",
+        "| repository | test file | launches | s | outcome | pytest |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in rows_out["captures"]:
         if "skipped" in c:
             out.append(f"| {c['repo']} | {c['test']} | - | - | skipped: {c['skipped']} | |")
         else:
-            status = "timed out" if c["timed_out"] else f"exit {c['command_rc']}" if c["command_rc"] is not None \
+            status = (
+                "timed out"
+                if c["timed_out"]
+                else f"exit {c['command_rc']}"
+                if c["command_rc"] is not None
                 else (c.get("error") or "?")
-            out.append(f"| {c['repo']} | {c['test']} | {c['launches']} | {c['seconds']:.0f} | {status} | "
-                       f"{(c.get('pytest') or '')[:90]} |")
-    out += ["", "## Optimize runs", "", "| repository | file | s | proposed | verified | kernels verified | outcome |",
-            "|---|---|---|---|---|---|---|"]
+            )
+            out.append(
+                f"| {c['repo']} | {c['test']} | {c['launches']} | {c['seconds']:.0f} | {status} | "
+                f"{(c.get('pytest') or '')[:90]} |"
+            )
+    out += [
+        "",
+        "## Optimize runs",
+        "",
+        "| repository | file | s | proposed | verified | kernels verified | outcome |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows_out["files"]:
         o = row.get("optimize")
         if o:
-            out.append(f"| {row['repo']} | {row['file']} | {o['seconds']:.0f} | {o['proposed']} | {o['verified']} | "
-                       f"{', '.join(row['optimize_kernels_verified']) or '-'} | {(o['error'] or o['outcome'] or '')[:120]} |")
-    out += ["", "Wall times (s): " + ", ".join(f"{k} {v}" for k, v in sorted((state.get('walls') or {}).items()))]
+            out.append(
+                f"| {row['repo']} | {row['file']} | {o['seconds']:.0f} | {o['proposed']} | {o['verified']} | "
+                f"{', '.join(row['optimize_kernels_verified']) or '-'} | {(o['error'] or o['outcome'] or '')[:120]} |"
+            )
+    out += ["", "Wall times (s): " + ", ".join(f"{k} {v}" for k, v in sorted((state.get("walls") or {}).items()))]
     return "\n".join(out), rows_out
 
 
@@ -897,9 +1083,10 @@ def dump_rows(rows: dict) -> str:
             if item.get("ascend"):  # apart: just how many kernels
                 item = {"repo": item["repo"], "file": item["file"], "apart": True, "kernels": len(item["kernels"])}
             elif "kernels" in item:
-                item["kernels"] = {name: ", ".join(x for x in (e["role"], "launched" if e["launched"] else "-",
-                                                                e.get("inspect")) if x)
-                                   for name, e in item["kernels"].items()}
+                item["kernels"] = {
+                    name: ", ".join(x for x in (e["role"], "launched" if e["launched"] else "-", e.get("inspect")) if x)
+                    for name, e in item["kernels"].items()
+                }
             if "optimize" in item:
                 item["optimize"] = {k: v for k, v in item["optimize"].items() if v not in (None, [], False)}
             items.append("  " + json.dumps(item, separators=(",", ":")))
@@ -925,8 +1112,10 @@ def _row(name, v, roles_, okprop, okver) -> str:
     kernels = f"{v[1]}" + (f" ({roles_['kernel']}/{roles_['helper']}/{roles_['pointwise_dynamic']})" if roles_ else "")
     prop = f"{v[14]}" + (f" ({okprop})" if okprop is not None else "")
     ver = f"{v[15]}" + (f" ({okver})" if okver is not None else "")
-    return (f"| {name} | {v[0]} | {kernels} | {v[2]} ({v[3]}); {v[16]} ({v[17]}) | {v[4]}/{v[0]} | {v[5]}/{v[6]} | {v[7]} | {v[8]} | "
-            f"{v[9] + v[10]} ({v[9]} + {v[10]}) | {v[11]} | {v[18]} | {v[12]} | {v[13]} | {prop} | {ver} |")
+    return (
+        f"| {name} | {v[0]} | {kernels} | {v[2]} ({v[3]}); {v[16]} ({v[17]}) | {v[4]}/{v[0]} | {v[5]}/{v[6]} | {v[7]} | {v[8]} | "
+        f"{v[9] + v[10]} ({v[9]} + {v[10]}) | {v[11]} | {v[18]} | {v[12]} | {v[13]} | {prop} | {ver} |"
+    )
 
 
 if __name__ == "__main__":

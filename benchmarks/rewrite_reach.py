@@ -25,8 +25,7 @@ from diagnose.rewrite.table import REWRITES  # noqa: E402
 
 
 def main(roots: list[str]) -> int:
-    files = [p for root in roots for p in sorted(Path(root).rglob("*.py"))
-             if "triton" in p.read_text(errors="ignore")]
+    files = [p for root in roots for p in sorted(Path(root).rglob("*.py")) if "triton" in p.read_text(errors="ignore")]
     applied: Counter = Counter()
     crashes: Counter = Counter()
     examples: dict = {}

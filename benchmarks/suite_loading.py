@@ -38,8 +38,9 @@ def sample(tasks: list, n: int) -> list:
     return tasks[::step][:n]
 
 
-def measure(fmt: str, root: Path, solutions: Path | None, n: int, timeout_s: float, seeds: int,
-            verbose: bool = False) -> dict:
+def measure(
+    fmt: str, root: Path, solutions: Path | None, n: int, timeout_s: float, seeds: int, verbose: bool = False
+) -> dict:
     module = adapter(fmt)
     options = SweepOptions(suite_format=fmt, device="cpu", seeds=seeds, timeout_s=timeout_s, solutions=solutions)
     began = time.monotonic()
@@ -56,16 +57,27 @@ def measure(fmt: str, root: Path, solutions: Path | None, n: int, timeout_s: flo
             continue
         failures = [d.get("failure") for _, s, d in rows if s not in ("passed", "unavailable")]
         if verbose:
-            said = next((f.get("message", "") for f in failures if f), "; ".join(
-                r for _, s, d in rows if s == "failed" for r in d.get("reasons", []) + d.get("failed_checks", [])))
+            said = next(
+                (f.get("message", "") for f in failures if f),
+                "; ".join(
+                    r for _, s, d in rows if s == "failed" for r in d.get("reasons", []) + d.get("failed_checks", [])
+                ),
+            )
             print(f"  {task.entry.id}: {'passed' if not failures else 'failed'} {said[:160]}", flush=True)
         if not failures:
             outcome["passed"] += 1
         else:
             kinds = {(f or {}).get("kind", "verification") for f in failures}
             outcome["failed: " + ",".join(sorted(kinds))] += 1
-    return {"tasks": len(tasks), "loaded": len(loaded), "unsupported": Counter(reason(t.problem) for t in tasks if t.problem),
-            "sampled": sum(outcome.values()), "outcome": outcome, "list_s": listed_s, "score_s": time.monotonic() - began}
+    return {
+        "tasks": len(tasks),
+        "loaded": len(loaded),
+        "unsupported": Counter(reason(t.problem) for t in tasks if t.problem),
+        "sampled": sum(outcome.values()),
+        "outcome": outcome,
+        "list_s": listed_s,
+        "score_s": time.monotonic() - began,
+    }
 
 
 def main() -> None:
@@ -83,11 +95,20 @@ def main() -> None:
         root = getattr(args, fmt)
         if root is None:
             continue
-        found = measure(fmt, root, Path(solutions[fmt]) if fmt in solutions else None, args.sample, args.timeout,
-                        args.seeds, args.verbose)
+        found = measure(
+            fmt,
+            root,
+            Path(solutions[fmt]) if fmt in solutions else None,
+            args.sample,
+            args.timeout,
+            args.seeds,
+            args.verbose,
+        )
         print(f"## {fmt}: {root}" + (f" (solutions {solutions[fmt]})" if fmt in solutions else ""))
-        print(f"tasks {found['tasks']}, loaded {found['loaded']}, unsupported {sum(found['unsupported'].values())} "
-              f"(listed in {found['list_s']:.1f} s)")
+        print(
+            f"tasks {found['tasks']}, loaded {found['loaded']}, unsupported {sum(found['unsupported'].values())} "
+            f"(listed in {found['list_s']:.1f} s)"
+        )
         for why, count in found["unsupported"].most_common():
             print(f"  {count:4d}  {why}")
         print(f"scored on the CPU: {found['sampled']} of {found['loaded']} in {found['score_s']:.0f} s")

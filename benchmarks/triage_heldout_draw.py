@@ -51,14 +51,15 @@ def draw(candidates: list[tuple], need: int, seed: int) -> list[tuple]:
                 break
     # Files at their cap hold the rest: take them in the shuffled order rather than fall short.
     rest = [c for c in pool if c not in out]
-    return out + rest[:need - len(out)]
+    return out + rest[: need - len(out)]
 
 
 def commit_of(checkout: Path, labels: list) -> str:
     """The checkout's git HEAD, else the commit the labels give for that repository (the corpus may be a plain copy)."""
     try:
-        return subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         known = {lb.commit for lb in labels if lb.repo == checkout.name}
         return known.pop() if len(known) == 1 else "unknown"

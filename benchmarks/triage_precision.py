@@ -101,27 +101,34 @@ def precision_table(labels: list[Label], corpus: Path, triage: Triage, codes: se
         if not path.exists():
             missing.append(f"{label.repo}/{label.path}")
             continue
-        found = any(f.code == label.code and f.location and f.location.line == label.line
-                    for f in triage(path, label.target))
+        found = any(
+            f.code == label.code and f.location and f.location.line == label.line for f in triage(path, label.target)
+        )
         count = by_code[label.code]
         count["labelled"] += 1
         count[f"{label.label}:{'found' if found else 'gone'}"] += 1
-    lines = ["| rule | labelled | still found | true | false | debatable | precision | false gone (fixed) | true gone (lost) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| rule | labelled | still found | true | false | debatable | precision | false gone (fixed) | true gone (lost) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for code in sorted(by_code):
         c = by_code[code]
         t, f, d = c["true:found"], c["false:found"], c["debatable:found"]
         precision = f"{t / (t + f):.0%}" if t + f else "-"
-        lines.append(f"| {code} | {c['labelled']} | {t + f + d} | {t} | {f} | {d} | {precision} | "
-                     f"{c['false:gone']} | {c['true:gone']} |")
+        lines.append(
+            f"| {code} | {c['labelled']} | {t + f + d} | {t} | {f} | {d} | {precision} | "
+            f"{c['false:gone']} | {c['true:gone']} |"
+        )
     if missing:
         lines += ["", f"{len(missing)} labelled files are not in the corpus: {', '.join(sorted(set(missing))[:5])} ..."]
     return lines
 
 
 def volume_table(corpus: Path, repos: list[str], targets: list[str], triage: Triage) -> list[str]:
-    lines = ["| repository | target | kernel files | findings | per file | errors | most frequent |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| repository | target | kernel files | findings | per file | errors | most frequent |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for repo in repos:
         files = kernel_files(corpus / repo)
         for target in targets:
@@ -129,17 +136,25 @@ def volume_table(corpus: Path, repos: list[str], targets: list[str], triage: Tri
             codes = Counter(f.code for f in findings)
             errors = sum(f.severity == "error" for f in findings)
             top = ", ".join(f"{c} {n}" for c, n in codes.most_common(4))
-            lines.append(f"| {repo} | {target} | {len(files)} | {len(findings)} | "
-                         f"{len(findings) / max(len(files), 1):.2f} | {errors} | {top} |")
+            lines.append(
+                f"| {repo} | {target} | {len(files)} | {len(findings)} | "
+                f"{len(findings) / max(len(files), 1):.2f} | {errors} | {top} |"
+            )
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, required=True, help="folder with one checkout per repository")
-    parser.add_argument("--labels", type=Path, action="append",
-                        help=f"a folder of <CODE>.csv labels; repeat to combine sets (default: {LABELS.relative_to(ROOT)})")
-    parser.add_argument("--target", action="append", help=f"targets of the volume table (default: {', '.join(TARGETS)})")
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        action="append",
+        help=f"a folder of <CODE>.csv labels; repeat to combine sets (default: {LABELS.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--target", action="append", help=f"targets of the volume table (default: {', '.join(TARGETS)})"
+    )
     parser.add_argument("--code", action="append", help="only these rules in the precision table")
     parser.add_argument("--no-volume", action="store_true", help="skip the per-repository volume table")
     parser.add_argument("--out", type=Path, help="also write the tables here (Markdown)")

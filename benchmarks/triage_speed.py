@@ -21,9 +21,18 @@ from diagnose.triage.context import build_context  # noqa: E402
 from diagnose.targets import lookup as parse_target  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "good_kernels"
-SOURCES = ["fused_softmax.py", "grouped_matmul.py", "layer_norm.py", "flash_attention_fwd.py",
-           "cross_entropy.py", "embedding.py", "vector_add.py", "persistent_matmul.py",
-           "linear_bias_relu.py", "swiglu.py"]
+SOURCES = [
+    "fused_softmax.py",
+    "grouped_matmul.py",
+    "layer_norm.py",
+    "flash_attention_fwd.py",
+    "cross_entropy.py",
+    "embedding.py",
+    "vector_add.py",
+    "persistent_matmul.py",
+    "linear_bias_relu.py",
+    "swiglu.py",
+]
 
 
 def build_file(target_lines: int = 500) -> str:
@@ -39,7 +48,7 @@ def build_file(target_lines: int = 500) -> str:
     pad = max(0, target_lines - text.count("\n") - 1)
     helpers = [f"def helper_{j}(x, n):\n    y = x * {j}\n    return y + n\n" for j in range(pad // 4 + 1)]
     lines = (text + "\n" + "\n".join(helpers)).split("\n")
-    return "\n".join(lines[:max(target_lines, text.count("\n") + 1)]) + "\n"
+    return "\n".join(lines[: max(target_lines, text.count("\n") + 1)]) + "\n"
 
 
 def median_ms(fn, runs: int) -> tuple[float, float]:
@@ -58,8 +67,10 @@ def main() -> None:
     source = build_file()
     lines = source.count("\n")
     ctx = build_context(source, "bench.py", parse_target("cuda:sm90"))
-    print(f"file: {lines} lines, {len(ctx.kernels)} kernels, {len(ctx.launches)} launch sites, "
-          f"{len(RULES)} rules; median of {args.runs} runs\n")
+    print(
+        f"file: {lines} lines, {len(ctx.kernels)} kernels, {len(ctx.launches)} launch sites, "
+        f"{len(RULES)} rules; median of {args.runs} runs\n"
+    )
     print(f"{'what':<34}{'median ms':>10}{'min ms':>9}")
     for target in ("cuda:sm90", "hip:gfx942", "ascend:910b"):
         med, low = median_ms(lambda t=target: triage_source(source, "bench.py", t), args.runs)

@@ -22,7 +22,13 @@ from typer.core import TyperGroup
 
 from diagnose import knobs
 from diagnose.errors import (
-    EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, DiagnoseError, UsageError,
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    DiagnoseError,
+    UsageError,
 )
 
 # Each command imports its own code when it runs (`# deferred: command code`): `diagnose --help` loads
@@ -43,7 +49,7 @@ def hoist_global_options(args: list[str]) -> list[str]:
         name = args[i].split("=", 1)[0]
         if i > 0 and name in GLOBAL_OPTIONS:
             width = 1 if "=" in args[i] else 1 + GLOBAL_OPTIONS[name]
-            front += args[i:i + width]
+            front += args[i : i + width]
             i += width
         else:
             rest.append(args[i])
@@ -68,8 +74,13 @@ class DiagnoseGroup(TyperGroup):
             raise typer.Exit(EXIT_USAGE) from None
 
 
-app = typer.Typer(cls=DiagnoseGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Diagnose slow Triton kernels and verify faster ones.")
+app = typer.Typer(
+    cls=DiagnoseGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Diagnose slow Triton kernels and verify faster ones.",
+)
 state = {"debug": False}
 
 
@@ -77,8 +88,9 @@ state = {"debug": False}
 def main_options(
     ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Root of the caches (runs, compiles) "
-                                             "instead of DIAGNOSE_CACHE_DIR or the defaults."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir", help="Root of the caches (runs, compiles) instead of DIAGNOSE_CACHE_DIR or the defaults."
+    ),
 ):
     state["debug"] = debug
     if cache_dir is not None:
@@ -103,8 +115,10 @@ def preference(value: str) -> str:
     return value
 
 
-TIMEOUT_HELP = ("Seconds each worker that runs your code may run (default: DIAGNOSE_TIMEOUT_S, else each "
-                "step's own limit: 600 for a verification).")
+TIMEOUT_HELP = (
+    "Seconds each worker that runs your code may run (default: DIAGNOSE_TIMEOUT_S, else each "
+    "step's own limit: 600 for a verification)."
+)
 
 
 def worker_timeout(timeout: Optional[float]):
@@ -187,8 +201,10 @@ def split_codes(values: Optional[List[str]]) -> Optional[List[str]]:
 
 # --- kernel modules: where a module's inputs come from (`diagnose/task/kernel_module.py`) ---------------
 
-CALL_HELP = ("A kernel module's call to replay, e.g. 'rms_norm(x=f16[4096,8192], w=f16[8192], eps=1e-6)' "
-             "(repeat for more input groups; grammar: diagnose/task/specs.py).")
+CALL_HELP = (
+    "A kernel module's call to replay, e.g. 'rms_norm(x=f16[4096,8192], w=f16[8192], eps=1e-6)' "
+    "(repeat for more input groups; grammar: diagnose/task/specs.py)."
+)
 LAUNCH_HELP = "Replay the N-th captured launch of the module (`diagnose capture --list FILE`); default: the largest."
 REFERENCE_HELP = "A PyTorch reference for a kernel module, FILE.py:FUNCTION (default: the module's own code)."
 LAUNCHES_HELP = "Folder of captured launch files (default: .diagnose/launches found from the file's folder up)."
@@ -210,12 +226,22 @@ def launches_option():
     return typer.Option(None, "--launches", help=LAUNCHES_HELP)
 
 
-def module_inputs(call: Optional[List[str]], launch: Optional[int], reference: Optional[str],
-                  launches: Optional[Path], kernel: Optional[str] = None):
+def module_inputs(
+    call: Optional[List[str]],
+    launch: Optional[int],
+    reference: Optional[str],
+    launches: Optional[Path],
+    kernel: Optional[str] = None,
+):
     from diagnose.task import Inputs  # deferred: command code
 
-    return Inputs(calls=tuple(call or ()), launch=launch, reference=reference,
-                  launches=str(launches) if launches else None, kernel=kernel)
+    return Inputs(
+        calls=tuple(call or ()),
+        launch=launch,
+        reference=reference,
+        launches=str(launches) if launches else None,
+        kernel=kernel,
+    )
 
 
 def module_task_file(path: Path, inputs, device: str = "cpu") -> str:
@@ -246,11 +272,13 @@ def check(
     seeds: int = typer.Option(3, "--seeds", min=1, help="Random input sets per input group."),
     group: Optional[List[str]] = typer.Option(None, "--group", help="Input group(s) to use."),
     timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
-    memory_limit: float = typer.Option(16.0, "--memory-limit", callback=positive,
-                                       help="GiB of host memory each worker may use."),
+    memory_limit: float = typer.Option(
+        16.0, "--memory-limit", callback=positive, help="GiB of host memory each worker may use."
+    ),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
-    fixed_shapes: bool = typer.Option(False, "--fixed-shapes",
-                                      help="Check only the task's own sizes (as FIXED_SHAPES = True in the file)."),
+    fixed_shapes: bool = typer.Option(
+        False, "--fixed-shapes", help="Check only the task's own sizes (as FIXED_SHAPES = True in the file)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON report on stdout."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write the JSON report to this file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
@@ -276,11 +304,17 @@ def check(
         raise UsageError(f"{out}: refusing to overwrite the task file with the report")
     baselines = ("eager",) if no_compile else ("eager", "compile")
     module = loaded.origin is not None
-    options = CheckOptions(device=device, seeds=tuple(range(seeds)), groups=tuple(group) if group else None,
-                           timeout_s=timeout or CheckOptions.timeout_s, memory_limit=int(memory_limit * 2**30),
-                           baselines=baselines if not module or reference else (),
-                           initial=loaded.reference_path if module and candidate else None,
-                           unseen_shapes=not fixed_shapes, on_phase=None if quiet else phase_line("check"))
+    options = CheckOptions(
+        device=device,
+        seeds=tuple(range(seeds)),
+        groups=tuple(group) if group else None,
+        timeout_s=timeout or CheckOptions.timeout_s,
+        memory_limit=int(memory_limit * 2**30),
+        baselines=baselines if not module or reference else (),
+        initial=loaded.reference_path if module and candidate else None,
+        unseen_shapes=not fixed_shapes,
+        on_phase=None if quiet else phase_line("check"),
+    )
     with worker_timeout(timeout):
         verdict = verify(loaded, options)
     report = check_report(loaded, verdict)
@@ -307,8 +341,14 @@ def triage(
     """Fast source rules (no compiler, no device): findings with line and column."""
     from diagnose.triage.cli import triage_command  # deferred: command code
 
-    code, text = triage_command([str(p) for p in paths], target=target, fmt=fmt, select=split_codes(select),
-                                ignore=split_codes(ignore), fail_on=fail_on)
+    code, text = triage_command(
+        [str(p) for p in paths],
+        target=target,
+        fmt=fmt,
+        select=split_codes(select),
+        ignore=split_codes(ignore),
+        fail_on=fail_on,
+    )
     if text:
         typer.echo(text)
     raise typer.Exit(code)
@@ -322,11 +362,16 @@ def inspect(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     passes: bool = typer.Option(False, "--passes", help="Print the pass timeline."),
     diff_pass: Optional[str] = typer.Option(None, "--diff-pass", help="Print how this pass changed the module."),
-    stage: Optional[str] = typer.Option(None, "--stage", help="Print an artifact (ttir, ttgir, llir, ptx, amdgcn, sass)."),
+    stage: Optional[str] = typer.Option(
+        None, "--stage", help="Print an artifact (ttir, ttgir, llir, ptx, amdgcn, sass)."
+    ),
     kernel: Optional[str] = typer.Option(None, "--kernel", help="Only this kernel."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive,
-                                            help="Seconds the compile worker may run (default: DIAGNOSE_TIMEOUT_S, "
-                                                 "else DIAGNOSE_IR_TIMEOUT_S, else 600)."),
+    timeout: Optional[float] = typer.Option(
+        None,
+        "--timeout",
+        callback=positive,
+        help="Seconds the compile worker may run (default: DIAGNOSE_TIMEOUT_S, else DIAGNOSE_IR_TIMEOUT_S, else 600).",
+    ),
     call: Optional[List[str]] = call_option(),
     launch: Optional[int] = launch_option(),
     launches: Optional[Path] = launches_option(),
@@ -341,8 +386,9 @@ def inspect(
         if diff_pass:
             raise UsageError("--diff-pass is not available for Ascend targets; --passes shows the pass timeline")
         with worker_timeout(timeout):
-            code, text = inspect_ascend(str(path), target=target, fmt="json" if as_json else "text", passes=passes,
-                                        stage=stage, kernel=kernel)
+            code, text = inspect_ascend(
+                str(path), target=target, fmt="json" if as_json else "text", passes=passes, stage=stage, kernel=kernel
+            )
         if text:
             typer.echo(text)
         raise typer.Exit(code)
@@ -350,8 +396,15 @@ def inspect(
 
     with worker_timeout(timeout):
         file = inspection_file(path, module_inputs(call, launch, None, launches, kernel))
-        code, text = inspect_command(file, target=target, fmt="json" if as_json else "text", passes=passes,
-                                     diff_pass=diff_pass, stage=stage, kernel=kernel)
+        code, text = inspect_command(
+            file,
+            target=target,
+            fmt="json" if as_json else "text",
+            passes=passes,
+            diff_pass=diff_pass,
+            stage=stage,
+            kernel=kernel,
+        )
     if text:
         typer.echo(text)
     raise typer.Exit(code)
@@ -360,47 +413,72 @@ def inspect(
 @app.command()
 @one_line_errors
 def bench(
-    suite: str = typer.Argument(..., help="Suite folder (e.g. benchmarks/npukernel), `report`, or a format: "
-                                          "kernelbench, multikernelbench, tritonbench, kernelgen, prtask, datakernel."),
+    suite: str = typer.Argument(
+        ...,
+        help="Suite folder (e.g. benchmarks/npukernel), `report`, or a format: "
+        "kernelbench, multikernelbench, tritonbench, kernelgen, prtask, datakernel.",
+    ),
     path: Optional[Path] = typer.Argument(None, help="After a format: the suite folder."),
-    mode: str = typer.Option("score", "--mode", help="score (verify and time as given), optimize (the agent), "
-                                                     "portability (kernelgen: compile for --targets), validate "
-                                                     "(datakernel: the TorchPlans against DuckDB) or stream "
-                                                     "(datakernel: out-of-core TorchPlans, checked against DuckDB)."),
+    mode: str = typer.Option(
+        "score",
+        "--mode",
+        help="score (verify and time as given), optimize (the agent), "
+        "portability (kernelgen: compile for --targets), validate "
+        "(datakernel: the TorchPlans against DuckDB) or stream "
+        "(datakernel: out-of-core TorchPlans, checked against DuckDB).",
+    ),
     device: str = typer.Option("cpu", "--device", help="cuda, npu, or cpu (Triton interpreter, not timed)."),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="Entries at a time (on a device they share it: timing runs alone)."),
-    executor: str = typer.Option("local", "--executor", help="Where entries run: local (this machine) or ray (one "
-                                                             "at a time on each device of a Ray cluster)."),
-    address: Optional[str] = typer.Option(None, "--address", help="With --executor ray: the cluster's HOST:PORT "
-                                                                  "(`ray start --head`); none: a local Ray."),
-    filter_: Optional[str] = typer.Option(None, "--filter", help="Only entries whose id contains this "
-                                                                 "(or one of several, comma-separated)."),
+    jobs: int = typer.Option(
+        1, "--jobs", min=1, help="Entries at a time (on a device they share it: timing runs alone)."
+    ),
+    executor: str = typer.Option(
+        "local",
+        "--executor",
+        help="Where entries run: local (this machine) or ray (one at a time on each device of a Ray cluster).",
+    ),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="With --executor ray: the cluster's HOST:PORT (`ray start --head`); none: a local Ray."
+    ),
+    filter_: Optional[str] = typer.Option(
+        None, "--filter", help="Only entries whose id contains this (or one of several, comma-separated)."
+    ),
     redo: bool = typer.Option(False, "--redo", help="Run entries again even when done for this version."),
     seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group."),
     timeout: float = typer.Option(600.0, "--timeout", callback=positive, help="Seconds each worker may run."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline."),
     target: str = typer.Option("cuda:sm90", "--target", help="Compile target of optimize mode's IR levels."),
-    targets: Optional[str] = typer.Option(None, "--targets", help="Portability mode: comma-separated targets "
-                                                                   "(cuda:sm90,hip:gfx942,ascend:950)."),
-    solutions: Optional[Path] = typer.Option(None, "--solutions", help="Folder of solutions matched to the "
-                                                                       "suite's tasks by name."),
-    tolerance: str = typer.Option("default", "--tolerance", help="Tolerance profile: default, kernelbench, "
-                                                                 "kernelbench-v0 or multikernelbench."),
-    memory_limit: float = typer.Option(16.0, "--memory-limit", callback=positive,
-                                       help="GiB of host memory each worker may use."),
+    targets: Optional[str] = typer.Option(
+        None, "--targets", help="Portability mode: comma-separated targets (cuda:sm90,hip:gfx942,ascend:950)."
+    ),
+    solutions: Optional[Path] = typer.Option(
+        None, "--solutions", help="Folder of solutions matched to the suite's tasks by name."
+    ),
+    tolerance: str = typer.Option(
+        "default", "--tolerance", help="Tolerance profile: default, kernelbench, kernelbench-v0 or multikernelbench."
+    ),
+    memory_limit: float = typer.Option(
+        16.0, "--memory-limit", callback=positive, help="GiB of host memory each worker may use."
+    ),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Optimize mode: candidates per entry."),
-    max_wall: float = typer.Option(1800.0, "--max-wall", callback=positive,
-                                   help="Optimize mode: seconds of wall time per entry."),
-    start_within: Optional[float] = typer.Option(None, "--start-within", help="Start no entry later than this many "
-                                                 "seconds into the sweep (the rest wait for the next sweep)."),
+    max_wall: float = typer.Option(
+        1800.0, "--max-wall", callback=positive, help="Optimize mode: seconds of wall time per entry."
+    ),
+    start_within: Optional[float] = typer.Option(
+        None,
+        "--start-within",
+        help="Start no entry later than this many seconds into the sweep (the rest wait for the next sweep).",
+    ),
     store_path: Path = typer.Option(Path(".diagnose_cache/bench.sqlite"), "--store", help="SQLite results store."),
     fmt: str = typer.Option("md", "--format", help="Report format: md, html, json or csv (with `report`)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write the report here instead of stdout."),
     sf: Optional[float] = typer.Option(None, "--sf", help="datakernel: TPC-H scale factor (0.01 by default)."),
     kind: Optional[str] = typer.Option(None, "--kind", help="datakernel: core or full tasks only (both by default)."),
-    partition_rows: Optional[int] = typer.Option(None, "--partition-rows", min=1,
-                                                 help="datakernel --mode stream: rows per partition (default: "
-                                                      "from the device's free memory)."),
+    partition_rows: Optional[int] = typer.Option(
+        None,
+        "--partition-rows",
+        min=1,
+        help="datakernel --mode stream: rows per partition (default: from the device's free memory).",
+    ),
 ):
     """Sweep a suite into the results store (`diagnose bench [FORMAT] SUITE`), or render it (`diagnose bench report`)."""
     from diagnose.bench import report as bench_report  # deferred: command code
@@ -459,12 +537,28 @@ def bench(
     target_list = tuple(t.strip() for t in (targets or "").split(",") if t.strip())
     for name in target_list:
         lookup(name)
-    options = SweepOptions(mode=mode, device=device, jobs=jobs, pattern=filter_, redo=redo, seeds=seeds,
-                           timeout_s=timeout, baselines=("eager",) if no_compile else ("eager", "compile"),
-                           target=target, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall), suite_format=suite_format,
-                           solutions=solutions, targets=target_list, tolerance=tolerance,
-                           start_within_s=start_within, memory_limit=int(memory_limit * 2**30),
-                           scale_factor=sf, kind=kind, executor=executor, ray_address=address)
+    options = SweepOptions(
+        mode=mode,
+        device=device,
+        jobs=jobs,
+        pattern=filter_,
+        redo=redo,
+        seeds=seeds,
+        timeout_s=timeout,
+        baselines=("eager",) if no_compile else ("eager", "compile"),
+        target=target,
+        budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall),
+        suite_format=suite_format,
+        solutions=solutions,
+        targets=target_list,
+        tolerance=tolerance,
+        start_within_s=start_within,
+        memory_limit=int(memory_limit * 2**30),
+        scale_factor=sf,
+        kind=kind,
+        executor=executor,
+        ray_address=address,
+    )
     check_mode(options)  # before the progress bar starts: a usage error is one line
     check_executor(options)
     if suite_format == DEFAULT:
@@ -480,7 +574,10 @@ def bench(
 
         summary = sweep(folder, store_path, options, progress)
     if suite_format == "datakernel":
-        from diagnose.bench.suites.datakernel import render_summary as datakernel_table, summary as datakernel_summary  # deferred: command code
+        from diagnose.bench.suites.datakernel import (
+            render_summary as datakernel_table,
+            summary as datakernel_summary,
+        )  # deferred: command code
 
         rows = store.rows(store.connect(store_path), suite=f"{suite_format}:{Path(folder).resolve().name}", mode=mode)
         typer.echo(datakernel_table(datakernel_summary(rows)))
@@ -496,7 +593,9 @@ def bench(
 
             typer.echo(portability_table(rows, list(target_list)))
     left = f", {summary.left} not started (--start-within)" if summary.left else ""
-    console.print(f"{summary.ran} run, {summary.skipped} already done, {summary.failed} failed{left}; store {store_path}")
+    console.print(
+        f"{summary.ran} run, {summary.skipped} already done, {summary.failed} failed{left}; store {store_path}"
+    )
     raise typer.Exit(EXIT_FAILED if summary.failed else EXIT_OK)
 
 
@@ -504,23 +603,35 @@ def bench(
 @one_line_errors
 def optimize(
     task: Optional[Path] = typer.Argument(None, help="Task file (Model, get_inputs, get_init_inputs, ModelNew)."),
-    target: str = typer.Option("cuda:sm90", "--target", help="cuda:sm80|sm90|sm100, hip:gfx942|gfx950, ascend:910b|950."),
-    device: str = typer.Option("cpu", "--device", help="Where candidates run and are timed: cuda, npu, or cpu (not timed)."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="Resume the run with this id (with the budget it began with)."),
+    target: str = typer.Option(
+        "cuda:sm90", "--target", help="cuda:sm80|sm90|sm100, hip:gfx942|gfx950, ascend:910b|950."
+    ),
+    device: str = typer.Option(
+        "cpu", "--device", help="Where candidates run and are timed: cuda, npu, or cpu (not timed)."
+    ),
+    resume: Optional[str] = typer.Option(
+        None, "--resume", help="Resume the run with this id (with the budget it began with)."
+    ),
     write: bool = typer.Option(False, "--write", help="Write the optimized kernel over the input file."),
     max_candidates: int = typer.Option(12, "--max-candidates", min=1, help="Candidates to verify at most."),
     max_wall: float = typer.Option(1800.0, "--max-wall", callback=positive, help="Seconds of wall time at most."),
     seeds: int = typer.Option(3, "--seeds", min=2, help="Random input sets per input group in each verification."),
-    no_compile: bool = typer.Option(False, "--no-compile", help="Skip the torch.compile baseline of the task as given."),
+    no_compile: bool = typer.Option(
+        False, "--no-compile", help="Skip the torch.compile baseline of the task as given."
+    ),
     timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress on stderr (but the run id); only the "
-                                                            "outcome and the table."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress on stderr (but the run id); only the outcome and the table."
+    ),
     call: Optional[List[str]] = call_option(),
     launch: Optional[int] = launch_option(),
     reference: Optional[str] = reference_option(),
     launches: Optional[Path] = launches_option(),
-    apply: bool = typer.Option(False, "--apply", help="Apply the patch to the kernel module (a backup is kept "
-                                                      "as NAME.py.diagnose.bak); same as --write."),
+    apply: bool = typer.Option(
+        False,
+        "--apply",
+        help="Apply the patch to the kernel module (a backup is kept as NAME.py.diagnose.bak); same as --write.",
+    ),
 ):
     """Escalate from cheap to expensive evidence, propose rewrites, verify and time them.
 
@@ -543,13 +654,21 @@ def optimize(
     progress = OptimizeProgress(Console(stderr=True), quiet=quiet)
     try:
         with worker_timeout(timeout), progress, CtrlC() as ctrl_c:
-            result = run_optimize(str(task) if task else "", target=target, device=device, resume=resume,
-                                  write=write, budget=Budget(max_candidates=max_candidates, max_wall_s=max_wall,
-                                                             seeds=seeds, compile_baseline=not no_compile),
-                                  on_run=progress.on_run, on_start=ctrl_c.checked(progress.on_start),
-                                  on_step=ctrl_c.checked(progress.on_step),
-                                  on_candidate=ctrl_c.checked(progress.on_candidate),
-                                  on_phase=ctrl_c.checked(progress.on_phase))
+            result = run_optimize(
+                str(task) if task else "",
+                target=target,
+                device=device,
+                resume=resume,
+                write=write,
+                budget=Budget(
+                    max_candidates=max_candidates, max_wall_s=max_wall, seeds=seeds, compile_baseline=not no_compile
+                ),
+                on_run=progress.on_run,
+                on_start=ctrl_c.checked(progress.on_start),
+                on_step=ctrl_c.checked(progress.on_step),
+                on_candidate=ctrl_c.checked(progress.on_candidate),
+                on_phase=ctrl_c.checked(progress.on_phase),
+            )
             ctrl_c.raise_if_pressed()
     except KeyboardInterrupt:
         # Every finished node is checkpointed: say how to go on from there.
@@ -571,8 +690,11 @@ def optimize(
     if result.diff is not None and result.diff.name.endswith(".diagnose.patch"):
         from diagnose.task.patch import apply_command  # deferred: command code
 
-        applied = f"applied to {result.optimized} (backup beside it)" if result.optimized else \
-            f"apply it with `{apply_command(result.diff, Path(result.report.module))}` or rerun with --apply"
+        applied = (
+            f"applied to {result.optimized} (backup beside it)"
+            if result.optimized
+            else f"apply it with `{apply_command(result.diff, Path(result.report.module))}` or rerun with --apply"
+        )
         typer.echo(f"patch: {result.diff}; {applied}")
     elif result.optimized:
         typer.echo(f"optimized task: {result.optimized}; diff: {result.diff}")
@@ -642,9 +764,16 @@ def rewrite(
 
     with worker_timeout(timeout):
         task = Path(module_task_file(task, module_inputs(call, launch, None, launches), device))
-        code, text = rewrite_command(str(task), apply=split_codes(apply), write=write, target=target, device=device,
-                                     list_only=list_only, seeds=seeds,
-                                     baselines=("eager",) if no_compile else ("eager", "compile"))
+        code, text = rewrite_command(
+            str(task),
+            apply=split_codes(apply),
+            write=write,
+            target=target,
+            device=device,
+            list_only=list_only,
+            seeds=seeds,
+            baselines=("eager",) if no_compile else ("eager", "compile"),
+        )
     if text:
         typer.echo(text)
     raise typer.Exit(code)
@@ -671,9 +800,16 @@ def profile(
 
     with worker_timeout(timeout):
         task = Path(module_task_file(task, module_inputs(call, launch, None, launches), device))
-        code, text = profile_command(str(task), device=device, ncu=ncu, proton=proton, target=target,
-                                     plot_dir=str(plot_dir) if plot_dir else None,
-                                     fmt="json" if as_json else "text", groups=group or None)
+        code, text = profile_command(
+            str(task),
+            device=device,
+            ncu=ncu,
+            proton=proton,
+            target=target,
+            plot_dir=str(plot_dir) if plot_dir else None,
+            fmt="json" if as_json else "text",
+            groups=group or None,
+        )
     typer.echo(text, nl=False)
     raise typer.Exit(code)
 
@@ -682,29 +818,55 @@ def profile(
 @one_line_errors
 def decompose(
     model: Path = typer.Argument(..., help="Model file (Model, get_inputs, get_init_inputs)."),
-    kernels: Optional[Path] = typer.Option(None, "--kernels", help="Folder of Triton implementations, "
-                                           "DIR/<subgraph name>.py defining ModelNew."),
+    kernels: Optional[Path] = typer.Option(
+        None, "--kernels", help="Folder of Triton implementations, DIR/<subgraph name>.py defining ModelNew."
+    ),
     device: str = typer.Option("cpu", "--device", help="cuda, or cpu (Triton interpreter, not timed)."),
     seeds: int = typer.Option(2, "--seeds", min=1, help="Random input sets per verification."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder for the subtasks, the composite and "
-                                       "report.md (default: MODEL.decompose/ beside the model)."),
-    prefer: str = typer.Option("torch", "--prefer", callback=preference, help="torch or triton: the choice where nothing is timed."),
+    out: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        help="Folder for the subtasks, the composite and report.md (default: MODEL.decompose/ beside the model).",
+    ),
+    prefer: str = typer.Option(
+        "torch", "--prefer", callback=preference, help="torch or triton: the choice where nothing is timed."
+    ),
     timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive, help=TIMEOUT_HELP),
-    with_inductor: bool = typer.Option(True, "--inductor/--no-inductor", help="Also try, per subgraph, the "
-                                       "Triton kernels Inductor generates for it (<name>.inductor.py)."),
-    fuse_budget: int = typer.Option(4, "--fuse-budget", min=0, help="Pairs of neighbouring subgraphs tried as "
-                                    "one (fused where faster than both; only where timed, on a device)."),
+    with_inductor: bool = typer.Option(
+        True,
+        "--inductor/--no-inductor",
+        help="Also try, per subgraph, the Triton kernels Inductor generates for it (<name>.inductor.py).",
+    ),
+    fuse_budget: int = typer.Option(
+        4,
+        "--fuse-budget",
+        min=0,
+        help="Pairs of neighbouring subgraphs tried as "
+        "one (fused where faster than both; only where timed, on a device).",
+    ),
 ):
     """Cut a model into subgraph tasks, verify each subgraph's candidates, and compose a ModelNew that
     calls one chosen implementation per subgraph (swappable), verified end to end."""
     from diagnose.decompose.command import decompose_command  # deferred: command code
     from diagnose.verify.harness import CheckOptions  # deferred: command code
 
-    options = CheckOptions(device=device, seeds=tuple(range(seeds)), timeout_s=timeout or CheckOptions.timeout_s,
-                           baselines=("eager",), unseen_shapes=False)
+    options = CheckOptions(
+        device=device,
+        seeds=tuple(range(seeds)),
+        timeout_s=timeout or CheckOptions.timeout_s,
+        baselines=("eager",),
+        unseen_shapes=False,
+    )
     with worker_timeout(timeout):
-        code, text = decompose_command(model, kernels, options, out, prefer,  # type: ignore[arg-type]
-                                       with_inductor, fuse_budget)
+        code, text = decompose_command(
+            model,
+            kernels,
+            options,
+            out,
+            prefer,  # type: ignore[arg-type]
+            with_inductor,
+            fuse_budget,
+        )
     typer.echo(text, nl=False)
     raise typer.Exit(code)
 
@@ -712,18 +874,26 @@ def decompose(
 @app.command(context_settings={"allow_interspersed_args": False})
 @one_line_errors
 def capture(
-    command: Optional[List[str]] = typer.Argument(None, help="The command to run, after `--`: your tests or a "
-                                                            "script (`-- pytest tests/test_ops.py -k fwd`)."),
-    device: str = typer.Option("auto", "--device", help="auto (a GPU if there is one), cuda, cpu (Triton's "
-                                                        "interpreter on a CPU stand-in for the GPU), or none "
-                                                        "(launches recorded, not run: the command's results "
-                                                        "are meaningless; for code the interpreter cannot run)."),
-    project: Path = typer.Option(Path("."), "--project", help="Run in this folder; the launches go to its "
-                                                             ".diagnose/launches/."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", callback=positive,
-                                            help="Seconds the command may run (default: no limit)."),
-    list_file: Optional[Path] = typer.Option(None, "--list", help="List the launches captured from this kernel "
-                                                                  "module, numbered as --launch counts them."),
+    command: Optional[List[str]] = typer.Argument(
+        None, help="The command to run, after `--`: your tests or a script (`-- pytest tests/test_ops.py -k fwd`)."
+    ),
+    device: str = typer.Option(
+        "auto",
+        "--device",
+        help="auto (a GPU if there is one), cuda, cpu (Triton's "
+        "interpreter on a CPU stand-in for the GPU), or none "
+        "(launches recorded, not run: the command's results "
+        "are meaningless; for code the interpreter cannot run).",
+    ),
+    project: Path = typer.Option(
+        Path("."), "--project", help="Run in this folder; the launches go to its .diagnose/launches/."
+    ),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", callback=positive, help="Seconds the command may run (default: no limit)."
+    ),
+    list_file: Optional[Path] = typer.Option(
+        None, "--list", help="List the launches captured from this kernel module, numbered as --launch counts them."
+    ),
 ):
     """Run your own command with Triton's launches recorded: kernel, shapes, dtypes, strides, scalars,
     constexprs, grid, and the host call that made each (no tensor data), into .diagnose/launches/."""
@@ -745,13 +915,20 @@ def capture(
     mode = modes[device]
     result = run_capture(list(command or []), project.resolve(), mode=mode, timeout_s=timeout)
     status = "timed out" if result.timed_out else f"exited with {result.returncode}"
-    typer.echo(f"diagnose capture: the command {status} after {result.seconds:.0f} s, {MODES[mode]}; "
-               f"{len(result.records)} distinct launches", err=True)
+    typer.echo(
+        f"diagnose capture: the command {status} after {result.seconds:.0f} s, {MODES[mode]}; "
+        f"{len(result.records)} distinct launches",
+        err=True,
+    )
     for path in result.files:
         typer.echo(f"  {path}", err=True)
     if not result.records:
-        hint = (" If the project cannot run in Triton's interpreter, --device none records its launches "
-                "without running them." if mode == "interpreter" and result.returncode else "")
+        hint = (
+            " If the project cannot run in Triton's interpreter, --device none records its launches "
+            "without running them."
+            if mode == "interpreter" and result.returncode
+            else ""
+        )
         raise UsageError("no Triton launch was seen: does the command launch kernels (and run Python)?" + hint)
     raise typer.Exit(EXIT_OK)
 
@@ -771,8 +948,10 @@ app.add_typer(toolchain_app, name="toolchain")
 
 @toolchain_app.command("setup")
 @one_line_errors
-def toolchain_setup(name: str = typer.Argument(..., help="ascend"),
-                    rebuild: bool = typer.Option(False, "--rebuild", help="Build the environment again.")):
+def toolchain_setup(
+    name: str = typer.Argument(..., help="ascend"),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Build the environment again."),
+):
     """Create (or reuse) a toolchain's virtual environment and record it."""
     from diagnose.toolchain import toolchain_setup as setup  # deferred: command code
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 # Other compilers' `jit` decorators, by the first part of their dotted name; they sit beside Triton's
 # in the same projects (Liger-Kernel's `ops/cutedsl/`).
-OTHER_JITS = frozenset({"cute", "cutlass", "numba", "nb", "jax", "torch", "warp", "wp", "taichi", "ti", "tilelang",
-                        "mlx"})
+OTHER_JITS = frozenset(
+    {"cute", "cutlass", "numba", "nb", "jax", "torch", "warp", "wp", "taichi", "ti", "tilelang", "mlx"}
+)
 
 
 def is_triton_jit(name: str | None) -> bool:

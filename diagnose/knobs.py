@@ -65,10 +65,12 @@ class Knobs:
         cache = env.get(CACHE_DIR)
         timeout = env.get(TIMEOUT)
         ir_timeout = env.get(IR_TIMEOUT)
-        return cls(cache_dir=Path(cache).expanduser() if cache else None,
-                   timeout_s=seconds(TIMEOUT, timeout) if timeout else None,
-                   ir_timeout_s=seconds(IR_TIMEOUT, ir_timeout) if ir_timeout else cls.ir_timeout_s,
-                   fork_workers=env.get(WORKER_FORK, "1") != "0")
+        return cls(
+            cache_dir=Path(cache).expanduser() if cache else None,
+            timeout_s=seconds(TIMEOUT, timeout) if timeout else None,
+            ir_timeout_s=seconds(IR_TIMEOUT, ir_timeout) if ir_timeout else cls.ir_timeout_s,
+            fork_workers=env.get(WORKER_FORK, "1") != "0",
+        )
 
 
 # The environment variable behind each field, for `scope`.
@@ -107,8 +109,11 @@ def scope(**values: object) -> Iterator[None]:
     unknown = set(values) - set(VARIABLES)
     if unknown:
         raise TypeError(f"no knob {', '.join(sorted(unknown))}")
-    settings = {VARIABLES[name]: str(Path(value).absolute()) if isinstance(value, Path) else str(value)
-                for name, value in values.items() if value is not None}
+    settings = {
+        VARIABLES[name]: str(Path(value).absolute()) if isinstance(value, Path) else str(value)
+        for name, value in values.items()
+        if value is not None
+    }
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:

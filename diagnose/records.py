@@ -342,8 +342,13 @@ class Report(Record):
     @property
     def is_run(self) -> bool:
         """Whether this is an optimize run's report (it has the run fields), not a check's."""
-        return (self.baseline is not None or bool(self.evidence) or self.roofline is not None
-                or self.deepest_level is not None or self.wall_s is not None)
+        return (
+            self.baseline is not None
+            or bool(self.evidence)
+            or self.roofline is not None
+            or self.deepest_level is not None
+            or self.wall_s is not None
+        )
 
     @property
     def best_entry(self) -> tuple[Candidate, Verdict] | None:
@@ -355,19 +360,27 @@ class Report(Record):
         data: dict[str, Any] = {"schema_version": self.schema_version, "task": self.task}
         if self.module is not None:
             data["module"] = self.module
-        data.update({
-            "target": self.target, "device": self.device,
-            "findings": [f.to_dict() for f in self.findings], "trace": [s.to_dict() for s in self.trace],
-            "candidates": [{"candidate": c.to_dict(), "verdict": v.to_dict()} for c, v in self.candidates],
-            "best": self.best, "environment": to_jsonable(self.environment),
-        })
+        data.update(
+            {
+                "target": self.target,
+                "device": self.device,
+                "findings": [f.to_dict() for f in self.findings],
+                "trace": [s.to_dict() for s in self.trace],
+                "candidates": [{"candidate": c.to_dict(), "verdict": v.to_dict()} for c, v in self.candidates],
+                "best": self.best,
+                "environment": to_jsonable(self.environment),
+            }
+        )
         if self.is_run:
-            data.update({
-                "baseline": self.baseline.to_dict() if self.baseline is not None else None,
-                "evidence": [e.to_dict() for e in self.evidence],
-                "roofline": self.roofline.to_dict() if self.roofline is not None else None,
-                "deepest_level": self.deepest_level, "wall_s": self.wall_s,
-            })
+            data.update(
+                {
+                    "baseline": self.baseline.to_dict() if self.baseline is not None else None,
+                    "evidence": [e.to_dict() for e in self.evidence],
+                    "roofline": self.roofline.to_dict() if self.roofline is not None else None,
+                    "deepest_level": self.deepest_level,
+                    "wall_s": self.wall_s,
+                }
+            )
         return data
 
 
@@ -388,33 +401,61 @@ def location_from_dict(data: dict | None) -> Location | None:
 
 
 def evidence_from_dict(data: dict) -> Evidence:
-    return Evidence(data["stage"], data["source"], data["name"], data["kind"], location_from_dict(data.get("location")),
-                    tuple(tuple(pair) for pair in data.get("args", [])), data.get("raw"))
+    return Evidence(
+        data["stage"],
+        data["source"],
+        data["name"],
+        data["kind"],
+        location_from_dict(data.get("location")),
+        tuple(tuple(pair) for pair in data.get("args", [])),
+        data.get("raw"),
+    )
 
 
 def finding_from_dict(data: dict) -> Finding:
     """A `Finding` back from `Finding.to_dict()` (reports, checkpoints)."""
-    return Finding(data["code"], data["message"], data["severity"], data["confidence"],
-                   location_from_dict(data["location"]), tuple(evidence_from_dict(e) for e in data["evidence"]),
-                   tuple(location_from_dict(s) for s in data.get("secondary", [])), tuple(data.get("rewrites", [])))
+    return Finding(
+        data["code"],
+        data["message"],
+        data["severity"],
+        data["confidence"],
+        location_from_dict(data["location"]),
+        tuple(evidence_from_dict(e) for e in data["evidence"]),
+        tuple(location_from_dict(s) for s in data.get("secondary", [])),
+        tuple(data.get("rewrites", [])),
+    )
 
 
 def candidate_from_dict(data: dict) -> Candidate:
     """A `Candidate` back from `Candidate.to_dict()` (an older report may lack `searched` and `lineage`)."""
     lineage = data.get("lineage")
-    return Candidate(data["id"], data["source"], data["diff"], tuple(data["made_by"]), data.get("safety", "safe"),
-                     tuple(data.get("answers", ())), data.get("predicted_gain"), tuple(data.get("searched", ())),
-                     tuple(lineage) if lineage is not None else None)
+    return Candidate(
+        data["id"],
+        data["source"],
+        data["diff"],
+        tuple(data["made_by"]),
+        data.get("safety", "safe"),
+        tuple(data.get("answers", ())),
+        data.get("predicted_gain"),
+        tuple(data.get("searched", ())),
+        tuple(lineage) if lineage is not None else None,
+    )
 
 
 def verdict_from_dict(data: dict) -> Verdict:
     """A `Verdict` back from `Verdict.to_dict()` (an older report may lack `phases`)."""
     failure = data.get("failure")
-    return Verdict(data["passed"], data["device"], tuple(CaseResult(**known(CaseResult, c)) for c in data.get("cases", ())),
-                   tuple(CheckResult(**known(CheckResult, c)) for c in data.get("checks", ())),
-                   tuple(Timing(**known(Timing, t)) for t in data.get("timings", ())),
-                   Failure(**known(Failure, failure)) if failure else None, pairs(data.get("versions")),
-                   tuple(data.get("notes", ())), pairs(data.get("phases")))
+    return Verdict(
+        data["passed"],
+        data["device"],
+        tuple(CaseResult(**known(CaseResult, c)) for c in data.get("cases", ())),
+        tuple(CheckResult(**known(CheckResult, c)) for c in data.get("checks", ())),
+        tuple(Timing(**known(Timing, t)) for t in data.get("timings", ())),
+        Failure(**known(Failure, failure)) if failure else None,
+        pairs(data.get("versions")),
+        tuple(data.get("notes", ())),
+        pairs(data.get("phases")),
+    )
 
 
 def trace_step_from_dict(data: dict) -> TraceStep:
@@ -427,10 +468,16 @@ def roofline_from_dict(data: dict | None) -> Roofline | None:
         return None
     work, roof = data.get("work"), data.get("roof")
     estimate, bounds = data.get("estimate_ms"), data.get("bounds_ms")
-    return Roofline(tuple(Work(**known(Work, w)) for w in work) if work is not None else None,
-                    Roof(**known(Roof, roof)) if roof else None, data.get("timed"), data.get("profiled"),
-                    pairs(estimate) if estimate is not None else None, data.get("bound_ms"), data.get("group"),
-                    pairs(bounds) if bounds is not None else None)
+    return Roofline(
+        tuple(Work(**known(Work, w)) for w in work) if work is not None else None,
+        Roof(**known(Roof, roof)) if roof else None,
+        data.get("timed"),
+        data.get("profiled"),
+        pairs(estimate) if estimate is not None else None,
+        data.get("bound_ms"),
+        data.get("group"),
+        pairs(bounds) if bounds is not None else None,
+    )
 
 
 def report_from_dict(data: dict) -> Report:
@@ -439,14 +486,21 @@ def report_from_dict(data: dict) -> Report:
     their defaults, and writes back without them."""
     baseline = data.get("baseline")
     return Report(
-        task=data["task"], target=data["target"], device=data["device"],
+        task=data["task"],
+        target=data["target"],
+        device=data["device"],
         findings=tuple(finding_from_dict(f) for f in data.get("findings", ())),
         trace=tuple(trace_step_from_dict(s) for s in data.get("trace", ())),
-        candidates=tuple((candidate_from_dict(e["candidate"]), verdict_from_dict(e["verdict"]))
-                         for e in data.get("candidates", ())),
-        best=data.get("best"), environment=pairs(data.get("environment")),
-        schema_version=data.get("schema_version", SCHEMA_VERSION), module=data.get("module"),
+        candidates=tuple(
+            (candidate_from_dict(e["candidate"]), verdict_from_dict(e["verdict"])) for e in data.get("candidates", ())
+        ),
+        best=data.get("best"),
+        environment=pairs(data.get("environment")),
+        schema_version=data.get("schema_version", SCHEMA_VERSION),
+        module=data.get("module"),
         baseline=verdict_from_dict(baseline) if baseline else None,
         evidence=tuple(evidence_from_dict(e) for e in data.get("evidence") or ()),
-        roofline=roofline_from_dict(data.get("roofline")), deepest_level=data.get("deepest_level"),
-        wall_s=data.get("wall_s"))
+        roofline=roofline_from_dict(data.get("roofline")),
+        deepest_level=data.get("deepest_level"),
+        wall_s=data.get("wall_s"),
+    )

@@ -16,7 +16,9 @@ FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLES = ROOT / "examples"
 # The Ascend toolchain the tests/ascend tests need (triton-ascend and a CPU torch, ~1.2 GB): made on
 # first use, outside the checkout, and kept for later runs on this machine.
-TOOLCHAIN_ROOT = Path(os.environ.get("DIAGNOSE_TEST_TOOLCHAINS") or Path(tempfile.gettempdir()) / "diagnose-test-toolchains")
+TOOLCHAIN_ROOT = Path(
+    os.environ.get("DIAGNOSE_TEST_TOOLCHAINS") or Path(tempfile.gettempdir()) / "diagnose-test-toolchains"
+)
 
 
 def pytest_report_header(config) -> str:
@@ -34,7 +36,10 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
     """Run `diagnose ...` as a user would, in a subprocess, from the repository root."""
     return subprocess.run(
         [sys.executable, "-m", "diagnose.cli", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
     )
 
@@ -83,6 +88,19 @@ def captured_project(tmp_path_factory):
 
     project = tmp_path_factory.mktemp("captured") / "project"
     shutil.copytree(MODULE_PROJECT, project)
-    done = run_cli("capture", "--device", "cpu", "--project", str(project), "--",
-                   sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "check_ops.py")
+    done = run_cli(
+        "capture",
+        "--device",
+        "cpu",
+        "--project",
+        str(project),
+        "--",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "check_ops.py",
+    )
     return project, done

@@ -5,17 +5,37 @@ import torch
 
 from _tpch import day, decode, group, load, segment_count, segment_sum, table
 
-COLUMNS = (("l_returnflag", "str:l_returnflag"), ("l_linestatus", "str:l_linestatus"), ("sum_qty", "float"),
-           ("sum_base_price", "float"), ("sum_disc_price", "float"), ("sum_charge", "float"), ("avg_qty", "float"),
-           ("avg_price", "float"), ("avg_disc", "float"), ("count_order", "int"))
+COLUMNS = (
+    ("l_returnflag", "str:l_returnflag"),
+    ("l_linestatus", "str:l_linestatus"),
+    ("sum_qty", "float"),
+    ("sum_base_price", "float"),
+    ("sum_disc_price", "float"),
+    ("sum_charge", "float"),
+    ("avg_qty", "float"),
+    ("avg_price", "float"),
+    ("avg_disc", "float"),
+    ("count_order", "int"),
+)
 STREAM = "lineitem"
 PARTIAL_KEYS = 2
 
 
 def extract(tables, cutoff="1998-09-02"):
-    tensors, dictionaries = load(tables, {"lineitem": {
-        "l_returnflag": "str", "l_linestatus": "str", "l_quantity": "float", "l_extendedprice": "float",
-        "l_discount": "float", "l_tax": "float", "l_shipdate": "date"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "lineitem": {
+                "l_returnflag": "str",
+                "l_linestatus": "str",
+                "l_quantity": "float",
+                "l_extendedprice": "float",
+                "l_discount": "float",
+                "l_tax": "float",
+                "l_shipdate": "date",
+            }
+        },
+    )
     return tensors, {"cutoff": day(cutoff)}, dictionaries
 
 
@@ -25,15 +45,24 @@ def _partial_core(t, s):
     price, discount = t["l_extendedprice"][keep], t["l_discount"][keep]
     disc_price = price * (1 - discount)
     n = len(keys)
-    return table(keys[:, 0], keys[:, 1], segment_sum(t["l_quantity"][keep], ids, n), segment_sum(price, ids, n),
-                 segment_sum(disc_price, ids, n), segment_sum(disc_price * (1 + t["l_tax"][keep]), ids, n),
-                 segment_sum(discount, ids, n), segment_count(ids, n))
+    return table(
+        keys[:, 0],
+        keys[:, 1],
+        segment_sum(t["l_quantity"][keep], ids, n),
+        segment_sum(price, ids, n),
+        segment_sum(disc_price, ids, n),
+        segment_sum(disc_price * (1 + t["l_tax"][keep]), ids, n),
+        segment_sum(discount, ids, n),
+        segment_count(ids, n),
+    )
 
 
 def _final(p, t, s):
     count = p[:, 7]
-    out = torch.cat([p[:, :6], (p[:, 2] / count)[:, None], (p[:, 3] / count)[:, None], (p[:, 6] / count)[:, None],
-                     count[:, None]], dim=1)
+    out = torch.cat(
+        [p[:, :6], (p[:, 2] / count)[:, None], (p[:, 3] / count)[:, None], (p[:, 6] / count)[:, None], count[:, None]],
+        dim=1,
+    )
     return out
 
 

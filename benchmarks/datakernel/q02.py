@@ -5,19 +5,37 @@ import torch
 
 from _tpch import code_of, decode, like_table, load, lookup, order_by, table
 
-COLUMNS = (("s_acctbal", "float"), ("s_name", "str:s_name"), ("n_name", "str:n_name"), ("p_partkey", "int"),
-           ("p_mfgr", "str:p_mfgr"), ("s_address", "str:s_address"), ("s_phone", "str:s_phone"),
-           ("s_comment", "str:s_comment"))
+COLUMNS = (
+    ("s_acctbal", "float"),
+    ("s_name", "str:s_name"),
+    ("n_name", "str:n_name"),
+    ("p_partkey", "int"),
+    ("p_mfgr", "str:p_mfgr"),
+    ("s_address", "str:s_address"),
+    ("s_phone", "str:s_phone"),
+    ("s_comment", "str:s_comment"),
+)
 
 
 def extract(tables, size=15, type_suffix="BRASS", region="EUROPE"):
-    tensors, dictionaries = load(tables, {
-        "part": {"p_partkey": "int", "p_mfgr": "str", "p_size": "int", "p_type": "str"},
-        "supplier": {"s_suppkey": "int", "s_name": "str", "s_address": "str", "s_nationkey": "int",
-                     "s_phone": "str", "s_acctbal": "float", "s_comment": "str"},
-        "partsupp": {"ps_partkey": "int", "ps_suppkey": "int", "ps_supplycost": "float"},
-        "nation": {"n_nationkey": "int", "n_name": "str", "n_regionkey": "int"},
-        "region": {"r_regionkey": "int", "r_name": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "part": {"p_partkey": "int", "p_mfgr": "str", "p_size": "int", "p_type": "str"},
+            "supplier": {
+                "s_suppkey": "int",
+                "s_name": "str",
+                "s_address": "str",
+                "s_nationkey": "int",
+                "s_phone": "str",
+                "s_acctbal": "float",
+                "s_comment": "str",
+            },
+            "partsupp": {"ps_partkey": "int", "ps_suppkey": "int", "ps_supplycost": "float"},
+            "nation": {"n_nationkey": "int", "n_name": "str", "n_regionkey": "int"},
+            "region": {"r_regionkey": "int", "r_name": "str"},
+        },
+    )
     tensors["p_type_like"] = like_table(dictionaries["p_type"], f"%{type_suffix}")
     return tensors, {"size": size, "region": code_of(dictionaries["r_name"], region)}, dictionaries
 
@@ -39,8 +57,9 @@ def _query_core(t, s):
     nat = nation[sup]
     acctbal, s_name, n_name, partkey = t["s_acctbal"][sup], t["s_name"][sup], t["n_name"][nat], t["p_partkey"][prt]
     order = order_by([(acctbal, True), (n_name, False), (s_name, False), (partkey, False)])[:100]
-    return table(acctbal, s_name, n_name, partkey, t["p_mfgr"][prt], t["s_address"][sup], t["s_phone"][sup],
-                 t["s_comment"][sup])[order]
+    return table(
+        acctbal, s_name, n_name, partkey, t["p_mfgr"][prt], t["s_address"][sup], t["s_phone"][sup], t["s_comment"][sup]
+    )[order]
 
 
 def run_query(tables, **params):

@@ -9,10 +9,14 @@ PARTIAL_KEYS = 3
 
 
 def extract(tables, segment="BUILDING", date="1995-03-15"):
-    tensors, dictionaries = load(tables, {
-        "customer": {"c_custkey": "int", "c_mktsegment": "str"},
-        "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date", "o_shippriority": "int"},
-        "lineitem": {"l_orderkey": "int", "l_extendedprice": "float", "l_discount": "float", "l_shipdate": "date"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "customer": {"c_custkey": "int", "c_mktsegment": "str"},
+            "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date", "o_shippriority": "int"},
+            "lineitem": {"l_orderkey": "int", "l_extendedprice": "float", "l_discount": "float", "l_shipdate": "date"},
+        },
+    )
     return tensors, {"segment": code_of(dictionaries["c_mktsegment"], segment), "date": day(date)}, dictionaries
 
 

@@ -9,9 +9,13 @@ COLUMNS = (("o_orderpriority", "str:o_orderpriority"), ("order_count", "int"))
 
 
 def extract(tables, date="1993-07-01", end="1993-10-01"):
-    tensors, dictionaries = load(tables, {
-        "orders": {"o_orderkey": "int", "o_orderdate": "date", "o_orderpriority": "str"},
-        "lineitem": {"l_orderkey": "int", "l_commitdate": "date", "l_receiptdate": "date"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "orders": {"o_orderkey": "int", "o_orderdate": "date", "o_orderpriority": "str"},
+            "lineitem": {"l_orderkey": "int", "l_commitdate": "date", "l_receiptdate": "date"},
+        },
+    )
     return tensors, {"date": day(date), "end": day(end)}, dictionaries
 
 

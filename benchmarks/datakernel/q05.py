@@ -11,13 +11,17 @@ PARTIAL_KEYS = 1
 
 
 def extract(tables, region="ASIA", date="1994-01-01", end="1995-01-01"):
-    tensors, dictionaries = load(tables, {
-        "customer": {"c_custkey": "int", "c_nationkey": "int"},
-        "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date"},
-        "lineitem": {"l_orderkey": "int", "l_suppkey": "int", "l_extendedprice": "float", "l_discount": "float"},
-        "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
-        "nation": {"n_nationkey": "int", "n_name": "str", "n_regionkey": "int"},
-        "region": {"r_regionkey": "int", "r_name": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "customer": {"c_custkey": "int", "c_nationkey": "int"},
+            "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date"},
+            "lineitem": {"l_orderkey": "int", "l_suppkey": "int", "l_extendedprice": "float", "l_discount": "float"},
+            "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
+            "nation": {"n_nationkey": "int", "n_name": "str", "n_regionkey": "int"},
+            "region": {"r_regionkey": "int", "r_name": "str"},
+        },
+    )
     scalars = {"region": code_of(dictionaries["r_name"], region), "date": day(date), "end": day(end)}
     return tensors, scalars, dictionaries
 
@@ -30,8 +34,16 @@ def _partial_core(t, s):
     supplier, s_found = lookup(t["s_suppkey"], t["l_suppkey"])
     nationkey = t["s_nationkey"][supplier]
     nation, n_found = lookup(t["n_nationkey"], nationkey)
-    keep = (found & c_found & s_found & n_found & (date >= s["date"]) & (date < s["end"])
-            & (t["c_nationkey"][customer] == nationkey) & torch.isin(t["n_regionkey"][nation], regions))
+    keep = (
+        found
+        & c_found
+        & s_found
+        & n_found
+        & (date >= s["date"])
+        & (date < s["end"])
+        & (t["c_nationkey"][customer] == nationkey)
+        & torch.isin(t["n_regionkey"][nation], regions)
+    )
     keys, ids = group(t["n_name"][nation[keep]])
     revenue = segment_sum(t["l_extendedprice"][keep] * (1 - t["l_discount"][keep]), ids, len(keys))
     return table(keys[:, 0], revenue)

@@ -10,18 +10,30 @@ PARTIAL_KEYS = 0
 
 
 def extract(tables, date="1994-01-01", end="1995-01-01", discount=0.06, quantity=24):
-    tensors, dictionaries = load(tables, {"lineitem": {
-        "l_shipdate": "date", "l_discount": "float", "l_quantity": "float", "l_extendedprice": "float"}})
+    tensors, dictionaries = load(
+        tables,
+        {"lineitem": {"l_shipdate": "date", "l_discount": "float", "l_quantity": "float", "l_extendedprice": "float"}},
+    )
     # BETWEEN 0.05 AND 0.07 on decimals of whole cents: the bounds moved half a cent out, so that no
     # rounding (float64 here, float32 for a scalar a Triton kernel takes) moves a discount across them.
-    scalars = {"date": day(date), "end": day(end), "low": discount - 0.015, "high": discount + 0.015,
-               "quantity": quantity}
+    scalars = {
+        "date": day(date),
+        "end": day(end),
+        "low": discount - 0.015,
+        "high": discount + 0.015,
+        "quantity": quantity,
+    }
     return tensors, scalars, dictionaries
 
 
 def _partial_core(t, s):
-    keep = ((t["l_shipdate"] >= s["date"]) & (t["l_shipdate"] < s["end"]) & (t["l_discount"] >= s["low"])
-            & (t["l_discount"] <= s["high"]) & (t["l_quantity"] < s["quantity"]))
+    keep = (
+        (t["l_shipdate"] >= s["date"])
+        & (t["l_shipdate"] < s["end"])
+        & (t["l_discount"] >= s["low"])
+        & (t["l_discount"] <= s["high"])
+        & (t["l_quantity"] < s["quantity"])
+    )
     revenue = torch.where(keep, t["l_extendedprice"] * t["l_discount"], 0.0).sum()
     return table(revenue)
 

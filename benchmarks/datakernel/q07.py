@@ -9,16 +9,29 @@ PARTIAL_KEYS = 3
 
 
 def extract(tables, nation1="FRANCE", nation2="GERMANY", date="1995-01-01", end="1996-12-31"):
-    tensors, dictionaries = load(tables, {
-        "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
-        "lineitem": {"l_orderkey": "int", "l_suppkey": "int", "l_shipdate": "date", "l_extendedprice": "float",
-                     "l_discount": "float"},
-        "orders": {"o_orderkey": "int", "o_custkey": "int"},
-        "customer": {"c_custkey": "int", "c_nationkey": "int"},
-        "nation": {"n_nationkey": "int", "n_name": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
+            "lineitem": {
+                "l_orderkey": "int",
+                "l_suppkey": "int",
+                "l_shipdate": "date",
+                "l_extendedprice": "float",
+                "l_discount": "float",
+            },
+            "orders": {"o_orderkey": "int", "o_custkey": "int"},
+            "customer": {"c_custkey": "int", "c_nationkey": "int"},
+            "nation": {"n_nationkey": "int", "n_name": "str"},
+        },
+    )
     names = dictionaries["n_name"]
-    scalars = {"nation1": code_of(names, nation1), "nation2": code_of(names, nation2), "date": day(date),
-               "end": day(end)}
+    scalars = {
+        "nation1": code_of(names, nation1),
+        "nation2": code_of(names, nation2),
+        "date": day(date),
+        "end": day(end),
+    }
     return tensors, scalars, dictionaries
 
 
@@ -30,8 +43,14 @@ def _partial_core(t, s):
     cust_nation, _ = lookup(t["n_nationkey"], t["c_nationkey"][customer])
     sn, cn = t["n_name"][supp_nation], t["n_name"][cust_nation]
     a, b = s["nation1"], s["nation2"]
-    keep = (s_found & o_found & c_found & (((sn == a) & (cn == b)) | ((sn == b) & (cn == a)))
-            & (t["l_shipdate"] >= s["date"]) & (t["l_shipdate"] <= s["end"]))
+    keep = (
+        s_found
+        & o_found
+        & c_found
+        & (((sn == a) & (cn == b)) | ((sn == b) & (cn == a)))
+        & (t["l_shipdate"] >= s["date"])
+        & (t["l_shipdate"] <= s["end"])
+    )
     keys, ids = group(sn[keep], cn[keep], year_of(t["l_shipdate"][keep]))
     revenue = segment_sum(t["l_extendedprice"][keep] * (1 - t["l_discount"][keep]), ids, len(keys))
     return table(keys[:, 0], keys[:, 1], keys[:, 2], revenue)

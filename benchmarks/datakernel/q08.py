@@ -10,19 +10,34 @@ STREAM = "lineitem"
 PARTIAL_KEYS = 1
 
 
-def extract(tables, nation="BRAZIL", region="AMERICA", part_type="ECONOMY ANODIZED STEEL", date="1995-01-01",
-            end="1996-12-31"):
-    tensors, dictionaries = load(tables, {
-        "part": {"p_partkey": "int", "p_type": "str"},
-        "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
-        "lineitem": {"l_orderkey": "int", "l_partkey": "int", "l_suppkey": "int", "l_extendedprice": "float",
-                     "l_discount": "float"},
-        "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date"},
-        "customer": {"c_custkey": "int", "c_nationkey": "int"},
-        "nation": {"n_nationkey": "int", "n_name": "str", "n_regionkey": "int"},
-        "region": {"r_regionkey": "int", "r_name": "str"}})
-    scalars = {"nation": code_of(dictionaries["n_name"], nation), "region": code_of(dictionaries["r_name"], region),
-               "type": code_of(dictionaries["p_type"], part_type), "date": day(date), "end": day(end)}
+def extract(
+    tables, nation="BRAZIL", region="AMERICA", part_type="ECONOMY ANODIZED STEEL", date="1995-01-01", end="1996-12-31"
+):
+    tensors, dictionaries = load(
+        tables,
+        {
+            "part": {"p_partkey": "int", "p_type": "str"},
+            "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
+            "lineitem": {
+                "l_orderkey": "int",
+                "l_partkey": "int",
+                "l_suppkey": "int",
+                "l_extendedprice": "float",
+                "l_discount": "float",
+            },
+            "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date"},
+            "customer": {"c_custkey": "int", "c_nationkey": "int"},
+            "nation": {"n_nationkey": "int", "n_name": "str", "n_regionkey": "int"},
+            "region": {"r_regionkey": "int", "r_name": "str"},
+        },
+    )
+    scalars = {
+        "nation": code_of(dictionaries["n_name"], nation),
+        "region": code_of(dictionaries["r_name"], region),
+        "type": code_of(dictionaries["p_type"], part_type),
+        "date": day(date),
+        "end": day(end),
+    }
     return tensors, scalars, dictionaries
 
 
@@ -35,8 +50,16 @@ def _partial_core(t, s):
     cust_nation, _ = lookup(t["n_nationkey"], t["c_nationkey"][customer])
     supp_nation, _ = lookup(t["n_nationkey"], t["s_nationkey"][supplier])
     date = t["o_orderdate"][order]
-    keep = (p_found & s_found & o_found & c_found & (t["p_type"][part] == s["type"])
-            & torch.isin(t["n_regionkey"][cust_nation], regions) & (date >= s["date"]) & (date <= s["end"]))
+    keep = (
+        p_found
+        & s_found
+        & o_found
+        & c_found
+        & (t["p_type"][part] == s["type"])
+        & torch.isin(t["n_regionkey"][cust_nation], regions)
+        & (date >= s["date"])
+        & (date <= s["end"])
+    )
     volume = t["l_extendedprice"][keep] * (1 - t["l_discount"][keep])
     ours = torch.where(t["n_name"][supp_nation[keep]] == s["nation"], volume, 0.0)
     keys, ids = group(year_of(date[keep]))

@@ -9,14 +9,24 @@ PARTIAL_KEYS = 2
 
 
 def extract(tables, color="green"):
-    tensors, dictionaries = load(tables, {
-        "part": {"p_partkey": "int", "p_name": "str"},
-        "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
-        "lineitem": {"l_orderkey": "int", "l_partkey": "int", "l_suppkey": "int", "l_quantity": "float",
-                     "l_extendedprice": "float", "l_discount": "float"},
-        "partsupp": {"ps_partkey": "int", "ps_suppkey": "int", "ps_supplycost": "float"},
-        "orders": {"o_orderkey": "int", "o_orderdate": "date"},
-        "nation": {"n_nationkey": "int", "n_name": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "part": {"p_partkey": "int", "p_name": "str"},
+            "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
+            "lineitem": {
+                "l_orderkey": "int",
+                "l_partkey": "int",
+                "l_suppkey": "int",
+                "l_quantity": "float",
+                "l_extendedprice": "float",
+                "l_discount": "float",
+            },
+            "partsupp": {"ps_partkey": "int", "ps_suppkey": "int", "ps_supplycost": "float"},
+            "orders": {"o_orderkey": "int", "o_orderdate": "date"},
+            "nation": {"n_nationkey": "int", "n_name": "str"},
+        },
+    )
     tensors["p_name_like"] = like_table(dictionaries["p_name"], f"%{color}%")
     return tensors, {}, dictionaries
 
@@ -29,8 +39,10 @@ def _partial_core(t, s):
     order, o_found = lookup(t["o_orderkey"], t["l_orderkey"])
     keep &= ps_found & s_found & o_found
     nation, _ = lookup(t["n_nationkey"], t["s_nationkey"][supplier[keep]])
-    amount = (t["l_extendedprice"][keep] * (1 - t["l_discount"][keep])
-              - t["ps_supplycost"][offer[keep]] * t["l_quantity"][keep])
+    amount = (
+        t["l_extendedprice"][keep] * (1 - t["l_discount"][keep])
+        - t["ps_supplycost"][offer[keep]] * t["l_quantity"][keep]
+    )
     keys, ids = group(t["n_name"][nation], year_of(t["o_orderdate"][order[keep]]))
     return table(keys[:, 0], keys[:, 1], segment_sum(amount, ids, len(keys)))
 

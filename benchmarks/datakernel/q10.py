@@ -3,20 +3,38 @@
 
 from _tpch import code_of, day, decode, group, load, lookup, order_by, segment_sum, table
 
-COLUMNS = (("c_custkey", "int"), ("c_name", "str:c_name"), ("revenue", "float"), ("c_acctbal", "float"),
-           ("n_name", "str:n_name"), ("c_address", "str:c_address"), ("c_phone", "str:c_phone"),
-           ("c_comment", "str:c_comment"))
+COLUMNS = (
+    ("c_custkey", "int"),
+    ("c_name", "str:c_name"),
+    ("revenue", "float"),
+    ("c_acctbal", "float"),
+    ("n_name", "str:n_name"),
+    ("c_address", "str:c_address"),
+    ("c_phone", "str:c_phone"),
+    ("c_comment", "str:c_comment"),
+)
 STREAM = "lineitem"
 PARTIAL_KEYS = 1
 
 
 def extract(tables, date="1993-10-01", end="1994-01-01", flag="R"):
-    tensors, dictionaries = load(tables, {
-        "customer": {"c_custkey": "int", "c_name": "str", "c_address": "str", "c_nationkey": "int",
-                     "c_phone": "str", "c_acctbal": "float", "c_comment": "str"},
-        "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date"},
-        "lineitem": {"l_orderkey": "int", "l_extendedprice": "float", "l_discount": "float", "l_returnflag": "str"},
-        "nation": {"n_nationkey": "int", "n_name": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "customer": {
+                "c_custkey": "int",
+                "c_name": "str",
+                "c_address": "str",
+                "c_nationkey": "int",
+                "c_phone": "str",
+                "c_acctbal": "float",
+                "c_comment": "str",
+            },
+            "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date"},
+            "lineitem": {"l_orderkey": "int", "l_extendedprice": "float", "l_discount": "float", "l_returnflag": "str"},
+            "nation": {"n_nationkey": "int", "n_name": "str"},
+        },
+    )
     scalars = {"date": day(date), "end": day(end), "flag": code_of(dictionaries["l_returnflag"], flag)}
     return tensors, scalars, dictionaries
 
@@ -34,8 +52,16 @@ def _final(p, t, s):
     p = p[order_by([(p[:, 1], True)])[:20]]
     customer, _ = lookup(t["c_custkey"], p[:, 0].round().long())
     nation, _ = lookup(t["n_nationkey"], t["c_nationkey"][customer])
-    return table(p[:, 0], t["c_name"][customer], p[:, 1], t["c_acctbal"][customer], t["n_name"][nation],
-                 t["c_address"][customer], t["c_phone"][customer], t["c_comment"][customer])
+    return table(
+        p[:, 0],
+        t["c_name"][customer],
+        p[:, 1],
+        t["c_acctbal"][customer],
+        t["n_name"][nation],
+        t["c_address"][customer],
+        t["c_phone"][customer],
+        t["c_comment"][customer],
+    )
 
 
 def _query_core(t, s):

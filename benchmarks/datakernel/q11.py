@@ -8,10 +8,14 @@ COLUMNS = (("ps_partkey", "int"), ("value", "float"))
 
 
 def extract(tables, nation="GERMANY", fraction_inverse=10000):
-    tensors, dictionaries = load(tables, {
-        "partsupp": {"ps_partkey": "int", "ps_suppkey": "int", "ps_availqty": "int", "ps_supplycost": "cents"},
-        "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
-        "nation": {"n_nationkey": "int", "n_name": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "partsupp": {"ps_partkey": "int", "ps_suppkey": "int", "ps_availqty": "int", "ps_supplycost": "cents"},
+            "supplier": {"s_suppkey": "int", "s_nationkey": "int"},
+            "nation": {"n_nationkey": "int", "n_name": "str"},
+        },
+    )
     scalars = {"nation": code_of(dictionaries["n_name"], nation), "fraction_inverse": fraction_inverse}
     return tensors, scalars, dictionaries
 

@@ -11,10 +11,19 @@ PARTIAL_KEYS = 1
 
 
 def extract(tables, modes=("MAIL", "SHIP"), date="1994-01-01", end="1995-01-01"):
-    tensors, dictionaries = load(tables, {
-        "orders": {"o_orderkey": "int", "o_orderpriority": "str"},
-        "lineitem": {"l_orderkey": "int", "l_shipmode": "str", "l_commitdate": "date", "l_receiptdate": "date",
-                     "l_shipdate": "date"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "orders": {"o_orderkey": "int", "o_orderpriority": "str"},
+            "lineitem": {
+                "l_orderkey": "int",
+                "l_shipmode": "str",
+                "l_commitdate": "date",
+                "l_receiptdate": "date",
+                "l_shipdate": "date",
+            },
+        },
+    )
     tensors["l_shipmode_in"] = in_table(dictionaries["l_shipmode"], modes)
     tensors["o_orderpriority_high"] = in_table(dictionaries["o_orderpriority"], ("1-URGENT", "2-HIGH"))
     return tensors, {"date": day(date), "end": day(end)}, dictionaries
@@ -22,9 +31,14 @@ def extract(tables, modes=("MAIL", "SHIP"), date="1994-01-01", end="1995-01-01")
 
 def _partial_core(t, s):
     order, found = lookup(t["o_orderkey"], t["l_orderkey"])
-    keep = (found & t["l_shipmode_in"][t["l_shipmode"].long()] & (t["l_commitdate"] < t["l_receiptdate"])
-            & (t["l_shipdate"] < t["l_commitdate"]) & (t["l_receiptdate"] >= s["date"])
-            & (t["l_receiptdate"] < s["end"]))
+    keep = (
+        found
+        & t["l_shipmode_in"][t["l_shipmode"].long()]
+        & (t["l_commitdate"] < t["l_receiptdate"])
+        & (t["l_shipdate"] < t["l_commitdate"])
+        & (t["l_receiptdate"] >= s["date"])
+        & (t["l_receiptdate"] < s["end"])
+    )
     high = t["o_orderpriority_high"][t["o_orderpriority"][order[keep]].long()].to(torch.int64)
     keys, ids = group(t["l_shipmode"][keep])
     return table(keys[:, 0], segment_sum(high, ids, len(keys)), segment_sum(1 - high, ids, len(keys)))

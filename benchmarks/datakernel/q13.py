@@ -9,8 +9,9 @@ COLUMNS = (("c_count", "int"), ("custdist", "int"))
 
 
 def extract(tables, word1="special", word2="requests"):
-    tensors, dictionaries = load(tables, {"customer": {"c_custkey": "int"},
-                                          "orders": {"o_custkey": "int", "o_comment": "str"}})
+    tensors, dictionaries = load(
+        tables, {"customer": {"c_custkey": "int"}, "orders": {"o_custkey": "int", "o_comment": "str"}}
+    )
     tensors["o_comment_like"] = like_table(dictionaries["o_comment"], f"%{word1}%{word2}%")
     return tensors, {}, dictionaries
 

@@ -11,9 +11,13 @@ PARTIAL_KEYS = 0
 
 
 def extract(tables, date="1995-09-01", end="1995-10-01"):
-    tensors, dictionaries = load(tables, {
-        "lineitem": {"l_partkey": "int", "l_extendedprice": "float", "l_discount": "float", "l_shipdate": "date"},
-        "part": {"p_partkey": "int", "p_type": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "lineitem": {"l_partkey": "int", "l_extendedprice": "float", "l_discount": "float", "l_shipdate": "date"},
+            "part": {"p_partkey": "int", "p_type": "str"},
+        },
+    )
     tensors["p_type_like"] = like_table(dictionaries["p_type"], "PROMO%")
     return tensors, {"date": day(date), "end": day(end)}, dictionaries
 

@@ -4,14 +4,23 @@ the maximum. Revenue is exact int64 (price cents times (100 - discount cents), u
 
 from _tpch import day, decode, group, load, lookup, segment_sum, table
 
-COLUMNS = (("s_suppkey", "int"), ("s_name", "str:s_name"), ("s_address", "str:s_address"),
-           ("s_phone", "str:s_phone"), ("total_revenue", "float"))
+COLUMNS = (
+    ("s_suppkey", "int"),
+    ("s_name", "str:s_name"),
+    ("s_address", "str:s_address"),
+    ("s_phone", "str:s_phone"),
+    ("total_revenue", "float"),
+)
 
 
 def extract(tables, date="1996-01-01", end="1996-04-01"):
-    tensors, dictionaries = load(tables, {
-        "lineitem": {"l_suppkey": "int", "l_extendedprice": "cents", "l_discount": "cents", "l_shipdate": "date"},
-        "supplier": {"s_suppkey": "int", "s_name": "str", "s_address": "str", "s_phone": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "lineitem": {"l_suppkey": "int", "l_extendedprice": "cents", "l_discount": "cents", "l_shipdate": "date"},
+            "supplier": {"s_suppkey": "int", "s_name": "str", "s_address": "str", "s_phone": "str"},
+        },
+    )
     return tensors, {"date": day(date), "end": day(end)}, dictionaries
 
 
@@ -23,8 +32,9 @@ def _query_core(t, s):
     suppkey, revenue = keys[top, 0], revenue[top]
     supplier, found = lookup(t["s_suppkey"], suppkey)
     suppkey, supplier, revenue = suppkey[found], supplier[found], revenue[found]
-    return table(suppkey, t["s_name"][supplier], t["s_address"][supplier], t["s_phone"][supplier],
-                 revenue.double() / 10000)
+    return table(
+        suppkey, t["s_name"][supplier], t["s_address"][supplier], t["s_phone"][supplier], revenue.double() / 10000
+    )
 
 
 def run_query(tables, **params):

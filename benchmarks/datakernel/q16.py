@@ -10,10 +10,14 @@ COLUMNS = (("p_brand", "str:p_brand"), ("p_type", "str:p_type"), ("p_size", "int
 
 
 def extract(tables, brand="Brand#45", type_prefix="MEDIUM POLISHED", sizes=(49, 14, 23, 45, 19, 3, 36, 9)):
-    tensors, dictionaries = load(tables, {
-        "partsupp": {"ps_partkey": "int", "ps_suppkey": "int"},
-        "part": {"p_partkey": "int", "p_brand": "str", "p_type": "str", "p_size": "int"},
-        "supplier": {"s_suppkey": "int", "s_comment": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "partsupp": {"ps_partkey": "int", "ps_suppkey": "int"},
+            "part": {"p_partkey": "int", "p_brand": "str", "p_type": "str", "p_size": "int"},
+            "supplier": {"s_suppkey": "int", "s_comment": "str"},
+        },
+    )
     tensors["p_type_like"] = like_table(dictionaries["p_type"], f"{type_prefix}%")
     tensors["s_comment_like"] = like_table(dictionaries["s_comment"], "%Customer%Complaints%")
     tensors["sizes"] = torch.tensor(sizes, dtype=torch.int64)
@@ -23,8 +27,13 @@ def extract(tables, brand="Brand#45", type_prefix="MEDIUM POLISHED", sizes=(49, 
 def _query_core(t, s):
     complained = t["s_suppkey"][t["s_comment_like"][t["s_comment"].long()]]
     part, found = lookup(t["p_partkey"], t["ps_partkey"])
-    keep = (found & ~torch.isin(t["ps_suppkey"], complained) & (t["p_brand"][part] != s["brand"])
-            & ~t["p_type_like"][t["p_type"][part].long()] & torch.isin(t["p_size"][part], t["sizes"]))
+    keep = (
+        found
+        & ~torch.isin(t["ps_suppkey"], complained)
+        & (t["p_brand"][part] != s["brand"])
+        & ~t["p_type_like"][t["p_type"][part].long()]
+        & torch.isin(t["p_size"][part], t["sizes"])
+    )
     part = part[keep]
     pairs, _ = group(t["p_brand"][part], t["p_type"][part], t["p_size"][part], t["ps_suppkey"][keep])
     keys, ids = group(pairs[:, 0], pairs[:, 1], pairs[:, 2])

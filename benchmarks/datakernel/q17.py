@@ -8,11 +8,17 @@ COLUMNS = (("avg_yearly", "float"),)
 
 
 def extract(tables, brand="Brand#23", container="MED BOX"):
-    tensors, dictionaries = load(tables, {
-        "lineitem": {"l_partkey": "int", "l_quantity": "cents", "l_extendedprice": "float"},
-        "part": {"p_partkey": "int", "p_brand": "str", "p_container": "str"}})
-    scalars = {"brand": code_of(dictionaries["p_brand"], brand),
-               "container": code_of(dictionaries["p_container"], container)}
+    tensors, dictionaries = load(
+        tables,
+        {
+            "lineitem": {"l_partkey": "int", "l_quantity": "cents", "l_extendedprice": "float"},
+            "part": {"p_partkey": "int", "p_brand": "str", "p_container": "str"},
+        },
+    )
+    scalars = {
+        "brand": code_of(dictionaries["p_brand"], brand),
+        "container": code_of(dictionaries["p_container"], container),
+    }
     return tensors, scalars, dictionaries
 
 

@@ -3,15 +3,25 @@ every order (`index_add_` over the order rows), the large orders kept, top 100 b
 
 from _tpch import decode, load, lookup, order_by, segment_sum, table
 
-COLUMNS = (("c_name", "str:c_name"), ("c_custkey", "int"), ("o_orderkey", "int"), ("o_orderdate", "date"),
-           ("o_totalprice", "float"), ("sum(l_quantity)", "float"))
+COLUMNS = (
+    ("c_name", "str:c_name"),
+    ("c_custkey", "int"),
+    ("o_orderkey", "int"),
+    ("o_orderdate", "date"),
+    ("o_totalprice", "float"),
+    ("sum(l_quantity)", "float"),
+)
 
 
 def extract(tables, quantity=300):
-    tensors, dictionaries = load(tables, {
-        "customer": {"c_custkey": "int", "c_name": "str"},
-        "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date", "o_totalprice": "float"},
-        "lineitem": {"l_orderkey": "int", "l_quantity": "float"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "customer": {"c_custkey": "int", "c_name": "str"},
+            "orders": {"o_orderkey": "int", "o_custkey": "int", "o_orderdate": "date", "o_totalprice": "float"},
+            "lineitem": {"l_orderkey": "int", "l_quantity": "float"},
+        },
+    )
     return tensors, {"quantity": quantity}, dictionaries
 
 
@@ -24,8 +34,14 @@ def _query_core(t, s):
     price, date = t["o_totalprice"][rows], t["o_orderdate"][rows]
     rows = rows[order_by([(price, True), (date, False)])[:100]]
     customer = customer[rows]
-    return table(t["c_name"][customer], t["c_custkey"][customer], t["o_orderkey"][rows], t["o_orderdate"][rows],
-                 t["o_totalprice"][rows], total[rows])
+    return table(
+        t["c_name"][customer],
+        t["c_custkey"][customer],
+        t["o_orderkey"][rows],
+        t["o_orderdate"][rows],
+        t["o_totalprice"][rows],
+        total[rows],
+    )
 
 
 def run_query(tables, **params):

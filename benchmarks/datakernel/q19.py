@@ -8,15 +8,28 @@ from _tpch import code_of, decode, in_table, load, lookup, table
 COLUMNS = (("revenue", "float"),)
 STREAM = "lineitem"
 PARTIAL_KEYS = 0
-CONTAINERS = (("SM CASE", "SM BOX", "SM PACK", "SM PKG"), ("MED BAG", "MED BOX", "MED PKG", "MED PACK"),
-              ("LG CASE", "LG BOX", "LG PACK", "LG PKG"))
+CONTAINERS = (
+    ("SM CASE", "SM BOX", "SM PACK", "SM PKG"),
+    ("MED BAG", "MED BOX", "MED PKG", "MED PACK"),
+    ("LG CASE", "LG BOX", "LG PACK", "LG PKG"),
+)
 
 
 def extract(tables, brands=("Brand#12", "Brand#23", "Brand#34"), quantities=(1, 10, 20)):
-    tensors, dictionaries = load(tables, {
-        "lineitem": {"l_partkey": "int", "l_quantity": "float", "l_extendedprice": "float", "l_discount": "float",
-                     "l_shipmode": "str", "l_shipinstruct": "str"},
-        "part": {"p_partkey": "int", "p_brand": "str", "p_size": "int", "p_container": "str"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "lineitem": {
+                "l_partkey": "int",
+                "l_quantity": "float",
+                "l_extendedprice": "float",
+                "l_discount": "float",
+                "l_shipmode": "str",
+                "l_shipinstruct": "str",
+            },
+            "part": {"p_partkey": "int", "p_brand": "str", "p_size": "int", "p_container": "str"},
+        },
+    )
     for i, wanted in enumerate(CONTAINERS):
         tensors[f"p_container_in{i}"] = in_table(dictionaries["p_container"], wanted)
     tensors["l_shipmode_in"] = in_table(dictionaries["l_shipmode"], ("AIR", "AIR REG"))
@@ -35,8 +48,14 @@ def _partial_core(t, s):
     any_ = torch.zeros_like(common)
     for i, top in enumerate((5, 10, 15)):
         low = s[f"quantity{i}"]
-        any_ |= ((brand == s[f"brand{i}"]) & t[f"p_container_in{i}"][container] & (quantity >= low)
-                 & (quantity <= low + 10) & (size >= 1) & (size <= top))
+        any_ |= (
+            (brand == s[f"brand{i}"])
+            & t[f"p_container_in{i}"][container]
+            & (quantity >= low)
+            & (quantity <= low + 10)
+            & (size >= 1)
+            & (size <= top)
+        )
     keep = common & any_
     return table(torch.where(keep, t["l_extendedprice"] * (1 - t["l_discount"]), 0.0).sum())
 

@@ -10,12 +10,16 @@ COLUMNS = (("s_name", "str:s_name"), ("s_address", "str:s_address"))
 
 
 def extract(tables, color="forest", date="1994-01-01", end="1995-01-01", nation="CANADA"):
-    tensors, dictionaries = load(tables, {
-        "supplier": {"s_suppkey": "int", "s_name": "str", "s_address": "str", "s_nationkey": "int"},
-        "nation": {"n_nationkey": "int", "n_name": "str"},
-        "partsupp": {"ps_partkey": "int", "ps_suppkey": "int", "ps_availqty": "int"},
-        "part": {"p_partkey": "int", "p_name": "str"},
-        "lineitem": {"l_partkey": "int", "l_suppkey": "int", "l_quantity": "cents", "l_shipdate": "date"}})
+    tensors, dictionaries = load(
+        tables,
+        {
+            "supplier": {"s_suppkey": "int", "s_name": "str", "s_address": "str", "s_nationkey": "int"},
+            "nation": {"n_nationkey": "int", "n_name": "str"},
+            "partsupp": {"ps_partkey": "int", "ps_suppkey": "int", "ps_availqty": "int"},
+            "part": {"p_partkey": "int", "p_name": "str"},
+            "lineitem": {"l_partkey": "int", "l_suppkey": "int", "l_quantity": "cents", "l_shipdate": "date"},
+        },
+    )
     tensors["p_name_like"] = like_table(dictionaries["p_name"], f"{color}%")
     scalars = {"date": day(date), "end": day(end), "nation": code_of(dictionaries["n_name"], nation)}
     return tensors, scalars, dictionaries

@@ -11,13 +11,16 @@ COLUMNS = (("s_name", "str:s_name"), ("numwait", "int"))
 
 
 def extract(tables, nation="SAUDI ARABIA"):
-    tensors, dictionaries = load(tables, {
-        "supplier": {"s_suppkey": "int", "s_name": "str", "s_nationkey": "int"},
-        "lineitem": {"l_orderkey": "int", "l_suppkey": "int", "l_receiptdate": "date", "l_commitdate": "date"},
-        "orders": {"o_orderkey": "int", "o_orderstatus": "str"},
-        "nation": {"n_nationkey": "int", "n_name": "str"}})
-    scalars = {"nation": code_of(dictionaries["n_name"], nation),
-               "status": code_of(dictionaries["o_orderstatus"], "F")}
+    tensors, dictionaries = load(
+        tables,
+        {
+            "supplier": {"s_suppkey": "int", "s_name": "str", "s_nationkey": "int"},
+            "lineitem": {"l_orderkey": "int", "l_suppkey": "int", "l_receiptdate": "date", "l_commitdate": "date"},
+            "orders": {"o_orderkey": "int", "o_orderstatus": "str"},
+            "nation": {"n_nationkey": "int", "n_name": "str"},
+        },
+    )
+    scalars = {"nation": code_of(dictionaries["n_name"], nation), "status": code_of(dictionaries["o_orderstatus"], "F")}
     return tensors, scalars, dictionaries
 
 
@@ -35,8 +38,14 @@ def _query_core(t, s):
     late_suppliers = suppliers_per_order(order[late], t["l_suppkey"][late], n)
     supplier, s_found = lookup(t["s_suppkey"], t["l_suppkey"])
     nation, _ = lookup(t["n_nationkey"], t["s_nationkey"][supplier])
-    keep = (late & s_found & (t["o_orderstatus"][order] == s["status"]) & (suppliers[order] >= 2)
-            & (late_suppliers[order] == 1) & (t["n_name"][nation] == s["nation"]))
+    keep = (
+        late
+        & s_found
+        & (t["o_orderstatus"][order] == s["status"])
+        & (suppliers[order] >= 2)
+        & (late_suppliers[order] == 1)
+        & (t["n_name"][nation] == s["nation"])
+    )
     keys, ids = group(t["s_name"][supplier[keep]])
     count = segment_count(ids, len(keys))
     order_ = order_by([(count, True), (keys[:, 0], False)])[:100]

@@ -12,11 +12,13 @@ COLUMNS = (("cntrycode", "str:cntrycode"), ("numcust", "int"), ("totacctbal", "f
 def extract(tables, codes=("13", "31", "23", "29", "30", "18", "17")):
     import pyarrow.compute as pc
 
-    tensors, dictionaries = load(tables, {"customer": {"c_custkey": "int", "c_acctbal": "cents"},
-                                          "orders": {"o_custkey": "int"}})
+    tensors, dictionaries = load(
+        tables, {"customer": {"c_custkey": "int", "c_acctbal": "cents"}, "orders": {"o_custkey": "int"}}
+    )
     phone = tables.read("customer", ["c_phone"]).column("c_phone")
-    tensors["cntrycode"], dictionaries["cntrycode"] = encode(tables, "customer", "cntrycode",
-                                                             pc.utf8_slice_codeunits(phone, 0, 2))
+    tensors["cntrycode"], dictionaries["cntrycode"] = encode(
+        tables, "customer", "cntrycode", pc.utf8_slice_codeunits(phone, 0, 2)
+    )
     tensors["cntrycode_in"] = in_table(dictionaries["cntrycode"], codes)
     return tensors, {}, dictionaries
 

@@ -29,21 +29,41 @@ def measure_baseline(state: State, runtime: Runtime[Context]) -> dict:
     verdict = runtime.context.tools.verify_task(state["task"], state["device"], state["target"])
     timed = any(t.get("median_ms") for t in verdict["timings"])
     how = "timed on the device" if timed else "not timed (no device): ranking will use the static estimate"
-    return {"baseline": verdict, "base": state["task"], "level": -1, "started": state.get("started") or time.time(),
-            "trace": [step("baseline", "verify the task as given", f"passed={verdict['passed']}; {how}")]}
+    return {
+        "baseline": verdict,
+        "base": state["task"],
+        "level": -1,
+        "started": state.get("started") or time.time(),
+        "trace": [step("baseline", "verify the task as given", f"passed={verdict['passed']}; {how}")],
+    }
 
 
 def triage(state: State, runtime: Runtime[Context]) -> dict:
     findings = runtime.context.tools.triage(state["base"], state["target"])
-    return {"findings": findings, "level": 0,
-            "trace": [step("triage", "run source rules", f"{len(findings)} findings: "
-                           + ", ".join(sorted({f['code'] for f in findings})) if findings else "no findings")]}
+    return {
+        "findings": findings,
+        "level": 0,
+        "trace": [
+            step(
+                "triage",
+                "run source rules",
+                f"{len(findings)} findings: " + ", ".join(sorted({f["code"] for f in findings}))
+                if findings
+                else "no findings",
+            )
+        ],
+    }
 
 
 def profile(state: State, runtime: Runtime[Context]) -> dict:
     findings, evidence, roofline, note = runtime.context.tools.profile(state["base"], state["device"], state["target"])
-    return {"findings": findings, "evidence": evidence, "roofline": roofline, "level": 1,
-            "trace": [step("profile", "roofline and bottleneck", note)]}
+    return {
+        "findings": findings,
+        "evidence": evidence,
+        "roofline": roofline,
+        "level": 1,
+        "trace": [step("profile", "roofline and bottleneck", note)],
+    }
 
 
 def unavailable(level: str, index: int, action: str, error: DiagnoseError) -> dict:
@@ -57,8 +77,11 @@ def inspect_ir(state: State, runtime: Runtime[Context]) -> dict:
     except DiagnoseError as error:
         return unavailable("ir", 2, f"compile offline for {state['target']}", error)
     missed = sum(e["kind"] == "missed" for e in evidence)
-    return {"evidence": evidence, "level": 2,
-            "trace": [step("ir", f"compile offline for {state['target']}", f"{len(evidence)} facts, {missed} missed")]}
+    return {
+        "evidence": evidence,
+        "level": 2,
+        "trace": [step("ir", f"compile offline for {state['target']}", f"{len(evidence)} facts, {missed} missed")],
+    }
 
 
 def analyze_passes(state: State, runtime: Runtime[Context]) -> dict:
@@ -67,8 +90,11 @@ def analyze_passes(state: State, runtime: Runtime[Context]) -> dict:
     except DiagnoseError as error:
         return unavailable("passes", 3, "controlled recompiles and pass timeline", error)
     effects = [e for e in evidence if e["name"] == "OptionEffect"]
-    return {"evidence": [e for e in evidence if e["stage"] == "pass"], "level": 3,
-            "trace": [step("passes", "controlled recompiles and pass timeline", f"{len(effects)} option effects")]}
+    return {
+        "evidence": [e for e in evidence if e["stage"] == "pass"],
+        "level": 3,
+        "trace": [step("passes", "controlled recompiles and pass timeline", f"{len(effects)} option effects")],
+    }
 
 
 def propose(state: State, runtime: Runtime[Context]) -> dict:
@@ -77,9 +103,15 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     if done:  # candidates for a kernel at its roof would spend the budget on what cannot pay
         return {"pending": [], "trace": [step(level, "propose rewrites", f"nothing proposed: {done}")]}
     tried = set(state.get("tried", []))
-    made = runtime.context.tools.propose(state["task"], state["base"], state.get("findings", []),
-                                         state.get("evidence", []), state["target"], sorted(tried),
-                                         state.get("device", "cpu"))
+    made = runtime.context.tools.propose(
+        state["task"],
+        state["base"],
+        state.get("findings", []),
+        state.get("evidence", []),
+        state["target"],
+        sorted(tried),
+        state.get("device", "cpu"),
+    )
     candidates = [c for c in made if "dropped" not in c and "kept" not in c]
     dropped = [f"{'+'.join(c['made_by'])} ({c['dropped'][:DECLINE_CHARS]})" for c in made if "dropped" in c]
     kept = [c["kept"] for c in made if "kept" in c]  # a search's one-line summary, whole: reports read it
@@ -93,8 +125,9 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     fresh = fresh[:room]
     reason = (f"{len(fresh)} untried: " + ", ".join(c["id"] for c in fresh)) if fresh else "nothing untried"
     if not candidates:
-        why = runtime.context.tools.declined(state["base"], state.get("findings", []), state.get("evidence", []),
-                                             state["target"])
+        why = runtime.context.tools.declined(
+            state["base"], state.get("findings", []), state.get("evidence", []), state["target"]
+        )
         if why:
             reason += "; declined: " + "; ".join(f"{rid} ({text[:DECLINE_CHARS]})" for rid, text in why[:DECLINES])
     if dropped:  # built, then found not to compile: without this line a run reads as if nothing applied
@@ -110,15 +143,18 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
 
 def verify(state: State, runtime: Runtime[Context]) -> dict:
     deadline = state.get("started", time.time()) + runtime.context.budget.max_wall_s
-    results = runtime.context.tools.evaluate(state["task"], state["pending"], state["device"], state["target"],
-                                             deadline=deadline)
+    results = runtime.context.tools.evaluate(
+        state["task"], state["pending"], state["device"], state["target"], deadline=deadline
+    )
     level = LEVELS[max(state.get("level", 0), 0)]
     lines = []
     for r in results:
         value, how = policy.score(r)
-        lines.append(f"{r['candidate']['id']}: {'passed' if r['verdict']['passed'] else 'FAILED'}"
-                     + (f", {value:.2f}x {how}" if r["verdict"]["passed"] else ""))
-    skipped = [c["id"] for c in state["pending"][len(results):]]
+        lines.append(
+            f"{r['candidate']['id']}: {'passed' if r['verdict']['passed'] else 'FAILED'}"
+            + (f", {value:.2f}x {how}" if r["verdict"]["passed"] else "")
+        )
+    skipped = [c["id"] for c in state["pending"][len(results) :]]
     if skipped:
         lines.append(f"not verified (wall time over {runtime.context.budget.max_wall_s:g} s): {', '.join(skipped)}")
     everything = state.get("results", []) + results
@@ -144,5 +180,9 @@ def finish(state: State, runtime: Runtime[Context]) -> dict:
     if broken:
         return {"trace": [step("baseline", "finish", f"nothing to optimize: {broken}")]}
     best = policy.best_result(state.get("results", []))
-    reason = f"best: {best['candidate']['id']} ({policy.score(best)[1]})" if best else "no candidate passed and beat it; the task stays as given"
+    reason = (
+        f"best: {best['candidate']['id']} ({policy.score(best)[1]})"
+        if best
+        else "no candidate passed and beat it; the task stays as given"
+    )
     return {"trace": [step(LEVELS[max(state.get("level", 0), 0)], "finish", reason)]}

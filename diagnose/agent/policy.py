@@ -148,5 +148,8 @@ def after_verify(state: State, budget: Budget, now: float | None = None) -> tupl
     value, how = score(best)
     predicted = best["candidate"].get("predicted_gain")
     if how == "measured" and predicted and value < predicted:
-        return "propose", f"best {best['candidate']['id']} measured {value:.2f}x, short of its predicted {predicted:.2f}x"
+        return (
+            "propose",
+            f"best {best['candidate']['id']} measured {value:.2f}x, short of its predicted {predicted:.2f}x",
+        )
     return "propose", f"best so far {best['candidate']['id']}: {value:.2f}x ({how})"

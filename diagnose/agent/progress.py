@@ -18,13 +18,25 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from diagnose.verify.harness import PHASES
 
-LEVEL_OF_NODE = {"baseline": "baseline", "triage": "triage", "profile": "profile", "inspect_ir": "ir",
-                 "analyze_passes": "passes"}
-DOING = {"baseline": "verifying the task as given", "triage": "running the source rules",
-         "profile": "profiling: roofline and bottleneck", "inspect_ir": "compiling offline: IR facts",
-         "analyze_passes": "controlled recompiles and the pass timeline", "propose": "proposing rewrites",
-         "verify": "verifying candidates", "decide": "deciding", "escalate": "deciding whether to go deeper",
-         "finish": "finishing"}
+LEVEL_OF_NODE = {
+    "baseline": "baseline",
+    "triage": "triage",
+    "profile": "profile",
+    "inspect_ir": "ir",
+    "analyze_passes": "passes",
+}
+DOING = {
+    "baseline": "verifying the task as given",
+    "triage": "running the source rules",
+    "profile": "profiling: roofline and bottleneck",
+    "inspect_ir": "compiling offline: IR facts",
+    "analyze_passes": "controlled recompiles and the pass timeline",
+    "propose": "proposing rewrites",
+    "verify": "verifying candidates",
+    "decide": "deciding",
+    "escalate": "deciding whether to go deeper",
+    "finish": "finishing",
+}
 # Nodes that only decide (at once): their decision is printed as a trace step, their start is not.
 INSTANT = {"decide", "escalate", "finish"}
 
@@ -51,9 +63,14 @@ class OptimizeProgress:
 
     def __enter__(self) -> Self:
         if self.live:
-            self.bar = Progress(SpinnerColumn(), TextColumn("[bold]{task.fields[level]}[/bold]"),
-                                TextColumn("{task.description}"), TimeElapsedColumn(), console=self.console,
-                                transient=True)
+            self.bar = Progress(
+                SpinnerColumn(),
+                TextColumn("[bold]{task.fields[level]}[/bold]"),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self.bar.start()
             self.line = self.bar.add_task("starting", level=self.level, total=None)
         return self

@@ -36,8 +36,15 @@ from diagnose.capture.prepare import task_path
 from diagnose.errors import UsageError
 from diagnose.outputs import check_file, check_folder
 from diagnose.report.reports import environment
-from diagnose.records import (Report, candidate_from_dict, evidence_from_dict, finding_from_dict,
-                              roofline_from_dict, trace_step_from_dict, verdict_from_dict)
+from diagnose.records import (
+    Report,
+    candidate_from_dict,
+    evidence_from_dict,
+    finding_from_dict,
+    roofline_from_dict,
+    trace_step_from_dict,
+    verdict_from_dict,
+)
 from diagnose.report.run_files import write_report_files
 from diagnose.task import load_task
 from diagnose.task.harness import header
@@ -86,8 +93,10 @@ def check_outputs(task: str | Path, write: bool, out_dir: str | Path | None) -> 
     if out_dir:
         check_folder(Path(out_dir), "the optimized task's folder", create=True)
     else:
-        check_folder(Path(task).resolve().parent,
-                     f"{Path(task).stem}.diagnose.patch" if module else f"{Path(task).stem}.optimized.py")
+        check_folder(
+            Path(task).resolve().parent,
+            f"{Path(task).stem}.diagnose.patch" if module else f"{Path(task).stem}.optimized.py",
+        )
     check_folder(runs_root(), "the runs folder (--cache-dir)", create=True)
 
 
@@ -96,13 +105,22 @@ def open_graph(folder: Path):
     return build_graph(SqliteSaver(connection)), connection
 
 
-def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: Budget = Budget(),
-             resume: str | None = None, write: bool = False, tools: Tools | None = None,
-             on_step: Callable[[str, dict], None] | None = None, out_dir: str | Path | None = None,
-             on_start: Callable[[str], None] | None = None,
-             on_candidate: Callable[[str, int, int], None] | None = None,
-             device_lock: str | None = None, on_run: Callable[[str], None] | None = None,
-             on_phase: Callable[[str], None] | None = None) -> RunResult:
+def optimize(
+    task: str,
+    target: str = "cuda:sm90",
+    device: str = "cpu",
+    budget: Budget = Budget(),
+    resume: str | None = None,
+    write: bool = False,
+    tools: Tools | None = None,
+    on_step: Callable[[str, dict], None] | None = None,
+    out_dir: str | Path | None = None,
+    on_start: Callable[[str], None] | None = None,
+    on_candidate: Callable[[str, int, int], None] | None = None,
+    device_lock: str | None = None,
+    on_run: Callable[[str], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> RunResult:
     """Run (or resume) the agent on a task and write its outputs; a resumed run keeps its own budget.
 
     Progress hooks, all optional: `on_run(run_id)` once the run exists (before its first node),
@@ -135,21 +153,41 @@ def optimize(task: str, target: str = "cuda:sm90", device: str = "cpu", budget: 
         folder.mkdir(parents=True)
         task = str(Path(task).resolve())
         out_dir = str(Path(out_dir).resolve()) if out_dir else None
-        (folder / "run.json").write_text(json.dumps({"task": task, "target": target, "device": device, "write": write,
-                                                     "out_dir": out_dir, "budget": dataclasses.asdict(budget)}))
+        (folder / "run.json").write_text(
+            json.dumps(
+                {
+                    "task": task,
+                    "target": target,
+                    "device": device,
+                    "write": write,
+                    "out_dir": out_dir,
+                    "budget": dataclasses.asdict(budget),
+                }
+            )
+        )
     if on_run:
         on_run(run_id)
     graph, connection = open_graph(folder)
     config = {"configurable": {"thread_id": run_id}}
     # A caller's own `tools` are theirs to close; the run closes (deletes the kept reference of) its own.
-    own = None if tools else Tools(str(folder), on_candidate=on_candidate, on_phase=on_phase,
-                                   device_lock=device_lock, seeds=budget.seeds,
-                                   compile_baseline=budget.compile_baseline)
+    own = (
+        None
+        if tools
+        else Tools(
+            str(folder),
+            on_candidate=on_candidate,
+            on_phase=on_phase,
+            device_lock=device_lock,
+            seeds=budget.seeds,
+            compile_baseline=budget.compile_baseline,
+        )
+    )
     context = Context(run_dir=str(folder), budget=budget, tools=tools or own)
     first = None if resume else {"task": task, "target": target, "device": device, "started": time.time()}
     try:
-        for mode, chunk in graph.stream(first, config, context=context, stream_mode=["updates", "tasks"],
-                                        durability="sync"):
+        for mode, chunk in graph.stream(
+            first, config, context=context, stream_mode=["updates", "tasks"], durability="sync"
+        ):
             if mode == "tasks":
                 if on_start and "input" in chunk:  # a task's start; its end carries "result"
                     on_start(chunk["name"])
@@ -175,7 +213,9 @@ def report_from_state(state: dict) -> Report:
     module = header(Path(state["task"]).read_text(errors="replace")) if Path(state["task"]).is_file() else None
     baseline = state.get("baseline")
     return Report(
-        task=state["task"], target=state["target"], device=state["device"],
+        task=state["task"],
+        target=state["target"],
+        device=state["device"],
         findings=tuple(finding_from_dict(f) for f in state.get("findings", [])),
         trace=tuple(trace_step_from_dict(s) for s in state.get("trace", [])),
         candidates=tuple((candidate_from_dict(r["candidate"]), verdict_from_dict(r["verdict"])) for r in results),
@@ -195,8 +235,9 @@ def free_name(path: Path, run_id: str) -> Path:
     return path if not path.exists() else path.with_name(f"{path.stem}-{run_id}{path.suffix}")
 
 
-def write_outputs(state: dict, write: bool, run_id: str,
-                  out_dir: str | Path | None = None) -> tuple[Path | None, Path | None, str | None]:
+def write_outputs(
+    state: dict, write: bool, run_id: str, out_dir: str | Path | None = None
+) -> tuple[Path | None, Path | None, str | None]:
     """The best candidate handed back: a task file as `NAME.optimized.py` with its diff; a kernel module
     as a patch against the user's own file (`diagnose/task/patch.py`), applied to it with `write`."""
     best = policy.best_result(state.get("results", []))
@@ -214,8 +255,14 @@ def write_outputs(state: dict, write: bool, run_id: str,
             apply_patch(patch)
             return module.origin, patch.path, patch.new_source
         return None, patch.path, patch.new_source
-    diff_text = "".join(difflib.unified_diff(old_source.splitlines(True), new_source.splitlines(True),
-                                             str(original.name), f"{original.stem}.optimized.py"))
+    diff_text = "".join(
+        difflib.unified_diff(
+            old_source.splitlines(True),
+            new_source.splitlines(True),
+            str(original.name),
+            f"{original.stem}.optimized.py",
+        )
+    )
     folder = Path(out_dir) if out_dir else original.parent
     folder.mkdir(parents=True, exist_ok=True)
     target = original if write else free_name(folder / f"{original.stem}.optimized.py", run_id)

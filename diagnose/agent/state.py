@@ -23,22 +23,22 @@ KEPT = "searched, the current values kept: "
 
 
 class State(TypedDict, total=False):
-    task: str                     # the original task file
+    task: str  # the original task file
     target: str
     device: str
-    base: str                     # the file rewrites apply to: the original or the best candidate
-    level: int                    # deepest level reached (index into LEVELS), -1 before triage
+    base: str  # the file rewrites apply to: the original or the best candidate
+    level: int  # deepest level reached (index into LEVELS), -1 before triage
     findings: Annotated[list[dict], operator.add]
     evidence: Annotated[list[dict], operator.add]
     trace: Annotated[list[dict], operator.add]
-    results: Annotated[list[dict], operator.add]   # {"candidate": ..., "verdict": ..., "path": ...}
-    tried: Annotated[list[str], operator.add]      # candidate ids already proposed
-    pending: list[dict]                             # candidates proposed and not yet verified
-    baseline: dict                                  # verdict of the task as given
-    roofline: dict                                  # {"bound_ms", "group" (the farthest), "bounds_ms"} when known
-    best: str | None                                # id of the best verified candidate
+    results: Annotated[list[dict], operator.add]  # {"candidate": ..., "verdict": ..., "path": ...}
+    tried: Annotated[list[str], operator.add]  # candidate ids already proposed
+    pending: list[dict]  # candidates proposed and not yet verified
+    baseline: dict  # verdict of the task as given
+    roofline: dict  # {"bound_ms", "group" (the farthest), "bounds_ms"} when known
+    best: str | None  # id of the best verified candidate
     started: float
-    next: str                                       # the decision of `decide`, read by its router
+    next: str  # the decision of `decide`, read by its router
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Budget:
 
     max_candidates: int = 12
     max_wall_s: float = 1800.0
-    roofline_fraction: float = 0.9   # stop once the best reaches this fraction of the bound
+    roofline_fraction: float = 0.9  # stop once the best reaches this fraction of the bound
     seeds: int = 3
     compile_baseline: bool = True
 

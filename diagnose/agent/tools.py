@@ -56,8 +56,13 @@ class Tools:
 
     def check_options(self, device: str, **options):
         """How this run verifies: its seeds and device lock, plus `options`."""
-        return CheckOptions(device=device, seeds=tuple(range(self.seeds)), device_lock=self.device_lock,
-                            on_phase=self.on_phase, **options)
+        return CheckOptions(
+            device=device,
+            seeds=tuple(range(self.seeds)),
+            device_lock=self.device_lock,
+            on_phase=self.on_phase,
+            **options,
+        )
 
     def triage(self, path: str, target: str) -> list[dict]:
         return [f.to_dict() for f in triage_source(Path(path).read_text(), path, target=target)]
@@ -67,8 +72,16 @@ class Tools:
         if target.startswith("ascend"):
             return self.inspect_ascend(path, target, deep)
 
-        payload = {"path": str(Path(path).resolve()), "target": target, "passes": deep, "diff_pass": None,
-                   "stage": None, "kernel": None, "experiments": deep, "cache_root": str(cache_root().resolve())}
+        payload = {
+            "path": str(Path(path).resolve()),
+            "target": target,
+            "passes": deep,
+            "diff_pass": None,
+            "stage": None,
+            "kernel": None,
+            "experiments": deep,
+            "cache_root": str(cache_root().resolve()),
+        }
         result = run_worker(payload)
         return [e for kernel in result["kernels"] for e in kernel.get("evidence", [])]
 
@@ -92,16 +105,28 @@ class Tools:
             # The group farthest from its bound is the one the run must close (and the one it stops on):
             # the first group can sit at its roof while another is at two thirds of it.
             worst = min(candidate, key=lambda p: p.fraction)
-            roofline = {**roofline, "bound_ms": worst.bound_s * 1e3, "group": worst.group,
-                        "bounds_ms": {p.group: p.bound_s * 1e3 for p in candidate}}
+            roofline = {
+                **roofline,
+                "bound_ms": worst.bound_s * 1e3,
+                "group": worst.group,
+                "bounds_ms": {p.group: p.bound_s * 1e3 for p in candidate},
+            }
             note = f"{worst.fraction:.0%} of the roofline bound on {worst.group} ({worst.regime})"
             if len(candidate) > 1:
                 note += f", the farthest of {len(candidate)} input groups"
         codes = sorted({f["code"] for f in findings})
         return findings, evidence, roofline, f"{note}; findings: {', '.join(codes) or 'none'}"
 
-    def propose(self, task: str, base: str, findings: list[dict], evidence: list[dict], target: str,
-                tried: list[str], device: str = "cpu") -> list[dict]:
+    def propose(
+        self,
+        task: str,
+        base: str,
+        findings: list[dict],
+        evidence: list[dict],
+        target: str,
+        tried: list[str],
+        device: str = "cpu",
+    ) -> list[dict]:
         """Candidates for the findings; a tunable rewrite's launch-config search times its configurations
         on `device` where it can (sharing the device through this run's lock), else estimates them.
         A candidate dropped before verification comes as `{"made_by": [...], "dropped": why}`, a search
@@ -114,15 +139,19 @@ class Tools:
             path = folder / f"{candidate.id}.py"
             path.write_text(candidate.source)
             out.append({**candidate.to_dict(), "path": str(path)})
-        return (out + [{"made_by": list(d.made_by), "dropped": d.reason} for d in made.dropped]
-                + [{"made_by": [k.rewrite], "kept": k.summary} for k in made.kept])
+        return (
+            out
+            + [{"made_by": list(d.made_by), "dropped": d.reason} for d in made.dropped]
+            + [{"made_by": [k.rewrite], "kept": k.summary} for k in made.kept]
+        )
 
     def declined(self, base: str, findings: list[dict], evidence: list[dict], target: str) -> list[tuple[str, str]]:
         """The rewrites that answer the findings but do not apply to `base`, each with why not."""
         return optimizer.declined(base, findings, evidence, target)
 
-    def evaluate(self, task: str, candidates: list[dict], device: str, target: str,
-                 deadline: float | None = None) -> list[dict]:
+    def evaluate(
+        self, task: str, candidates: list[dict], device: str, target: str, deadline: float | None = None
+    ) -> list[dict]:
         """Verify and time the candidates in order; past `deadline` (a `time.time()`), the rest are left
         unverified (a round of slow verifications must not run far over the run's wall budget)."""
         if not candidates or (deadline is not None and time.time() > deadline):
@@ -136,8 +165,13 @@ class Tools:
             if self.on_candidate:
                 self.on_candidate(candidate["id"], index, len(candidates))
             verdict = verify(load_task(task, candidate["path"]), options, keep=self.reference)
-            results.append({"candidate": {k: v for k, v in candidate.items() if k != "path"},
-                            "verdict": verdict.to_dict(), "path": candidate["path"]})
+            results.append(
+                {
+                    "candidate": {k: v for k, v in candidate.items() if k != "path"},
+                    "verdict": verdict.to_dict(),
+                    "path": candidate["path"],
+                }
+            )
         return results
 
 
@@ -149,8 +183,13 @@ def plot_inputs(result, path: str) -> dict:
     estimate_ms: dict[str, float] = {}
     for kernel in result.kernels:
         estimate_ms[kernel.group] = estimate_ms.get(kernel.group, 0.0) + kernel.estimate.time_s * 1e3
-    return {"work": [w.to_dict() for w in result.work], "roof": roof_for(result.ceilings, result.work[0].dtype).to_dict(),
-            "timed": result.timed, "profiled": Path(path).stem, "estimate_ms": estimate_ms}
+    return {
+        "work": [w.to_dict() for w in result.work],
+        "roof": roof_for(result.ceilings, result.work[0].dtype).to_dict(),
+        "timed": result.timed,
+        "profiled": Path(path).stem,
+        "estimate_ms": estimate_ms,
+    }
 
 
 def ascend_profile_note(device: str) -> str:
@@ -160,5 +199,7 @@ def ascend_profile_note(device: str) -> str:
         return f"not profiled, nothing timed on an NPU: {why}"
     if device != "npu":
         return f"not profiled, nothing timed on an NPU: --device {device} (an NPU is usable here with --device npu)"
-    return ("not profiled: the NPU profiler is not wired into the profile level yet; "
-            "candidates are timed on the NPU (torch.npu events) when verified")
+    return (
+        "not profiled: the NPU profiler is not wired into the profile level yet; "
+        "candidates are timed on the NPU (torch.npu events) when verified"
+    )

@@ -147,7 +147,9 @@ def _run_stage(name: str, run: Any, module: Any, metadata: dict, passes: bool, e
             entry["stage_inputs"] = {**entry.get("stage_inputs", {}), "ttir": _keep(entry, before[0].ir)}
         afters = [d.ir for d in before[1:]] + [str(module)]
         parents = nesting(before, None, "Before")
-        _record_passes(entry, "ttir", [(d.name, d.arg, ir) for d, ir in zip(before, afters)], parents, parse_timing(text))
+        _record_passes(
+            entry, "ttir", [(d.name, d.arg, ir) for d, ir in zip(before, afters)], parents, parse_timing(text)
+        )
         return module
     if name == "ttadapter":
         with env_scope(TRITON_DISABLE_LINE_INFO="0"):
@@ -185,8 +187,15 @@ def _record_passes(entry: dict, stage: str, runs: list[tuple[str, str, str]], pa
     seconds = pass_seconds([name for name, _, _ in runs], timing)
     for (name, arg, ir), secs, parent in zip(runs, seconds, parents):
         entry["passes"].append(
-            {"index": len(entry["passes"]), "stage": stage, "name": name, "arg": arg, "seconds": secs,
-             "parent": None if parent is None else first + parent, "snapshot": _keep(entry, ir)}
+            {
+                "index": len(entry["passes"]),
+                "stage": stage,
+                "name": name,
+                "arg": arg,
+                "seconds": secs,
+                "parent": None if parent is None else first + parent,
+                "snapshot": _keep(entry, ir),
+            }
         )
     entry["pass_timing"][stage] = [[t.name, t.seconds, t.depth] for t in timing]
 

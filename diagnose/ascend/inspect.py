@@ -36,8 +36,15 @@ STAGES = ("source", "ttir", "ttadapter", "npubin")
 # Environment that changes what a compile produces (Triton's knobs, MLIR's, triton-ascend's, CANN's).
 ENV_PREFIXES = ("TRITON_", "MLIR_", "ASCEND_", "ENABLE_", "BISHENG")
 # The code that runs in the worker: a change to it must not be answered from the cache.
-WORKER_CODE = ("worker.py", "compile.py", "specialize.py", "pipeline.py", "options.py", "offline_driver.py",
-               "environment.py")
+WORKER_CODE = (
+    "worker.py",
+    "compile.py",
+    "specialize.py",
+    "pipeline.py",
+    "options.py",
+    "offline_driver.py",
+    "environment.py",
+)
 PACKAGE = Path(__file__).resolve().parent
 
 
@@ -56,7 +63,9 @@ def inspect_ascend(
     result = ascend_facts(path, target, passes, stage, kernel, options)
     code = EXIT_FAILED if any("error" in k for k in result["kernels"]) else EXIT_OK
     if fmt == "json":
-        return code, json.dumps({"schema": f"diagnose.ascend.inspect/{RESULT_VERSION}", **_lean(result, passes, stage)}, indent=1) + "\n"
+        return code, json.dumps(
+            {"schema": f"diagnose.ascend.inspect/{RESULT_VERSION}", **_lean(result, passes, stage)}, indent=1
+        ) + "\n"
     return code, render_text(result, passes=passes, stage=stage)
 
 
@@ -83,7 +92,9 @@ def ascend_facts(
         raise UsageError(f"not a Python file: {path}")
     record = find_record("ascend")
     if record is None:
-        raise ToolchainError(f"{spec.name} needs the Ascend toolchain, which is not set up here: run `diagnose toolchain setup ascend`")
+        raise ToolchainError(
+            f"{spec.name} needs the Ascend toolchain, which is not set up here: run `diagnose toolchain setup ascend`"
+        )
     payload = {
         "path": str(file.resolve()),
         "target": spec.name,
@@ -122,7 +133,9 @@ def run_worker(payload: dict, record) -> dict:
         failure = result.failure
         if failure.kind == "load_error":
             raise UsageError(failure.message.splitlines()[0] if failure.message else "cannot load the file")
-        raise ToolchainError(f"the Ascend inspect worker failed ({failure.kind}): {failure.message}\n{failure.log_tail[-2000:]}")
+        raise ToolchainError(
+            f"the Ascend inspect worker failed ({failure.kind}): {failure.message}\n{failure.log_tail[-2000:]}"
+        )
     value = result.value
     if "error" in value:
         raise UsageError(value["error"]["message"])
@@ -134,8 +147,10 @@ def _key(payload: dict, record) -> str:
     code = {name: sha256_file(PACKAGE / name) for name in WORKER_CODE}
     code["launch"] = sha256_file(PACKAGE.parent / "ir" / "launch.py")
     code["specialize"] = sha256_file(PACKAGE.parent / "ir" / "specialize.py")
-    blob = json.dumps([RESULT_VERSION, payload, sha256_file(payload["path"]), env, record.python, record.versions, code],
-                      sort_keys=True)
+    blob = json.dumps(
+        [RESULT_VERSION, payload, sha256_file(payload["path"]), env, record.python, record.versions, code],
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -119,7 +119,9 @@ def timeline(k: dict) -> list[str]:
         lines = f"{snapshots[before].count(chr(10))}->{snapshots[after].count(chr(10))}"
         out.append(f"  {p['index']:>3} {p['stage']:<10} {name[:40]:<40} {ms:>7} {lines:>11}  {change.strip()}")
     if k.get("pipeline_matches_stage") is False:
-        out.append("  note: the per-pass run's final IR differs from the ttadapter stage's (diagnose's copy of the pipeline drifted)")
+        out.append(
+            "  note: the per-pass run's final IR differs from the ttadapter stage's (diagnose's copy of the pipeline drifted)"
+        )
     for stage_name, rows in k.get("pass_timing", {}).items():
         total = sum(seconds for _, seconds, depth in rows if depth == 0)
         out.append(f"  {stage_name} passes: {total * 1000:.1f} ms in all (MLIR timing report)")
@@ -133,7 +135,9 @@ def _stage(k: dict, stage: str) -> list[str]:
             return ["  -- npubin: this compile has no npubin stage"]
         extra = k.get("npubin") or {}
         detail = f": {extra.get('bytes')} bytes" if extra else ""
-        return [f"  -- npubin {status['status']}{detail}" + (f" ({status['message']})" if status.get("message") else "")]
+        return [
+            f"  -- npubin {status['status']}{detail}" + (f" ({status['message']})" if status.get("message") else "")
+        ]
     text = k.get("artefacts", {}).get(stage)
     if text is None:
         return [f"  -- no {stage} artefact; artefacts: {', '.join(k.get('artefacts', {}))}"]

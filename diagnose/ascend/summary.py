@@ -52,8 +52,10 @@ def phrase(e: Evidence) -> str:
         return f"64-bit integer ops: {_a(e, 'vector_ops')} vector, {_a(e, 'scalar_ops')} scalar{loop}"
     if name == "UBFootprint":
         doubled = f" ({e.arg('peak_bytes_multibuffered')} B multibuffered)" if e.arg("peak_bytes_multibuffered") else ""
-        return (f"UB estimate {_a(e, 'peak_bytes')} B{doubled} of {_a(e, 'ub_bytes')} B: "
-                f"{_a(e, 'live_buffers')} live buffers, largest {_a(e, 'largest')}")
+        return (
+            f"UB estimate {_a(e, 'peak_bytes')} B{doubled} of {_a(e, 'ub_bytes')} B: "
+            f"{_a(e, 'live_buffers')} live buffers, largest {_a(e, 'largest')}"
+        )
     if name == "UBAllocated":
         return f"bishengir allocated {_a(e, 'required_bytes')} B of {_a(e, 'ub_bytes')} B UB"
     if name == "PassIntroduced":

@@ -87,8 +87,16 @@ def _inspect_one(launch, target, payload: dict) -> dict:
 
 
 # Config fields that exist on Ascend for GPU compatibility only, and values that mean "not set".
-COMPAT_FIELDS = ("num_warps", "num_ctas", "num_stages", "num_buffers_warp_spec", "num_consumer_groups",
-                 "reg_dec_producer", "reg_inc_consumer", "maxnreg")
+COMPAT_FIELDS = (
+    "num_warps",
+    "num_ctas",
+    "num_stages",
+    "num_buffers_warp_spec",
+    "num_consumer_groups",
+    "reg_dec_producer",
+    "reg_inc_consumer",
+    "maxnreg",
+)
 UNSET = ("None", "False")
 
 

@@ -35,21 +35,22 @@ from diagnose.verify.shapes import base_group
 Row = tuple[str, str, dict]
 
 
-def optimize_file(path: Path, device: str, target: str, budget: Budget, out_dir: Path,
-                  device_lock: str | None = None) -> list[Row]:
+def optimize_file(
+    path: Path, device: str, target: str, budget: Budget, out_dir: Path, device_lock: str | None = None
+) -> list[Row]:
     """The agent on one task file or kernel module, its outputs in `out_dir`; the store rows of its report."""
     # deferred: imports langgraph (the agent), which only the optimize mode runs
     from diagnose.agent.run import optimize
 
-    result = optimize(str(path), target=target, device=device, budget=budget, out_dir=out_dir,
-                      device_lock=device_lock)
+    result = optimize(str(path), target=target, device=device, budget=budget, out_dir=out_dir, device_lock=device_lock)
     return rows_from_report(result.report.to_dict(), result.run_id)
 
 
 def medians(verdict: dict, variant: str) -> dict[str, float]:
     """A variant's median per input group, from a verdict's JSON (groups not timed are left out)."""
-    return {t["group"]: t["median_ms"] for t in verdict.get("timings", [])
-            if t["variant"] == variant and t.get("median_ms")}
+    return {
+        t["group"]: t["median_ms"] for t in verdict.get("timings", []) if t["variant"] == variant and t.get("median_ms")
+    }
 
 
 def speedups(verdict: dict, over: str) -> dict[str, float]:
@@ -62,15 +63,21 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
     """Store rows (group, status, data) from an agent report's JSON."""
     baseline = report.get("baseline") or {}
     best = next((c for c in report["candidates"] if c["candidate"]["id"] == report["best"]), None)
-    common = {"deepest_level": report.get("deepest_level"), "run_id": run_id,
-              "rewrites": list(best["candidate"]["made_by"]) if best else [],
-              "answers": list(best["candidate"].get("answers", ())) if best else []}
+    common = {
+        "deepest_level": report.get("deepest_level"),
+        "run_id": run_id,
+        "rewrites": list(best["candidate"]["made_by"]) if best else [],
+        "answers": list(best["candidate"].get("answers", ())) if best else [],
+    }
     if not baseline.get("passed"):
         failed = [f"{c['name']}: {c['detail']}" for c in baseline.get("checks", []) if not c["passed"]]
         # what failed, in the row: the failed checks, else the first wrong case's reason
         why = failed or [c["reason"] for c in baseline.get("cases", []) if not c.get("passed") and c.get("reason")][:1]
-        failure = baseline.get("failure") or {"kind": "incorrect", "log_tail": "",
-                                              "message": "the entry as given fails verification" + (f": {'; '.join(why)}" if why else "")}
+        failure = baseline.get("failure") or {
+            "kind": "incorrect",
+            "log_tail": "",
+            "message": "the entry as given fails verification" + (f": {'; '.join(why)}" if why else ""),
+        }
         return [("*", "failed", {**common, "failure": failure, "failed_checks": failed})]
     initial = {**medians(baseline, "candidate"), **(medians(best["verdict"], "initial") if best else {})}
     compiled = medians(baseline, "compile")
@@ -80,17 +87,25 @@ def rows_from_report(report: dict, run_id: str) -> list[Row]:
     for group in dict.fromkeys(base_group(c["group"]) for c in baseline.get("cases", [])):
         mine = optimized.get(group)
         bound = bounds.get(group)
-        out.append((group, "passed", {
-            **common,
-            "correct": True,
-            "medians_ms": {"initial": initial.get(group), "candidate": mine, "compile": compiled.get(group)},
-            "timed": mine is not None,
-            "speedup_vs_initial": speedups(best["verdict"], "initial").get(group) if best else (1.0 if mine else None),
-            "speedup_vs_eager": speedups(best["verdict"] if best else baseline, "eager").get(group),
-            "speedup_vs_compile": compiled[group] / mine if mine and compiled.get(group) else None,
-            "roofline_fraction": bound / mine if bound and mine else None,
-            "reasons": [] if best else [why_unimproved(report)],
-        }))
+        out.append(
+            (
+                group,
+                "passed",
+                {
+                    **common,
+                    "correct": True,
+                    "medians_ms": {"initial": initial.get(group), "candidate": mine, "compile": compiled.get(group)},
+                    "timed": mine is not None,
+                    "speedup_vs_initial": speedups(best["verdict"], "initial").get(group)
+                    if best
+                    else (1.0 if mine else None),
+                    "speedup_vs_eager": speedups(best["verdict"] if best else baseline, "eager").get(group),
+                    "speedup_vs_compile": compiled[group] / mine if mine and compiled.get(group) else None,
+                    "roofline_fraction": bound / mine if bound and mine else None,
+                    "reasons": [] if best else [why_unimproved(report)],
+                },
+            )
+        )
     return out
 
 
@@ -100,13 +115,19 @@ def why_unimproved(report: dict) -> str:
     already near the roofline), or the wall budget spent before a level deep enough proposed one."""
     trace = report.get("trace", [])
     # the verify node's line for candidates it had no time for: "not verified (wall time over N s): a, b"
-    unverified = [line.strip() for t in trace for line in t["reason"].split(";")
-                  if line.strip().startswith("not verified (wall time over")]
+    unverified = [
+        line.strip()
+        for t in trace
+        for line in t["reason"].split(";")
+        if line.strip().startswith("not verified (wall time over")
+    ]
     passed = [c["verdict"] for c in report.get("candidates", []) if c["verdict"]["passed"]]
     if passed:
         timed = [s for s in (geomean(speedups(v, "initial").values()) for v in passed) if s is not None]
         fastest = f" (the fastest {max(timed):.2f}x)" if timed else ""
-        return f"{len(passed)} candidate(s) passed, none faster than the task as given{fastest}; the entry stays as given"
+        return (
+            f"{len(passed)} candidate(s) passed, none faster than the task as given{fastest}; the entry stays as given"
+        )
     if report.get("candidates"):
         return "no candidate passed verification; the entry stays as given"
     if unverified:
@@ -131,6 +152,8 @@ def why_unimproved(report: dict) -> str:
         how = last["how"]
         if last["configs"] == "1" and how.startswith("the current values (") and how.endswith(")"):
             return f"{last['rewrite']} kept the current {last['chose']}: {how[20:-1]}; the entry stays as given"
-        return (f"{last['rewrite']} searched {last['configs']} launch configurations and kept the current "
-                f"{last['chose']} (ranked by {how}); the entry stays as given")
+        return (
+            f"{last['rewrite']} searched {last['configs']} launch configurations and kept the current "
+            f"{last['chose']} (ranked by {how}); the entry stays as given"
+        )
     return "no rewrite was proposed for its findings; the entry stays as given"

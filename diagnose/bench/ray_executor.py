@@ -35,8 +35,7 @@ from diagnose.errors import DiagnoseError, UsageError
 
 Rows = list[tuple[str, str, dict]]
 RESOURCES = {"cuda": "GPU", "npu": "NPU", "cpu": "cpu_device"}  # the Ray resource one device holds
-START_FLAGS = {"cuda": "--num-gpus=1", "npu": "--resources='{\"NPU\": 1}'",
-               "cpu": "--resources='{\"cpu_device\": 1}'"}
+START_FLAGS = {"cuda": "--num-gpus=1", "npu": "--resources='{\"NPU\": 1}'", "cpu": "--resources='{\"cpu_device\": 1}'"}
 LOSSES = 3  # an entry whose device was lost this many times waits for the next sweep
 WAIT_S = 300.0  # how long to wait for a device to start (or restart) when no entry is running
 LOST = "lost (its device's worker died {} times; the next sweep runs it)"
@@ -58,8 +57,10 @@ def reachable(address: str) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=10).close()
     except OSError as exc:
-        raise UsageError(f"--address {address}: nothing answers there ({exc.strerror or exc}); start the "
-                         "cluster's head with `ray start --head --port=PORT`") from None
+        raise UsageError(
+            f"--address {address}: nothing answers there ({exc.strerror or exc}); start the "
+            "cluster's head with `ray start --head --port=PORT`"
+        ) from None
 
 
 class DeviceWorker:
@@ -105,8 +106,10 @@ class Devices:
         if not prints:
             raise UsageError(f"no device of the Ray cluster answered (waited up to {WAIT_S:.0f} s)")
         if len(set(prints.values())) > 1:
-            raise UsageError("the cluster's devices differ (a sweep's rows carry one toolchain): "
-                             + "; ".join(f"{self.where[n]}: {p}" for n, p in sorted(prints.items())))
+            raise UsageError(
+                "the cluster's devices differ (a sweep's rows carry one toolchain): "
+                + "; ".join(f"{self.where[n]}: {p}" for n, p in sorted(prints.items()))
+            )
         self.fingerprint = next(iter(prints.values()))
         self.actors = {n: actors[n] for n in self.where}  # a device that did not start stays out
 
@@ -117,8 +120,13 @@ class Devices:
         except self.ray.exceptions.RayTaskError as exc:
             raise UsageError(f"a Ray worker cannot run the sweep: {str(exc.cause).splitlines()[0]}") from None
 
-    def run(self, job: Callable[[Entry], Rows], entries: list[Entry], record: Callable[[Entry, Rows], str],
-            start_within_s: float | None = None) -> Iterator[tuple[Entry, str | None, str]]:
+    def run(
+        self,
+        job: Callable[[Entry], Rows],
+        entries: list[Entry],
+        record: Callable[[Entry, Rows], str],
+        start_within_s: float | None = None,
+    ) -> Iterator[tuple[Entry, str | None, str]]:
         """(entry, outcome, where it ran) for each entry as it finishes, its rows written by `record` here
         on the driver. The entries are handed out in their order; none starts past `start_within_s` (its
         outcome is None)."""
@@ -137,8 +145,7 @@ class Devices:
                 running[self.actors[n].run.remote(job_ref, entry)] = (n, entry)
             if not running and not restarting:
                 break  # every device is gone for good
-            done, _ = ray.wait(list(running) + list(restarting), num_returns=1,
-                               timeout=None if running else WAIT_S)
+            done, _ = ray.wait(list(running) + list(restarting), num_returns=1, timeout=None if running else WAIT_S)
             if not done:
                 break  # no device came back in time
             ref = done[0]
@@ -182,25 +189,37 @@ def devices(address: str | None, device: str, cpu_devices: int, fingerprint: Cal
         try:
             ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
         except ConnectionError as exc:
-            raise UsageError(f"--address {address}: {exc} (is `ray start --head` running there? If the cluster "
-                             "authenticates by token, set RAY_AUTH_MODE=token and its token here too)") from None
+            raise UsageError(
+                f"--address {address}: {exc} (is `ray start --head` running there? If the cluster "
+                "authenticates by token, set RAY_AUTH_MODE=token and its token here too)"
+            ) from None
     elif started:
-        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
-                 logging_level=logging.WARNING, log_to_driver=False,
-                 resources={"cpu_device": cpu_devices} if device == "cpu" else None)
+        ray.init(
+            address="local",
+            _node_ip_address="127.0.0.1",
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            log_to_driver=False,
+            resources={"cpu_device": cpu_devices} if device == "cpu" else None,
+        )
     try:
         resource = RESOURCES[device]
         count = int(ray.cluster_resources().get(resource, 0))
         if not count:
-            raise UsageError(f"the Ray cluster has no {resource} resource for --device {device}: start its "
-                             f"workers with `ray start --address=HEAD:PORT {START_FLAGS[device]}`")
+            raise UsageError(
+                f"the Ray cluster has no {resource} resource for --device {device}: start its "
+                f"workers with `ray start --address=HEAD:PORT {START_FLAGS[device]}`"
+            )
         env = {k: v for k, v in os.environ.items() if k.startswith("DIAGNOSE_")}
         worker = ray.remote(DeviceWorker).options(
-            num_cpus=0, num_gpus=1 if device == "cuda" else 0,
+            num_cpus=0,
+            num_gpus=1 if device == "cuda" else 0,
             resources={} if device == "cuda" else {resource: 1},
             # Ray restarts a lost actor; the driver resubmits its entry (to whichever device is idle first).
-            max_restarts=-1, max_task_retries=0,
-            runtime_env={"env_vars": env} if env else None)
+            max_restarts=-1,
+            max_task_retries=0,
+            runtime_env={"env_vars": env} if env else None,
+        )
         actors = [worker.remote(device, n, os.environ.get("OMP_NUM_THREADS")) for n in range(count)]
         try:
             yield Devices(ray, actors, fingerprint)

@@ -31,8 +31,21 @@ from diagnose.scoring import geomean
 
 FAST_P = (1.0, 1.5, 2.0)
 NOT_IMPROVED = "Not improved, or slower than eager, and why"
-COLUMNS = ("entry", "group", "status", "initial_ms", "optimized_ms", "speedup_vs_initial", "speedup_vs_eager",
-           "speedup_vs_compile", "roofline_fraction", "deepest_level", "rewrites", "why", "tokens")
+COLUMNS = (
+    "entry",
+    "group",
+    "status",
+    "initial_ms",
+    "optimized_ms",
+    "speedup_vs_initial",
+    "speedup_vs_eager",
+    "speedup_vs_compile",
+    "roofline_fraction",
+    "deepest_level",
+    "rewrites",
+    "why",
+    "tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -78,20 +91,24 @@ def lines(rows: list[Row]) -> list[Line]:
         data = row.data
         medians = data.get("medians_ms", {})
         candidate = medians.get("candidate")
-        out.append(Line(
-            entry=row.entry, group=row.group, status=row.status,
-            initial_ms=medians.get("initial", candidate) if row.mode == "score" else medians.get("initial"),
-            optimized_ms=candidate if row.mode == "optimize" else None,
-            speedup_vs_initial=1.0 if row.mode == "score" and candidate else data.get("speedup_vs_initial"),
-            speedup_vs_eager=data.get("speedup_vs_eager"),
-            speedup_vs_compile=data.get("speedup_vs_compile"),
-            roofline_fraction=data.get("roofline_fraction"),
-            deepest_level=data.get("deepest_level"),
-            rewrites=", ".join(data.get("rewrites", []))
-            + (f" [answers {', '.join(data['answers'])}]" if data.get("answers") else ""),
-            why=why_not(row),
-            tokens=entry_tokens(row),
-        ))
+        out.append(
+            Line(
+                entry=row.entry,
+                group=row.group,
+                status=row.status,
+                initial_ms=medians.get("initial", candidate) if row.mode == "score" else medians.get("initial"),
+                optimized_ms=candidate if row.mode == "optimize" else None,
+                speedup_vs_initial=1.0 if row.mode == "score" and candidate else data.get("speedup_vs_initial"),
+                speedup_vs_eager=data.get("speedup_vs_eager"),
+                speedup_vs_compile=data.get("speedup_vs_compile"),
+                roofline_fraction=data.get("roofline_fraction"),
+                deepest_level=data.get("deepest_level"),
+                rewrites=", ".join(data.get("rewrites", []))
+                + (f" [answers {', '.join(data['answers'])}]" if data.get("answers") else ""),
+                why=why_not(row),
+                tokens=entry_tokens(row),
+            )
+        )
     return out
 
 
@@ -107,23 +124,32 @@ def token_summary(rows: list[Row]) -> dict:
         return {"llm_used": False, "note": "no LLM used"}
     total = sum(int(t.get("prompt", 0)) + int(t.get("completion", 0)) for t in per_entry.values())
     verified = sum(int(t.get("verified", 0)) for t in per_entry.values())
-    return {"llm_used": True, "tasks": len(per_entry), "total": total, "per_task": total / len(per_entry),
-            "requests": sum(int(t.get("requests", 0)) for t in per_entry.values()), "verified": verified,
-            "per_verified_success": total / verified if verified else None}
+    return {
+        "llm_used": True,
+        "tasks": len(per_entry),
+        "total": total,
+        "per_task": total / len(per_entry),
+        "requests": sum(int(t.get("requests", 0)) for t in per_entry.values()),
+        "verified": verified,
+        "per_verified_success": total / verified if verified else None,
+    }
 
 
 def token_line(tokens: dict) -> str:
     if not tokens["llm_used"]:
         return tokens["note"]
     per_success = cell(tokens["per_verified_success"]) if tokens["verified"] else "- (no verified success)"
-    return (f"{tokens['total']} tokens over {tokens['tasks']} tasks ({tokens['requests']} requests): "
-            f"{cell(tokens['per_task'])} per task, {per_success} per verified success ({tokens['verified']} verified)")
+    return (
+        f"{tokens['total']} tokens over {tokens['tasks']} tasks ({tokens['requests']} requests): "
+        f"{cell(tokens['per_task'])} per task, {per_success} per verified success ({tokens['verified']} verified)"
+    )
 
 
 def distribution(report_lines: list[Line], baseline: str) -> dict:
     key = f"speedup_vs_{baseline}"
-    speedups = [getattr(line, key) for line in report_lines
-                if line.status == "passed" and getattr(line, key) is not None]
+    speedups = [
+        getattr(line, key) for line in report_lines if line.status == "passed" and getattr(line, key) is not None
+    ]
     total = len(report_lines)
     return {
         "baseline": baseline,
@@ -149,8 +175,9 @@ def summary(rows: list[Row]) -> dict:
         # KernelBench's fast_0: rows correct (and honest) over all rows, whatever their speed.
         "fast_0": (sum(line.status == "passed" for line in report_lines) / len(report_lines)) if report_lines else None,
         "distribution": [distribution(report_lines, b) for b in ("eager", "compile", "initial")],
-        "not_improved": [{"entry": line.entry, "group": line.group, "why": line.why}
-                         for line in report_lines if line.why],
+        "not_improved": [
+            {"entry": line.entry, "group": line.group, "why": line.why} for line in report_lines if line.why
+        ],
         "tokens": token_summary(rows),
     }
 
@@ -170,16 +197,22 @@ def counts_line(data: dict) -> str:
 
 
 def render_markdown(data: dict, title: str) -> str:
-    out = [f"# {title}", "", counts_line(data), "",
-           "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    out = [f"# {title}", "", counts_line(data), "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in data["rows"]:
         out.append("| " + " | ".join(cell(row[c]).replace("|", "\\|") for c in COLUMNS) + " |")
-    out += ["", "## Distribution", "", "| over | timed and correct | geomean | median | >2x | >5x | fast_1 | fast_1.5 | fast_2 |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Distribution",
+        "",
+        "| over | timed and correct | geomean | median | >2x | >5x | fast_1 | fast_1.5 | fast_2 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for d in data["distribution"]:
         fast = [cell(d["fast_p"][str(p)]) for p in FAST_P]
-        out.append(f"| {d['baseline']} | {d['timed_correct']}/{d['rows']} | {cell(d['geomean'])} | {cell(d['median'])} | "
-                   f"{d['above_2x']} | {d['above_5x']} | " + " | ".join(fast) + " |")
+        out.append(
+            f"| {d['baseline']} | {d['timed_correct']}/{d['rows']} | {cell(d['geomean'])} | {cell(d['median'])} | "
+            f"{d['above_2x']} | {d['above_5x']} | " + " | ".join(fast) + " |"
+        )
     out += ["", f"## {NOT_IMPROVED}", ""]
     out += [f"- {r['entry']} [{r['group']}]: {r['why']}" for r in data["not_improved"]] or ["(none)"]
     out += ["", "## Tokens", "", token_line(data["tokens"])]
@@ -214,7 +247,7 @@ def histogram_svg(data: dict) -> str:
     figure.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(figure)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def render_html(data: dict, title: str) -> str:
@@ -224,20 +257,28 @@ def render_html(data: dict, title: str) -> str:
     dist = "".join(
         f"<tr><td>{d['baseline']}</td><td>{d['timed_correct']}/{d['rows']}</td><td>{cell(d['geomean'])}</td>"
         f"<td>{cell(d['median'])}</td><td>{d['above_2x']}</td><td>{d['above_5x']}</td>"
-        + "".join(f"<td>{cell(d['fast_p'][str(p)])}</td>" for p in FAST_P) + "</tr>"
+        + "".join(f"<td>{cell(d['fast_p'][str(p)])}</td>" for p in FAST_P)
+        + "</tr>"
         for d in data["distribution"]
     )
-    missed = "".join(f"<li>{html.escape(r['entry'])} [{html.escape(r['group'])}]: {html.escape(r['why'])}</li>"
-                     for r in data["not_improved"]) or "<li>(none)</li>"
+    missed = (
+        "".join(
+            f"<li>{html.escape(r['entry'])} [{html.escape(r['group'])}]: {html.escape(r['why'])}</li>"
+            for r in data["not_improved"]
+        )
+        or "<li>(none)</li>"
+    )
     head = "".join(f"<th>{c}</th>" for c in COLUMNS)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px}table{border-collapse:collapse}</style>"
-            f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(counts_line(data))}</p>"
-            f"<table><tr>{head}</tr>{body}</table><h2>Distribution</h2>"
-            "<table><tr><th>over</th><th>timed and correct</th><th>geomean</th><th>median</th><th>&gt;2x</th>"
-            f"<th>&gt;5x</th><th>fast_1</th><th>fast_1.5</th><th>fast_2</th></tr>{dist}</table>"
-            f"{histogram_svg(data)}<h2>{NOT_IMPROVED}</h2><ul>{missed}</ul>"
-            f"<h2>Tokens</h2><p>{html.escape(token_line(data['tokens']))}</p></body></html>\n")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        "<style>body{font-family:sans-serif}td,th{border:1px solid #ccc;padding:2px 6px}table{border-collapse:collapse}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(counts_line(data))}</p>"
+        f"<table><tr>{head}</tr>{body}</table><h2>Distribution</h2>"
+        "<table><tr><th>over</th><th>timed and correct</th><th>geomean</th><th>median</th><th>&gt;2x</th>"
+        f"<th>&gt;5x</th><th>fast_1</th><th>fast_1.5</th><th>fast_2</th></tr>{dist}</table>"
+        f"{histogram_svg(data)}<h2>{NOT_IMPROVED}</h2><ul>{missed}</ul>"
+        f"<h2>Tokens</h2><p>{html.escape(token_line(data['tokens']))}</p></body></html>\n"
+    )
 
 
 def render(rows: list[Row], fmt: str, title: str = "diagnose bench") -> str:

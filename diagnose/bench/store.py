@@ -58,13 +58,15 @@ def is_done(connection: sqlite3.Connection, suite: str, entry: str, mode: str, v
     return found is not None
 
 
-def write_entry(connection: sqlite3.Connection, suite: str, entry: str, mode: str, version: str,
-                groups: list[tuple[str, str, dict]]) -> None:
+def write_entry(
+    connection: sqlite3.Connection, suite: str, entry: str, mode: str, version: str, groups: list[tuple[str, str, dict]]
+) -> None:
     """Replace every row of (suite, entry, mode, version) with `groups`: (group, status, data)."""
     now = time.time()
     with connection:
-        connection.execute("DELETE FROM results WHERE suite=? AND entry=? AND mode=? AND version=?",
-                           (suite, entry, mode, version))
+        connection.execute(
+            "DELETE FROM results WHERE suite=? AND entry=? AND mode=? AND version=?", (suite, entry, mode, version)
+        )
         connection.executemany(
             "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [(suite, entry, group, mode, version, status, json.dumps(data), now) for group, status, data in groups],
@@ -86,8 +88,10 @@ def rows(connection: sqlite3.Connection, suite: str | None = None, mode: str | N
     if clauses:
         query += " WHERE " + " AND ".join(clauses)
     newest: dict[tuple, str] = {}
-    records = [Row(*record[:6], json.loads(record[6]), record[7])
-               for record in connection.execute(query + " ORDER BY created", params)]
+    records = [
+        Row(*record[:6], json.loads(record[6]), record[7])
+        for record in connection.execute(query + " ORDER BY created", params)
+    ]
     for row in records:
         newest[(row.suite, row.entry, row.mode)] = row.version
     kept = [row for row in records if newest[(row.suite, row.entry, row.mode)] == row.version]

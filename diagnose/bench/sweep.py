@@ -158,8 +158,16 @@ class SuiteJob:
                 return module.optimize_task(task, options, folder, lambda path: optimize_one(path, options, folder))
             return module.score(task, options)
         except (DiagnoseError, ValueError, OSError) as exc:  # bad input found while scoring: this task only
-            return [("*", "failed", {"failure": {"kind": "load_error", "message": str(exc).splitlines()[0],
-                                                 "log_tail": ""}, "failed_checks": []})]
+            return [
+                (
+                    "*",
+                    "failed",
+                    {
+                        "failure": {"kind": "load_error", "message": str(exc).splitlines()[0], "log_tail": ""},
+                        "failed_checks": [],
+                    },
+                )
+            ]
 
 
 def optimize_one(path: Path, options: SweepOptions, out_dir: Path) -> list[tuple[str, str, dict]]:
@@ -177,8 +185,9 @@ def check_mode(options: SweepOptions) -> None:
     """Optimize mode verifies with diagnose's own tolerances (the agent's harness): a suite's tolerance
     profile is for score mode, where the suite's own verdict is reported beside diagnose's."""
     if options.mode == "optimize" and options.tolerance != "default":
-        raise UsageError(f"--tolerance {options.tolerance} is for score mode; optimize mode verifies with "
-                         "diagnose's own tolerances")
+        raise UsageError(
+            f"--tolerance {options.tolerance} is for score mode; optimize mode verifies with diagnose's own tolerances"
+        )
 
 
 def check_executor(options: SweepOptions) -> None:
@@ -190,15 +199,21 @@ def check_executor(options: SweepOptions) -> None:
             raise UsageError("--address is for --executor ray")
         return
     if options.jobs > 1 and (options.ray_address or options.device != "cpu"):
-        raise UsageError("--jobs is for one machine (with Ray, the CPU devices of a local Ray): on a Ray "
-                         "cluster each device runs one entry at a time")
+        raise UsageError(
+            "--jobs is for one machine (with Ray, the CPU devices of a local Ray): on a Ray "
+            "cluster each device runs one entry at a time"
+        )
     ray_executor.require_ray()
     if options.ray_address:
         ray_executor.reachable(options.ray_address)
 
 
-def sweep(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
-          on_entry: Callable[[Entry, str], None] | None = None) -> SweepSummary:
+def sweep(
+    suite_dir: str | Path,
+    store_path: str | Path,
+    options: SweepOptions,
+    on_entry: Callable[[Entry, str], None] | None = None,
+) -> SweepSummary:
     """Run every entry not yet done for this version; `on_entry(entry, outcome)` reports progress."""
     tolerance.check(options.tolerance)
     check_mode(options)
@@ -218,19 +233,26 @@ def suite_tasks(suite_dir: str | Path, options: SweepOptions) -> list:
     """The tasks of a suite in another format (its adapter's `SuiteTask`s), after checking the mode."""
     module = adapter(options.suite_format)
     if options.mode not in module.MODES:
-        raise UsageError(f"{options.suite_format} suites support --mode {' or '.join(module.MODES)}, "
-                         f"not {options.mode!r}")
+        raise UsageError(
+            f"{options.suite_format} suites support --mode {' or '.join(module.MODES)}, not {options.mode!r}"
+        )
     root = Path(suite_dir)
     if not root.is_dir():
         raise UsageError(f"{root}: not a suite folder")
     tasks = module.load(root, options)
     if not tasks:
-        raise UsageError(f"{root}: no {options.suite_format} tasks" + (f" match {options.pattern!r}" if options.pattern else ""))
+        raise UsageError(
+            f"{root}: no {options.suite_format} tasks" + (f" match {options.pattern!r}" if options.pattern else "")
+        )
     return tasks
 
 
-def sweep_suite(suite_dir: str | Path, store_path: str | Path, options: SweepOptions,
-                on_entry: Callable[[Entry, str], None] | None = None) -> SweepSummary:
+def sweep_suite(
+    suite_dir: str | Path,
+    store_path: str | Path,
+    options: SweepOptions,
+    on_entry: Callable[[Entry, str], None] | None = None,
+) -> SweepSummary:
     """A sweep of a suite in another format, scored by its adapter."""
     tasks = suite_tasks(suite_dir, options)
     options = on_this_machine(options, store_path)
@@ -251,23 +273,32 @@ def longest_first(entries: list[Entry], seconds: dict[str, float]) -> list[Entry
     """The entries in the order a Ray sweep hands them out, so that no long one starts last while the other
     devices idle: those never run first (largest file first: any of them may be the longest), then by the
     wall time of their last run (`store.wall_times`), longest first."""
+
     def size(entry: Entry) -> int:
         return entry.path.stat().st_size if entry.path.is_file() else 0
 
     return sorted(entries, key=lambda e: (e.id in seconds, -seconds[e.id] if e.id in seconds else -size(e)))
 
 
-def run_entries(suite: str, entries: list[Entry], score_one: Callable[[Entry], list[Row]],
-                store_path: str | Path, options: SweepOptions,
-                on_entry: Callable[[Entry, str], None] | None) -> SweepSummary:
+def run_entries(
+    suite: str,
+    entries: list[Entry],
+    score_one: Callable[[Entry], list[Row]],
+    store_path: str | Path,
+    options: SweepOptions,
+    on_entry: Callable[[Entry, str], None] | None,
+) -> SweepSummary:
     """Score every entry not yet done for this version into the store: `jobs` at a time here, or one at a
     time on each device of a Ray cluster (then `score_one` must pickle: `EntryJob`, `SuiteJob`)."""
     job = partial(rows_or_failure, score_one)
     if options.executor != "ray":
-        return record_entries(suite, entries, store_path, options, on_entry, fingerprint(options.device),
-                              partial(run_here, job, options))
-    with ray_executor.devices(options.ray_address, options.device, options.jobs,
-                              partial(device_fingerprint, options.device)) as cluster:
+        return record_entries(
+            suite, entries, store_path, options, on_entry, fingerprint(options.device), partial(run_here, job, options)
+        )
+    with ray_executor.devices(
+        options.ray_address, options.device, options.jobs, partial(device_fingerprint, options.device)
+    ) as cluster:
+
         def on_ray(todo: list[Entry], record: Callable[[Entry, list[Row]], str]):
             with closing(store.connect(store_path)) as connection:
                 seconds = store.wall_times(connection, suite, options.mode)
@@ -276,8 +307,12 @@ def run_entries(suite: str, entries: list[Entry], score_one: Callable[[Entry], l
         return record_entries(suite, entries, store_path, options, on_entry, cluster.fingerprint, on_ray)
 
 
-def run_here(job: Callable[[Entry], list[Row]], options: SweepOptions, todo: list[Entry],
-             record: Callable[[Entry, list[Row]], str]) -> Iterator[tuple[Entry, str | None, str]]:
+def run_here(
+    job: Callable[[Entry], list[Row]],
+    options: SweepOptions,
+    todo: list[Entry],
+    record: Callable[[Entry, list[Row]], str],
+) -> Iterator[tuple[Entry, str | None, str]]:
     """The local executor: (entry, outcome, "") in the entries' order, `options.jobs` running at a time,
     each written by `record` in its thread as it finishes; outcome None: not started (past start_within_s)."""
     began = time.monotonic()
@@ -292,16 +327,24 @@ def run_here(job: Callable[[Entry], list[Row]], options: SweepOptions, todo: lis
             yield entry, outcome, ""
 
 
-def record_entries(suite: str, entries: list[Entry], store_path: str | Path, options: SweepOptions,
-                   on_entry: Callable[[Entry, str], None] | None, toolchain: str,
-                   execute: Callable[[list[Entry], Callable[[Entry, list[Row]], str]],
-                                     Iterator[tuple[Entry, str | None, str]]]) -> SweepSummary:
+def record_entries(
+    suite: str,
+    entries: list[Entry],
+    store_path: str | Path,
+    options: SweepOptions,
+    on_entry: Callable[[Entry, str], None] | None,
+    toolchain: str,
+    execute: Callable[[list[Entry], Callable[[Entry, list[Row]], str]], Iterator[tuple[Entry, str | None, str]]],
+) -> SweepSummary:
     """Run (`execute`) every entry not yet done for version `toolchain` and write each one's rows into the
     store in one transaction as it finishes; `on_entry(entry, outcome)` reports progress (and, on Ray, where)."""
     tail = toolchain + (f"|tolerance {options.tolerance}" if options.tolerance != "default" else "")
     connection = store.connect(store_path)
-    todo = [e for e in entries
-            if options.redo or not store.is_done(connection, suite, e.id, options.mode, f"{e.source_hash}|{tail}")]
+    todo = [
+        e
+        for e in entries
+        if options.redo or not store.is_done(connection, suite, e.id, options.mode, f"{e.source_hash}|{tail}")
+    ]
     connection.close()
     skipped = len(entries) - len(todo)
     for entry in entries:

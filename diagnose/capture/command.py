@@ -63,8 +63,9 @@ def capture_env(out: Path, mode: str, target: str) -> dict[str, str]:
     return env
 
 
-def run_capture(command: list[str], project: Path, mode: str, target: str = "cuda:sm90",
-                timeout_s: float | None = None) -> CaptureResult:
+def run_capture(
+    command: list[str], project: Path, mode: str, target: str = "cuda:sm90", timeout_s: float | None = None
+) -> CaptureResult:
     """Run `command` in `project` with the tracer in every Python process; merge what it launched.
     `mode` is one of `MODES`."""
     if mode not in MODES:
@@ -99,6 +100,7 @@ def run_capture(command: list[str], project: Path, mode: str, target: str = "cud
 def _terminated_as_interrupt():
     """SIGTERM raises KeyboardInterrupt while the command runs (the main thread only: elsewhere there
     is no handler to set), so that a capture that is killed ends the command it started."""
+
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
@@ -130,7 +132,14 @@ def read_records(folder: Path) -> list[LaunchRecord]:
             if key in found:
                 counts[key] = counts.get(key, 0) + 1
                 continue
-            found[key] = LaunchRecord(module_file=data["module_file"], kernel=data["kernel"], line=data["line"],
-                                      launch=data["launch"], call=data.get("call"), host=data.get("host", ""),
-                                      by=data.get("by"), kernel_file=data.get("kernel_file"))
+            found[key] = LaunchRecord(
+                module_file=data["module_file"],
+                kernel=data["kernel"],
+                line=data["line"],
+                launch=data["launch"],
+                call=data.get("call"),
+                host=data.get("host", ""),
+                by=data.get("by"),
+                kernel_file=data.get("kernel_file"),
+            )
     return [LaunchRecord(**{**r.__dict__, "count": 1 + counts.get(k, 0)}) for k, r in found.items()]

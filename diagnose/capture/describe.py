@@ -24,8 +24,9 @@ INDEX_SPAN = 1 << 31
 FLOAT_SPAN = 1e6
 
 
-def describe_call(named: list[tuple[str, Any]], ranges: bool = True,
-                  unwritten: frozenset[str] = frozenset()) -> list[tuple[str, Value]]:
+def describe_call(
+    named: list[tuple[str, Any]], ranges: bool = True, unwritten: frozenset[str] = frozenset()
+) -> list[tuple[str, Value]]:
     """Specs of a call's arguments, in order, aliases between them resolved; `ranges`: also read value
     ranges (reductions over the tensors, which wait for the device), except of the arguments named in
     `unwritten` (outputs the call has not written yet: their memory holds nothing)."""

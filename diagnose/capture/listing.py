@@ -16,9 +16,11 @@ def render_listing(path: Path, launches: str | None = None) -> str:
     records = listing(records_for(path, launches))
     if not records:
         return f"{path}: no captured launches (run `diagnose capture -- <your tests>`)"
-    lines = [f"{len(records)} launches captured from {path} (host calls first, then bare launches, each largest first; --launch N picks one):"]
+    lines = [
+        f"{len(records)} launches captured from {path} (host calls first, then bare launches, each largest first; --launch N picks one):"
+    ]
     for i, record in enumerate(records):
-        replay = record.replay if len(record.replay) <= WIDTH else record.replay[:WIDTH - 3] + "..."
+        replay = record.replay if len(record.replay) <= WIDTH else record.replay[: WIDTH - 3] + "..."
         origin = f", by {record.by}" if record.by else ""
         kind = "host call" if record.call else "kernel launch"
         lines.append(f"{i:3d}  {record.kernel} (line {record.line}, x{record.count}{origin}), {kind}:")

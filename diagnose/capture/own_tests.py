@@ -81,8 +81,11 @@ def own_tests_job(payload: dict) -> dict:
             loaded = sys.modules.get(module.name)
         for name in test_functions(parse_file(path)) if loaded is not None else []:
             fn = getattr(loaded, name, None)
-            if not callable(fn) or inspect.signature(fn).parameters and any(
-                    p.default is p.empty for p in inspect.signature(fn).parameters.values()):
+            if (
+                not callable(fn)
+                or inspect.signature(fn).parameters
+                and any(p.default is p.empty for p in inspect.signature(fn).parameters.values())
+            ):
                 continue
             try:
                 fn()

@@ -20,8 +20,13 @@ from diagnose.task.kernel_module import NoLaunches, inspect_task
 from diagnose.task.launches import records_for
 
 
-def prepare(path: str | Path, candidate: str | Path | None = None, inputs: Inputs | None = None,
-            device: str = "cpu", timeout_s: float = 600.0) -> Task:
+def prepare(
+    path: str | Path,
+    candidate: str | Path | None = None,
+    inputs: Inputs | None = None,
+    device: str = "cpu",
+    timeout_s: float = 600.0,
+) -> Task:
     inputs = inputs or Inputs()
     try:
         return load_task(path, candidate, inputs)

@@ -45,8 +45,19 @@ from diagnose.task.replay import decided_by
 from diagnose.task.specs import CallSpec, Opaque
 
 IGNORE, HOST, LAUNCH = 0, 1, 2
-LIBRARIES = ("triton", "torch", "numpy", "_pytest", "pytest", "pluggy", "diagnose", "typing_extensions",
-             "importlib", "functools", "contextlib")
+LIBRARIES = (
+    "triton",
+    "torch",
+    "numpy",
+    "_pytest",
+    "pytest",
+    "pluggy",
+    "diagnose",
+    "typing_extensions",
+    "importlib",
+    "functools",
+    "contextlib",
+)
 CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
 
 
@@ -118,7 +129,8 @@ class Tracer:
     def classify(self, code) -> int:
         file = code.co_filename
         if code.co_name == "run" and file.replace(os.sep, "/").endswith(
-                ("triton/runtime/jit.py", "triton/runtime/interpreter.py")):
+            ("triton/runtime/jit.py", "triton/runtime/interpreter.py")
+        ):
             return LAUNCH
         if code.co_name.startswith("<") or file.startswith("<"):
             return IGNORE
@@ -127,8 +139,11 @@ class Tracer:
     def top_level_site(self, code) -> bool:
         """A launch written at a script's top level or in a lambda (`do_bench(lambda: k[grid](...))`), as
         tutorials and benchmark files have them: a site with no host call, replayed at the kernel."""
-        return code.co_name in ("<module>", "<lambda>") and not code.co_filename.startswith("<") \
+        return (
+            code.co_name in ("<module>", "<lambda>")
+            and not code.co_filename.startswith("<")
             and self.user_file(code.co_filename)
+        )
 
     def user_file(self, file: str) -> bool:
         known = self.files.get(file)
@@ -182,8 +197,12 @@ class Tracer:
         local = frame.f_locals
         if local.get("warmup"):
             return
-        jit, args, kwargs, grid = local.get("self"), tuple(local.get("args", ())), dict(local.get("kwargs", {})), \
-            local.get("grid")
+        jit, args, kwargs, grid = (
+            local.get("self"),
+            tuple(local.get("args", ())),
+            dict(local.get("kwargs", {})),
+            local.get("grid"),
+        )
         fn = getattr(jit, "fn", None)
         if fn is None or not hasattr(fn, "__code__"):
             return
@@ -217,8 +236,9 @@ class Tracer:
         # which sets its values itself: the launch spec leaves them out, and names the wrapper's global.
         decided = decided_by(outer) if outer is not jit else set()
         named = [(k, v) for k, v in named if k not in decided]
-        target = _global_name(site.f_globals, outer) or _global_name(getattr(fn, "__globals__", {}), outer) \
-            or fn.__name__
+        target = (
+            _global_name(site.f_globals, outer) or _global_name(getattr(fn, "__globals__", {}), outer) or fn.__name__
+        )
         light = CallSpec(target, tuple(), tuple(describe_call(named, ranges=False)), grid_value)
         module_file = site.f_code.co_filename
         host = self.host_call(module_file, hosts, ranges=False)
@@ -231,11 +251,16 @@ class Tracer:
         launch_spec = CallSpec(target, tuple(), tuple(describe_call(named, unwritten=written_only(fn))), grid_value)
         host = self.host_call(module_file, hosts, ranges=True)
         record = {
-            "key": key, "module_file": str(Path(module_file).resolve()), "line": site.f_lineno,
-            "kernel": fn.__name__, "kernel_file": str(Path(fn.__code__.co_filename).resolve()),
-            "kernel_line": fn.__code__.co_firstlineno, "launch": launch_spec.text(),
+            "key": key,
+            "module_file": str(Path(module_file).resolve()),
+            "line": site.f_lineno,
+            "kernel": fn.__name__,
+            "kernel_file": str(Path(fn.__code__.co_filename).resolve()),
+            "kernel_line": fn.__code__.co_firstlineno,
+            "launch": launch_spec.text(),
             "call": host.text() if host is not None else None,
-            "host": site.f_code.co_name, "by": by,
+            "host": site.f_code.co_name,
+            "by": by,
         }
         self.records[key] = record
         self.sink(record)
@@ -276,8 +301,7 @@ def _is_wrapper(obj: Any, jit: Any) -> bool:
 
 def _global_name(namespace: dict, obj: Any) -> str | None:
     """The module-level name bound to `obj` (`_KERNEL` for a kernel a factory made), if any."""
-    return next((name for name, value in list(namespace.items()) if value is obj and not name.startswith("__")),
-                None)
+    return next((name for name, value in list(namespace.items()) if value is obj and not name.startswith("__")), None)
 
 
 def _relative(file: str) -> str:
@@ -369,8 +393,9 @@ def _replayable(code, arguments: list, namespace: dict, ranges: bool) -> CallSpe
 
 
 def _is_autograd(owner: type) -> bool:
-    return any(base.__name__ == "Function" and base.__module__.startswith("torch.autograd")
-               for base in owner.__mro__[1:])
+    return any(
+        base.__name__ == "Function" and base.__module__.startswith("torch.autograd") for base in owner.__mro__[1:]
+    )
 
 
 def jsonl_sink(folder: Path) -> Callable[[dict], None]:

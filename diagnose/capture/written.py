@@ -16,8 +16,17 @@ from functools import lru_cache
 
 from diagnose import syntax
 
-WRITES = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
-          "atomic_or", "atomic_xor")
+WRITES = (
+    "store",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_xchg",
+    "atomic_cas",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+)
 
 
 TYPE_ATTRIBUTES = ("dtype", "element_ty", "type")
@@ -55,8 +64,12 @@ def written_only(fn) -> frozenset[str]:
         pointer = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "pointer"), None)
         if callee in WRITES and pointer is not None:
             written |= _params_in(pointer, sources)
-            read |= set().union(*(_params_in(a, sources) for a in node.args[1:] + [k.value for k in node.keywords
-                                                                                    if k.arg != "pointer"]))
+            read |= set().union(
+                *(
+                    _params_in(a, sources)
+                    for a in node.args[1:] + [k.value for k in node.keywords if k.arg != "pointer"]
+                )
+            )
         elif callee not in ("arange", "program_id", "num_programs", "cdiv", "where", "minimum", "maximum"):
             read |= set().union(set(), *(_params_in(a, sources) for a in node.args + [k.value for k in node.keywords]))
     return frozenset(written - read)

@@ -36,8 +36,9 @@ def kernel_for(name: str, kernels: Path | None) -> Path | None:
     return path.resolve() if path.is_file() else None
 
 
-def candidates(task_file: Path, kernel: Path | None, options: CheckOptions,
-               inductor: Extraction | None = None) -> tuple[Candidate, ...]:
+def candidates(
+    task_file: Path, kernel: Path | None, options: CheckOptions, inductor: Extraction | None = None
+) -> tuple[Candidate, ...]:
     """The torch candidate, then the user's Triton one (when there is a kernel) and Inductor's (when
     extraction ran), each verified (and on a device timed) against the subgraph's task."""
     tried, eager = [], None
@@ -51,8 +52,11 @@ def candidates(task_file: Path, kernel: Path | None, options: CheckOptions,
             continue
         verdict = verify(task, options)
         eager = eager if eager is not None else median(verdict, "eager")
-        tried.append(Candidate(name, str(path), "passed" if verdict.passed else "failed",
-                               median(verdict, "candidate"), why(verdict)))
+        tried.append(
+            Candidate(
+                name, str(path), "passed" if verdict.passed else "failed", median(verdict, "candidate"), why(verdict)
+            )
+        )
     if inductor is not None and inductor.path is None:
         tried.append(Candidate("inductor", "", "unavailable", note=inductor.reason))
     return (Candidate("torch", str(task_file), "reference", eager, REFERENCE_NOTE), *tried)

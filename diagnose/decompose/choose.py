@@ -53,9 +53,14 @@ def choose(candidates: tuple[Candidate, ...], prefer: Prefer = "torch") -> Choic
         best = min(timed, key=lambda c: c.time_ms)
         if best.time_ms < torch.time_ms:
             return Choice(best.name, f"verified and faster ({best.time_ms:.3g} ms vs {torch.time_ms:.3g} ms)")
-        return Choice("torch", f"Swap: the fastest Triton candidate ({best.name}) is slower "
-                               f"({best.time_ms:.3g} ms vs {torch.time_ms:.3g} ms)")
+        return Choice(
+            "torch",
+            f"Swap: the fastest Triton candidate ({best.name}) is slower "
+            f"({best.time_ms:.3g} ms vs {torch.time_ms:.3g} ms)",
+        )
     if prefer == "triton":
         return Choice(passed[0].name, "verified; not timed, chosen as asked (--prefer triton)")
-    return Choice("torch", f"the {passed[0].name} candidate verified but nothing was timed: torch kept "
-                           "(--prefer triton to choose it)")
+    return Choice(
+        "torch",
+        f"the {passed[0].name} candidate verified but nothing was timed: torch kept (--prefer triton to choose it)",
+    )

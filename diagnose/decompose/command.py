@@ -49,8 +49,15 @@ def output_folder(folder: Path) -> Path:
     return folder.resolve()
 
 
-def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Path | None = None,
-              prefer: Prefer = "torch", with_inductor: bool = True, fuse_budget: int = FUSE_BUDGET) -> DecomposeReport:
+def decompose(
+    model: Path,
+    kernels: Path | None,
+    options: CheckOptions,
+    out: Path | None = None,
+    prefer: Prefer = "torch",
+    with_inductor: bool = True,
+    fuse_budget: int = FUSE_BUDGET,
+) -> DecomposeReport:
     """The whole command's work; the report it renders. `with_inductor`: each subgraph also gets the
     candidate Inductor generates for it (`inductor.py`). `fuse_budget`: fused pairs of neighbours tried
     (`search.py`; only where times were measured)."""
@@ -82,24 +89,35 @@ def decompose(model: Path, kernels: Path | None, options: CheckOptions, out: Pat
                 rows.append(SubgraphReport(sg.name, describe(sg, records), "", "", (), Choice("torch", "no task file")))
                 continue
             tried_here = candidates(task_file, kernel_for(sg.name, kernels), per_subgraph, extracted.get(task_file))
-            rows.append(SubgraphReport(sg.name, describe(sg, records),
-                                       ", ".join(compose.shape_of(records[i]) for i in sg.inputs),
-                                       compose.shape_of(records[sg.output]), tried_here, choose(tried_here, prefer)))
+            rows.append(
+                SubgraphReport(
+                    sg.name,
+                    describe(sg, records),
+                    ", ".join(compose.shape_of(records[i]) for i in sg.inputs),
+                    compose.shape_of(records[sg.output]),
+                    tried_here,
+                    choose(tried_here, prefer),
+                )
+            )
         return rows
 
     subgraphs, rows = list(found.subgraphs), rows_for(list(found.subgraphs), list(found.files))
-    subgraphs, rows, fusions = search(subgraphs, rows, found.records,
-                                      lambda fused: rows_for(fused, write_subtasks(found, fused, folder,
-                                                                                   options.timeout_s)),
-                                      fuse_budget)
+    subgraphs, rows, fusions = search(
+        subgraphs,
+        rows,
+        found.records,
+        lambda fused: rows_for(fused, write_subtasks(found, fused, folder, options.timeout_s)),
+        fuse_budget,
+    )
     found = replace(found, subgraphs=tuple(subgraphs), files=tuple(folder / f"{sg.name}.py" for sg in subgraphs))
     chosen = {row.name: row.choice.name for row in rows}
     tried = {sg.name: k for sg in subgraphs if (k := kernel_for(sg.name, kernels)) is not None}
     composite = compose.write(found, folder, chosen, tried, {row.name: row.choice.why for row in rows})
     names = {sg.name for sg in subgraphs}
     unused = tuple(sorted(p.name for p in kernels.glob("*.py") if p.stem not in names)) if kernels else ()
-    report = DecomposeReport(model, folder, composite, tuple(rows), end_to_end(model, composite, chosen, options),
-                             unused, tuple(fusions))
+    report = DecomposeReport(
+        model, folder, composite, tuple(rows), end_to_end(model, composite, chosen, options), unused, tuple(fusions)
+    )
     (folder / "report.md").write_text(markdown(report))
     return report
 
@@ -114,8 +132,15 @@ def end_to_end(model: Path, composite: Path, chosen: dict[str, str], options: Ch
     return EndToEnd(verdict.passed, why(verdict), tuple((over, x) for over, x in means.items() if x is not None))
 
 
-def decompose_command(model: Path, kernels: Path | None, options: CheckOptions, out: Path | None,
-                      prefer: Prefer, with_inductor: bool = True, fuse_budget: int = FUSE_BUDGET) -> tuple[int, str]:
+def decompose_command(
+    model: Path,
+    kernels: Path | None,
+    options: CheckOptions,
+    out: Path | None,
+    prefer: Prefer,
+    with_inductor: bool = True,
+    fuse_budget: int = FUSE_BUDGET,
+) -> tuple[int, str]:
     """Exit code (1 when the composite fails end to end) and the Markdown report."""
     report = decompose(model, kernels, options, out, prefer, with_inductor, fuse_budget)
     return (EXIT_FAILED if report.end_to_end.passed is False else EXIT_OK), markdown(report)

@@ -75,8 +75,10 @@ def shape_of(record: NodeRecord) -> str:
 def composite_source(found: Decomposition, choices: dict[str, str], notes: dict[str, str]) -> str:
     """The composite file's text for these choices (subgraph name -> `torch`, `triton` or `inductor`)."""
     records = {r.name: r for r in found.records}
-    table = "".join(f'    "{sg.name}": "{choices[sg.name]}",' + (f"  # {notes[sg.name]}" if notes.get(sg.name) else "")
-                    + "\n" for sg in found.subgraphs)
+    table = "".join(
+        f'    "{sg.name}": "{choices[sg.name]}",' + (f"  # {notes[sg.name]}" if notes.get(sg.name) else "") + "\n"
+        for sg in found.subgraphs
+    )
     text = HEADER.format(model=found.model.name, choices=table)
     text += "".join(f'        self.{sg.name} = load("{sg.name}")\n' for sg in found.subgraphs)
     arguments = ", ".join(found.arguments)
@@ -86,14 +88,17 @@ def composite_source(found: Decomposition, choices: dict[str, str], notes: dict[
     for sg in found.subgraphs:
         inputs = ", ".join(sg.inputs)
         shapes = ", ".join(shape_of(records[i]) for i in sg.inputs)
-        text += (f"\n    def run_{sg.name}(self, {inputs}):\n"
-                 f'        """{describe(sg, records)}: {shapes} -> {shape_of(records[sg.output])}."""\n'
-                 f"        return self.{sg.name}({inputs})\n")
+        text += (
+            f"\n    def run_{sg.name}(self, {inputs}):\n"
+            f'        """{describe(sg, records)}: {shapes} -> {shape_of(records[sg.output])}."""\n'
+            f"        return self.{sg.name}({inputs})\n"
+        )
     return text
 
 
-def write(found: Decomposition, folder: Path, choices: dict[str, str], kernels: dict[str, Path],
-          notes: dict[str, str]) -> Path:
+def write(
+    found: Decomposition, folder: Path, choices: dict[str, str], kernels: dict[str, Path], notes: dict[str, str]
+) -> Path:
     """Copy the chosen and candidate kernels beside the subtasks and write `composite.py`; its path."""
     for name, kernel in kernels.items():
         shutil.copyfile(kernel, folder / TRITON_FILE.format(name))

@@ -38,9 +38,15 @@ class NodeRecord:
     def from_dict(data: dict) -> "NodeRecord":
         shape = data.get("shape")
         literal = data.get("literal")
-        return NodeRecord(data["name"], data["op"], data["opname"], tuple(data["inputs"]),
-                          tuple(shape) if shape is not None else None, data.get("dtype"),
-                          tuple(literal) if isinstance(literal, list) else literal)
+        return NodeRecord(
+            data["name"],
+            data["op"],
+            data["opname"],
+            tuple(data["inputs"]),
+            tuple(shape) if shape is not None else None,
+            data.get("dtype"),
+            tuple(literal) if isinstance(literal, list) else literal,
+        )
 
 
 def opname(node, root) -> str:
@@ -129,10 +135,16 @@ def refuse_state_writes(graph_module) -> None:
             continue
         name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
         first = node.args[0]
-        if (isinstance(name, str) and name.endswith("_") and not name.endswith("__")
-                and getattr(first, "op", None) == "get_attr"):
-            raise ValueError(f"the forward writes into the model's state in place ({first.target}.{name}(...)): "
-                             "subgraph tasks cannot share that state")
+        if (
+            isinstance(name, str)
+            and name.endswith("_")
+            and not name.endswith("__")
+            and getattr(first, "op", None) == "get_attr"
+        ):
+            raise ValueError(
+                f"the forward writes into the model's state in place ({first.target}.{name}(...)): "
+                "subgraph tasks cannot share that state"
+            )
 
 
 def record(graph_module, inputs: list) -> tuple[NodeRecord, ...]:
@@ -157,8 +169,9 @@ def meta_memo(module) -> dict:
     memo: dict = {}
     for tensor in (*module.parameters(), *module.buffers()):
         meta = torch.empty_like(tensor, device="meta")
-        memo[id(tensor)] = torch.nn.Parameter(meta, tensor.requires_grad) if isinstance(
-            tensor, torch.nn.Parameter) else meta
+        memo[id(tensor)] = (
+            torch.nn.Parameter(meta, tensor.requires_grad) if isinstance(tensor, torch.nn.Parameter) else meta
+        )
     return memo
 
 
@@ -181,11 +194,20 @@ def recorded(graph_module, inputs: list) -> tuple[NodeRecord, ...]:
         value = seen.get(node.name)
         inputs_of = tuple(n.name for n in node.all_input_nodes)
         if isinstance(value, torch.Tensor):
-            out.append(NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of,
-                                  tuple(value.shape), str(value.dtype).removeprefix("torch.")))
+            out.append(
+                NodeRecord(
+                    node.name,
+                    node.op,
+                    opname(node, graph_module),
+                    inputs_of,
+                    tuple(value.shape),
+                    str(value.dtype).removeprefix("torch."),
+                )
+            )
         else:
-            out.append(NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of,
-                                  literal=plain_literal(value)))
+            out.append(
+                NodeRecord(node.name, node.op, opname(node, graph_module), inputs_of, literal=plain_literal(value))
+            )
     return tuple(out)
 
 

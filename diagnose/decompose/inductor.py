@@ -54,11 +54,14 @@ def extract(task_files: tuple[Path, ...], device: str, timeout_s: float) -> dict
     result = call(ENTRY, {"tasks": [str(f) for f in task_files], "device": device}, timeout_s=timeout_s)
     if not result.ok:
         first = (result.failure.message.strip().splitlines() or [""])[0]
-        return {f: Extraction(None, f"Inductor's worker failed: {result.failure.kind}: {first}"[:200])
-                for f in task_files}
+        return {
+            f: Extraction(None, f"Inductor's worker failed: {result.failure.kind}: {first}"[:200]) for f in task_files
+        }
     made = result.value
-    return {f: Extraction(Path(made[str(f)]["path"]) if made[str(f)].get("path") else None,
-                          made[str(f)].get("reason", "")) for f in task_files}
+    return {
+        f: Extraction(Path(made[str(f)]["path"]) if made[str(f)].get("path") else None, made[str(f)].get("reason", ""))
+        for f in task_files
+    }
 
 
 def inductor_job(payload: dict) -> dict:
@@ -100,8 +103,8 @@ def write_candidate(task: Path, device: str) -> Path:
 
     def forward(*flat):
         # Numbers the forward reads keep their one value (the shapes are fixed); tensors are inputs.
-        given = dict(zip(tensors, flat[len(state):]))
-        values = dict(zip((n for n, _ in state), flat[:len(state)]))
+        given = dict(zip(tensors, flat[len(state) :]))
+        values = dict(zip((n for n, _ in state), flat[: len(state)]))
         return torch.func.functional_call(model, values, tuple(given.get(i, v) for i, v in enumerate(inputs)))
 
     example = [v.detach() for _, v in state] + [inputs[i] for i in tensors]
@@ -118,8 +121,14 @@ def write_candidate(task: Path, device: str) -> Path:
     found = inductor_source.kernels(output_code)
     arguments = forward_arguments(task)
     graph_inputs = [parameter_code(n, model) for n, _ in state] + [arguments[i] for i in tensors]
-    host = Host(docstring(task, len(found), device, torch.__version__), init_body(task), tuple(arguments),
-                tuple(graph_inputs), arguments[tensors[0]], single)
+    host = Host(
+        docstring(task, len(found), device, torch.__version__),
+        init_body(task),
+        tuple(arguments),
+        tuple(graph_inputs),
+        arguments[tensors[0]],
+        single,
+    )
     text = inductor_source.model_new(output_code, {k.name: configs_of(k) for k in found}, host)
     path = task.with_name(task.stem + SUFFIX)
     path.write_text(text)
@@ -167,8 +176,10 @@ def init_body(task: Path) -> str:
 
 
 def docstring(task: Path, count: int, device: str, version: str) -> str:
-    return (f"Subgraph {task.stem} ({task.name}) as Inductor compiles it: {count} Triton kernel"
-            f"{'s' if count != 1 else ''}.\n\nWritten by `diagnose decompose` from Inductor's output code "
-            f"(torch {version}, generated on {device}): each kernel a\nplain `@triton.jit` autotuned over "
-            "Inductor's own configs for it, `ModelNew.forward` its host code. The\nparameters are the "
-            f"task's (loaded as {task.name} loads them); the shapes are the whole model's forward's only.\n")
+    return (
+        f"Subgraph {task.stem} ({task.name}) as Inductor compiles it: {count} Triton kernel"
+        f"{'s' if count != 1 else ''}.\n\nWritten by `diagnose decompose` from Inductor's output code "
+        f"(torch {version}, generated on {device}): each kernel a\nplain `@triton.jit` autotuned over "
+        "Inductor's own configs for it, `ModelNew.forward` its host code. The\nparameters are the "
+        f"task's (loaded as {task.name} loads them); the shapes are the whole model's forward's only.\n"
+    )

@@ -38,8 +38,10 @@ MUTATED = re.compile(r"'mutated_arg_names': \[([^\]]*)\]")
 EMPTY = re.compile(r"empty_strided_\w+\((\([^()]*\)), (\([^()]*\)), (torch\.\w+)\)")
 LAUNCH = re.compile(r"^(\s*)(\w+)\.run\((.*), stream=\w+\)$")
 # Host-code lines with nothing to do outside Inductor: input checks, stream lookups, device guards.
-DROPPED = re.compile(r"^\s*(assert_size_stride|assert_alignment|\w+ = get_raw_stream|args\.clear\(\)|"
-                     r"torch\.cuda\.set_device|with torch\.cuda\._DeviceGuard)")
+DROPPED = re.compile(
+    r"^\s*(assert_size_stride|assert_alignment|\w+ = get_raw_stream|args\.clear\(\)|"
+    r"torch\.cuda\.set_device|with torch\.cuda\._DeviceGuard)"
+)
 KINDS = ("pointwise", "reduction", "persistent_reduction")
 GRIDS = {
     "Grid1D": ("grid_1d", ("x",)),
@@ -130,8 +132,11 @@ def kernels(output_code: str) -> list[Kernel]:
 def kernel_body(kernel: Kernel) -> str:
     """The kernel's source without its imports, driver switch and heuristics decorator."""
     text = kernel.source.replace(kernel.decorator, "")
-    lines = [line for line in text.splitlines()
-             if not line.startswith(("import ", "from ")) and "triton_helpers.set_driver_to_" not in line]
+    lines = [
+        line
+        for line in text.splitlines()
+        if not line.startswith(("import ", "from ")) and "triton_helpers.set_driver_to_" not in line
+    ]
     return "\n".join(lines).strip("\n")
 
 
@@ -149,8 +154,10 @@ def autotuned(kernel: Kernel, configs: list[Config]) -> str:
     restore = re.findall(r"'(\w+)'", mutated[1]) if mutated else []
     listed = "".join(f"        {c.code()},\n" for c in configs)
     restored = f", restore_value={restore!r}" if restore else ""
-    head = (f"# Inductor's {kernel.kind} kernel, {kernel.grid_type}; its configs are Inductor's for it.\n"
-            f"@triton.autotune(\n    configs=[\n{listed}    ],\n    key={numels!r}{restored},\n)\n")
+    head = (
+        f"# Inductor's {kernel.kind} kernel, {kernel.grid_type}; its configs are Inductor's for it.\n"
+        f"@triton.autotune(\n    configs=[\n{listed}    ],\n    key={numels!r}{restored},\n)\n"
+    )
     return head + body + "\n"
 
 
@@ -172,7 +179,7 @@ def host_body(output_code: str) -> tuple[list[str], str]:
     if unpack is None:
         raise Unsupported("Inductor's call(args) does not unpack its arguments")
     names = [n.strip() for n in unpack[1].split(",") if n.strip()]
-    return names, body[unpack.end():]
+    return names, body[unpack.end() :]
 
 
 def rewritten_host(body: str, grids: dict[str, str]) -> list[str]:
@@ -222,8 +229,11 @@ def model_new(output_code: str, configs: dict[str, list[Config]], host: Host) ->
     """The candidate file's text: the kernels, their grids and `ModelNew` running Inductor's host code."""
     found = kernels(output_code)
     if not found:
-        raise Unsupported("Inductor generated no Triton kernel for it (only torch ops: "
-                          + (", ".join(sorted(set(re.findall(r"extern_kernels\.\w+", output_code)))) or "none") + ")")
+        raise Unsupported(
+            "Inductor generated no Triton kernel for it (only torch ops: "
+            + (", ".join(sorted(set(re.findall(r"extern_kernels\.\w+", output_code)))) or "none")
+            + ")"
+        )
     grids = {k.name: GRIDS[k.grid_type][0] for k in found}
     names, body = host_body(output_code)
     if len(names) != len(host.graph_inputs):
@@ -239,12 +249,19 @@ def model_new(output_code: str, configs: dict[str, list[Config]], host: Host) ->
     if host.single_output and ret and "," not in ret[1]:
         lines[-1] = lines[-1].replace(ret[0], f"return {ret[1]}")
     unpack = f"{', '.join(names)}, = {', '.join(host.graph_inputs)},"
-    forward = (f"    def forward(self, {', '.join(host.arguments)}):\n"
-               "        # Inductor's graph inputs: the parameters (and buffers), then the forward's tensors.\n"
-               f"        {unpack}\n        device = {host.device_of}.device\n"
-               + "".join(f"        {line}\n" for line in lines))
+    forward = (
+        f"    def forward(self, {', '.join(host.arguments)}):\n"
+        "        # Inductor's graph inputs: the parameters (and buffers), then the forward's tensors.\n"
+        f"        {unpack}\n        device = {host.device_of}.device\n" + "".join(f"        {line}\n" for line in lines)
+    )
     init = textwrap.indent(textwrap.dedent(host.init_body), "        ")
-    return (f'"""{host.docstring}"""\n' + IMPORTS
-            + "".join(grid_function(g) for g in dict.fromkeys(k.grid_type for k in found))
-            + "".join("\n\n" + autotuned(k, configs[k.name]) for k in found)
-            + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n" + init.rstrip() + "\n\n" + forward)
+    return (
+        f'"""{host.docstring}"""\n'
+        + IMPORTS
+        + "".join(grid_function(g) for g in dict.fromkeys(k.grid_type for k in found))
+        + "".join("\n\n" + autotuned(k, configs[k.name]) for k in found)
+        + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+        + init.rstrip()
+        + "\n\n"
+        + forward
+    )

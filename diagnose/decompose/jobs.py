@@ -59,9 +59,13 @@ def decompose_job(payload: dict) -> dict:
     except ValueError as exc:
         return {"error": str(exc)}
     output = next(n for n in traced.graph.nodes if n.op == "output")
-    return {"records": [asdict(r) for r in records], "subgraphs": [asdict(s) for s in subgraphs],
-            "files": [str(f) for f in files], "returns": rendered(output.args[0]),
-            "arguments": [n.name for n in traced.graph.nodes if n.op == "placeholder"]}
+    return {
+        "records": [asdict(r) for r in records],
+        "subgraphs": [asdict(s) for s in subgraphs],
+        "files": [str(f) for f in files],
+        "returns": rendered(output.args[0]),
+        "arguments": [n.name for n in traced.graph.nodes if n.op == "placeholder"],
+    }
 
 
 def rendered(value) -> str:
@@ -86,9 +90,14 @@ def capture(model: Path, folder: Path, timeout_s: float = 600.0) -> Decompositio
     value = result.value
     if "error" in value:
         raise UsageError(f"{model}: {value['error']}")
-    return Decomposition(model, tuple(NodeRecord.from_dict(r) for r in value["records"]),
-                         tuple(Subgraph.from_dict(s) for s in value["subgraphs"]),
-                         tuple(Path(f) for f in value["files"]), tuple(value["arguments"]), value["returns"])
+    return Decomposition(
+        model,
+        tuple(NodeRecord.from_dict(r) for r in value["records"]),
+        tuple(Subgraph.from_dict(s) for s in value["subgraphs"]),
+        tuple(Path(f) for f in value["files"]),
+        tuple(value["arguments"]),
+        value["returns"],
+    )
 
 
 def subtasks_job(payload: dict) -> dict:
@@ -96,16 +105,24 @@ def subtasks_job(payload: dict) -> dict:
     file written for each subgraph given (fused ones, `search.py`)."""
     traced, records = traced_model(payload["model"])
     folder = Path(payload["folder"])
-    return {"files": [str(subtask.write(traced, records, Subgraph.from_dict(s), Path(payload["model"]), folder))
-                      for s in payload["subgraphs"]]}
+    return {
+        "files": [
+            str(subtask.write(traced, records, Subgraph.from_dict(s), Path(payload["model"]), folder))
+            for s in payload["subgraphs"]
+        ]
+    }
 
 
-def write_subtasks(found: Decomposition, subgraphs: list[Subgraph], folder: Path,
-                   timeout_s: float = 600.0) -> list[Path | None]:
+def write_subtasks(
+    found: Decomposition, subgraphs: list[Subgraph], folder: Path, timeout_s: float = 600.0
+) -> list[Path | None]:
     """A task file in `folder` for each of `subgraphs` (of `found`'s model); None for all where the
     worker failed (the search then fuses nothing)."""
-    result = call(SUBTASKS_ENTRY, {"model": str(found.model), "folder": str(folder),
-                                   "subgraphs": [asdict(s) for s in subgraphs]}, timeout_s=timeout_s)
+    result = call(
+        SUBTASKS_ENTRY,
+        {"model": str(found.model), "folder": str(folder), "subgraphs": [asdict(s) for s in subgraphs]},
+        timeout_s=timeout_s,
+    )
     if not result.ok:
         return [None] * len(subgraphs)
     return [Path(f) for f in result.value["files"]]

@@ -26,18 +26,74 @@ from dataclasses import dataclass
 
 from diagnose.decompose.graph import NodeRecord
 
-ELEMENTWISE = frozenset({
-    # modules (lowercased class names)
-    "relu", "relu6", "gelu", "silu", "sigmoid", "tanh", "hardtanh", "hardswish", "hardsigmoid", "leakyrelu",
-    "elu", "selu", "celu", "mish", "softplus", "softsign", "tanhshrink", "dropout", "identity",
-    # functions and methods
-    "add", "sub", "mul", "truediv", "div", "floordiv", "neg", "pow", "exp", "log", "sqrt", "rsqrt", "abs",
-    "clamp", "clamp_min", "clamp_max", "clip", "minimum", "maximum", "where", "erf", "sin", "cos",
-    "leaky_relu", "hardswish", "relu_", "contiguous", "to", "float", "half", "type_as",
-    # views and shape queries
-    "view", "reshape", "flatten", "transpose", "permute", "unsqueeze", "squeeze", "expand", "size",
-    "getitem", "t",
-})
+ELEMENTWISE = frozenset(
+    {
+        # modules (lowercased class names)
+        "relu",
+        "relu6",
+        "gelu",
+        "silu",
+        "sigmoid",
+        "tanh",
+        "hardtanh",
+        "hardswish",
+        "hardsigmoid",
+        "leakyrelu",
+        "elu",
+        "selu",
+        "celu",
+        "mish",
+        "softplus",
+        "softsign",
+        "tanhshrink",
+        "dropout",
+        "identity",
+        # functions and methods
+        "add",
+        "sub",
+        "mul",
+        "truediv",
+        "div",
+        "floordiv",
+        "neg",
+        "pow",
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "abs",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "clip",
+        "minimum",
+        "maximum",
+        "where",
+        "erf",
+        "sin",
+        "cos",
+        "leaky_relu",
+        "hardswish",
+        "relu_",
+        "contiguous",
+        "to",
+        "float",
+        "half",
+        "type_as",
+        # views and shape queries
+        "view",
+        "reshape",
+        "flatten",
+        "transpose",
+        "permute",
+        "unsqueeze",
+        "squeeze",
+        "expand",
+        "size",
+        "getitem",
+        "t",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -53,14 +109,30 @@ class Subgraph:
 
     @staticmethod
     def from_dict(data: dict) -> "Subgraph":
-        return Subgraph(data["name"], tuple(data["nodes"]), tuple(data["inputs"]), tuple(data["params"]),
-                        data["output"])
+        return Subgraph(
+            data["name"], tuple(data["nodes"]), tuple(data["inputs"]), tuple(data["params"]), data["output"]
+        )
 
 
 # Ops that, on numbers or a tensor's shape, give a number: cheap to compute again wherever read.
-SIZE_QUERIES = frozenset({
-    "getattr", "size", "dim", "numel", "getitem", "mul", "add", "sub", "floordiv", "truediv", "mod", "neg",
-    "int", "len"})
+SIZE_QUERIES = frozenset(
+    {
+        "getattr",
+        "size",
+        "dim",
+        "numel",
+        "getitem",
+        "mul",
+        "add",
+        "sub",
+        "floordiv",
+        "truediv",
+        "mod",
+        "neg",
+        "int",
+        "len",
+    }
+)
 
 
 def is_fusable(node: NodeRecord) -> bool:
@@ -78,15 +150,21 @@ def size_queries(records: tuple[NodeRecord, ...]) -> frozenset[str]:
     found: set[str] = set()
     by_name = {r.name: r for r in records}
     for r in records:
-        if (r.op.startswith("call_") and not r.is_tensor and r.literal is not None and r.opname in SIZE_QUERIES
-                and r.name not in returned
-                and all(by_name[i].is_tensor or i in found or by_name[i].op == "get_attr" for i in r.inputs)):
+        if (
+            r.op.startswith("call_")
+            and not r.is_tensor
+            and r.literal is not None
+            and r.opname in SIZE_QUERIES
+            and r.name not in returned
+            and all(by_name[i].is_tensor or i in found or by_name[i].op == "get_attr" for i in r.inputs)
+        ):
             found.add(r.name)
     return frozenset(found)
 
 
-def with_size_queries(part: list[str], queries: frozenset[str], inputs_of: dict[str, tuple[str, ...]],
-                      order: dict[str, int]) -> list[str]:
+def with_size_queries(
+    part: list[str], queries: frozenset[str], inputs_of: dict[str, tuple[str, ...]], order: dict[str, int]
+) -> list[str]:
     """`part` with the size queries it reads, and those they read, put back before their first use."""
     needed, waiting = set(), [i for n in part for i in inputs_of[n] if i in queries]
     while waiting:
@@ -97,8 +175,9 @@ def with_size_queries(part: list[str], queries: frozenset[str], inputs_of: dict[
     return sorted(set(part) | needed, key=order.__getitem__)
 
 
-def users_through_queries(records: tuple[NodeRecord, ...], queries: frozenset[str],
-                          inputs_of: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+def users_through_queries(
+    records: tuple[NodeRecord, ...], queries: frozenset[str], inputs_of: dict[str, tuple[str, ...]]
+) -> dict[str, list[str]]:
     """Each node's readers, a size query's reader counted as a reader of the tensors the query asks
     about (the part holding that reader computes the query again from them)."""
     users: dict[str, list[str]] = {r.name: [] for r in records}
@@ -161,32 +240,44 @@ def split(nodes: list[str], users: dict[str, list[str]], opaque: frozenset[str] 
     return [*split(head, users, opaque), *split(again + rest, users, opaque)]
 
 
-def run_order(parts: list[list[str]], order: dict[str, int], inputs_of: dict[str, tuple[str, ...]],
-              opaque: frozenset[str]) -> list[list[str]]:
+def run_order(
+    parts: list[list[str]], order: dict[str, int], inputs_of: dict[str, tuple[str, ...]], opaque: frozenset[str]
+) -> list[list[str]]:
     """The parts in an order that runs: each after the parts whose outputs it reads (a part that computes
     an opaque value again starts with an early node, so the node order alone is not enough)."""
     made = {n: i for i, p in enumerate(parts) for n in p if n not in opaque}
-    needs = [{made[u] for n in p for u in inputs_of[n] if u in made and made[u] != i}
-             for i, p in enumerate(parts)]
+    needs = [{made[u] for n in p for u in inputs_of[n] if u in made and made[u] != i} for i, p in enumerate(parts)]
     done: list[int] = []
     while len(done) < len(parts):
         ready = [i for i in range(len(parts)) if i not in done and needs[i] <= set(done)]
         if not ready:
             raise ValueError("the subgraphs depend on each other in a cycle")
-        done.append(min(ready, key=lambda i: min((order[n] for n in parts[i] if n not in opaque),
-                                                 default=min(order[n] for n in parts[i]))))
+        done.append(
+            min(
+                ready,
+                key=lambda i: min(
+                    (order[n] for n in parts[i] if n not in opaque), default=min(order[n] for n in parts[i])
+                ),
+            )
+        )
     return [parts[i] for i in done]
 
 
-def subgraph(index: int, nodes: list[str], by_name: dict[str, NodeRecord],
-             users: dict[str, list[str]], queries: frozenset[str] = frozenset()) -> Subgraph:
+def subgraph(
+    index: int,
+    nodes: list[str],
+    by_name: dict[str, NodeRecord],
+    users: dict[str, list[str]],
+    queries: frozenset[str] = frozenset(),
+) -> Subgraph:
     inside = set(nodes)
     first = next(n for n in nodes if n not in queries)
     reads = [i for n in nodes for i in by_name[n].inputs if i not in inside]
     params = tuple(dict.fromkeys(i for i in reads if by_name[i].op == "get_attr"))
     inputs = tuple(dict.fromkeys(i for i in reads if by_name[i].op != "get_attr"))
-    escaping = [n for n in nodes if not opaque_value(by_name[n]) and n not in queries
-                and any(u not in inside for u in users[n])]
+    escaping = [
+        n for n in nodes if not opaque_value(by_name[n]) and n not in queries and any(u not in inside for u in users[n])
+    ]
     output = escaping[0] if escaping else nodes[-1]
     return Subgraph(f"sg{index}_{by_name[first].opname}", tuple(nodes), inputs, params, output)
 
@@ -204,13 +295,15 @@ def fuse(first: Subgraph, second: Subgraph, records: tuple[NodeRecord, ...]) -> 
     users = users_through_queries(records, queries, inputs_of)
     nodes = sorted(set(first.nodes) | set(second.nodes), key=order.__getitem__)
     inside = set(nodes)
-    escaping = [n for n in nodes if not opaque_value(by_name[n]) and n not in queries
-                and any(u not in inside for u in users[n])]
+    escaping = [
+        n for n in nodes if not opaque_value(by_name[n]) and n not in queries and any(u not in inside for u in users[n])
+    ]
     if escaping != [second.output]:
         return None
     merged = subgraph(0, nodes, by_name, users, queries)
-    return Subgraph(f"fused_{span(first.name)[0]}_{span(second.name)[1]}", merged.nodes, merged.inputs,
-                    merged.params, merged.output)
+    return Subgraph(
+        f"fused_{span(first.name)[0]}_{span(second.name)[1]}", merged.nodes, merged.inputs, merged.params, merged.output
+    )
 
 
 def span(name: str) -> tuple[str, str]:

@@ -72,15 +72,20 @@ def verdict_text(candidate: Candidate) -> str:
 
 def markdown(report: DecomposeReport) -> str:
     """The report as Markdown: one table row per subgraph, then the end-to-end verdict."""
-    lines = [f"# diagnose decompose: {report.model.name}", "",
-             f"{len(report.subgraphs)} subgraphs, task files in `{report.folder}`; "
-             f"composite: `{report.composite.name}` (swap an implementation in its `CHOICES`).", "",
-             "| subgraph | ops | inputs -> output | candidates | chosen | why |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"# diagnose decompose: {report.model.name}",
+        "",
+        f"{len(report.subgraphs)} subgraphs, task files in `{report.folder}`; "
+        f"composite: `{report.composite.name}` (swap an implementation in its `CHOICES`).",
+        "",
+        "| subgraph | ops | inputs -> output | candidates | chosen | why |",
+        "|---|---|---|---|---|---|",
+    ]
     for sg in report.subgraphs:
         tried = "<br>".join(verdict_text(c) for c in sg.candidates)
-        lines.append(f"| {sg.name} | {sg.ops} | {sg.inputs} -> {sg.output} | {tried} | {sg.choice.name} | "
-                     f"{sg.choice.why} |")
+        lines.append(
+            f"| {sg.name} | {sg.ops} | {sg.inputs} -> {sg.output} | {tried} | {sg.choice.name} | {sg.choice.why} |"
+        )
     failed = [(sg.name, c.name, c.note) for sg in report.subgraphs for c in sg.candidates if c.status == "failed"]
     if failed:
         lines += ["", "Rejected candidates:", *(f"- {name} ({kind}): {note}" for name, kind, note in failed)]
@@ -90,16 +95,26 @@ def markdown(report: DecomposeReport) -> str:
     times = [next((c.time_ms for c in sg.candidates if c.name == sg.choice.name), None) for sg in report.subgraphs]
     if times and all(t is not None for t in times):
         total = sum(times)
-        lines += ["", f"Time of the chosen implementations: {total:.3g} ms in all; "
-                  + ", ".join(f"{sg.name} {t / total:.0%}" for sg, t in zip(report.subgraphs, times))]
+        lines += [
+            "",
+            f"Time of the chosen implementations: {total:.3g} ms in all; "
+            + ", ".join(f"{sg.name} {t / total:.0%}" for sg, t in zip(report.subgraphs, times)),
+        ]
     if report.fusions:
-        lines += ["", "Fusions tried (two neighbours as one subgraph, taken where faster than both):",
-                  *(f"- {f.name}: {ms(f.before_ms)} as two, {ms(f.after_ms)} fused: "
-                    f"{'taken' if f.taken else 'not taken'}" for f in report.fusions)]
+        lines += [
+            "",
+            "Fusions tried (two neighbours as one subgraph, taken where faster than both):",
+            *(
+                f"- {f.name}: {ms(f.before_ms)} as two, {ms(f.after_ms)} fused: {'taken' if f.taken else 'not taken'}"
+                for f in report.fusions
+            ),
+        ]
     if report.unused_kernels:
         lines += ["", f"Kernel files named for no subgraph (not used): {', '.join(report.unused_kernels)}"]
     verdict = {True: "PASSED", False: "FAILED", None: "torch only, nothing to verify"}[report.end_to_end.passed]
     timed = ", ".join(f"{x:.2f}x over {BASELINE_NAMES.get(b, b)}" for b, x in report.end_to_end.speedups)
-    lines += ["", f"End to end (composite vs Model): {verdict}: {report.end_to_end.detail}"
-                  + (f"; {timed}" if timed else "")]
+    lines += [
+        "",
+        f"End to end (composite vs Model): {verdict}: {report.end_to_end.detail}" + (f"; {timed}" if timed else ""),
+    ]
     return "\n".join(lines) + "\n"

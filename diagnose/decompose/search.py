@@ -30,15 +30,25 @@ def chosen_ms(row: SubgraphReport) -> float | None:
     return next((c.time_ms for c in row.candidates if c.name == row.choice.name), None)
 
 
-def search(subgraphs: list[Subgraph], rows: list[SubgraphReport], records: tuple[NodeRecord, ...],
-           evaluate: Evaluate, budget: int) -> tuple[list[Subgraph], list[SubgraphReport], list[Fusion]]:
+def search(
+    subgraphs: list[Subgraph],
+    rows: list[SubgraphReport],
+    records: tuple[NodeRecord, ...],
+    evaluate: Evaluate,
+    budget: int,
+) -> tuple[list[Subgraph], list[SubgraphReport], list[Fusion]]:
     """The subgraphs and their rows after fusing the pairs that win, and every pair tried."""
     subgraphs, rows, tried, seen = list(subgraphs), list(rows), [], set()
     while len(tried) < budget:
-        pairs = [(i, fused) for i in range(len(subgraphs) - 1)
-                 if (fused := fuse(subgraphs[i], subgraphs[i + 1], records)) is not None
-                 and fused.name not in seen and chosen_ms(rows[i]) is not None and chosen_ms(rows[i + 1]) is not None]
-        pairs = pairs[:budget - len(tried)]
+        pairs = [
+            (i, fused)
+            for i in range(len(subgraphs) - 1)
+            if (fused := fuse(subgraphs[i], subgraphs[i + 1], records)) is not None
+            and fused.name not in seen
+            and chosen_ms(rows[i]) is not None
+            and chosen_ms(rows[i + 1]) is not None
+        ]
+        pairs = pairs[: budget - len(tried)]
         if not pairs:
             break
         seen |= {fused.name for _, fused in pairs}

@@ -100,8 +100,10 @@ def layer_code(target: str, layer) -> str:
         if type(again) is type(layer) and shapes(again) == shapes(layer):
             break
     else:
-        raise ValueError(f"cannot re-create the layer {target} ({type(layer).__name__}) from "
-                         + " or ".join(c.splitlines()[0] for c in tried[:3]))
+        raise ValueError(
+            f"cannot re-create the layer {target} ({type(layer).__name__}) from "
+            + " or ".join(c.splitlines()[0] for c in tried[:3])
+        )
     dtypes = {v.dtype for v in layer.state_dict().values() if v.is_floating_point()}
     if len(dtypes) == 1 and str(next(iter(dtypes))) != "torch.float32":
         code += f".to({next(iter(dtypes))})"
@@ -168,8 +170,10 @@ def from_attributes(layer) -> list[str]:
         elif isinstance(parameter.default, bool):
             unknown.append(name)
     unknown = unknown[:4]
-    return [f"nn.{cls.__name__}({', '.join(known + [f'{n}={v}' for n, v in zip(unknown, values)])})"
-            for values in itertools.product((True, False), repeat=len(unknown))]
+    return [
+        f"nn.{cls.__name__}({', '.join(known + [f'{n}={v}' for n, v in zip(unknown, values)])})"
+        for values in itertools.product((True, False), repeat=len(unknown))
+    ]
 
 
 def plain(value) -> bool:
@@ -216,8 +220,11 @@ def forward_code(sub) -> str:
         raise ValueError(f"the subgraph's code needs names a task file cannot import: {', '.join(unknown)}")
     # fx re-registers the functions it wrapped (`torch.fx._symbolic_trace.wrap("math.sqrt")`): for tracing
     # this code again, which a task file never does
-    lines = [FREED.sub("", line).rstrip() for line in src.strip("\n").splitlines()
-             if not line.lstrip().startswith("torch.fx._symbolic_trace.wrap(")]
+    lines = [
+        FREED.sub("", line).rstrip()
+        for line in src.strip("\n").splitlines()
+        if not line.lstrip().startswith("torch.fx._symbolic_trace.wrap(")
+    ]
     return "\n".join("    " + line if line else "" for line in lines if line.strip()) + "\n"
 
 
@@ -252,9 +259,15 @@ def write(graph_module, records: tuple[NodeRecord, ...], sg: Subgraph, model: Pa
     body = "".join(f"        {line}\n" for line in lines)
     load = f'        self.load_state_dict(torch.load(HERE / "{sg.name}.pt", weights_only=True))\n' if state else ""
     inputs = ", ".join(input_expression(by_name[n]) for n in sg.inputs)
-    text = (HEADER.format(name=sg.name, model=model.name, ops=describe(sg, by_name)) + body + load + "\n"
-            + forward_code(sub) + f"\n\ndef get_inputs():\n    return [{inputs}]\n\n\n"
-            "def get_init_inputs():\n    return []\n")
+    text = (
+        HEADER.format(name=sg.name, model=model.name, ops=describe(sg, by_name))
+        + body
+        + load
+        + "\n"
+        + forward_code(sub)
+        + f"\n\ndef get_inputs():\n    return [{inputs}]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
     path = folder / f"{sg.name}.py"
     path.write_text(text)
     return path

@@ -113,7 +113,11 @@ class CompileRecord:
 
         try:
             text = subprocess.run(
-                [knobs.nvidia.nvdisasm.path, "-g", "-c", str(cubin)], capture_output=True, text=True, check=True, timeout=120
+                [knobs.nvidia.nvdisasm.path, "-g", "-c", str(cubin)],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
             ).stdout
         except (OSError, subprocess.SubprocessError):
             return None
@@ -194,9 +198,7 @@ def _group_dir(kernel: Any) -> Path:
 
 def _ptxas_part(stdout: str) -> str:
     """The `ptxas info` lines make_cubin printed (dump_ptxas_log), without anything else."""
-    return "\n".join(
-        line for line in stdout.splitlines() if line.startswith("ptxas") or "bytes stack frame" in line
-    )
+    return "\n".join(line for line in stdout.splitlines() if line.startswith("ptxas") or "bytes stack frame" in line)
 
 
 def _load_record(

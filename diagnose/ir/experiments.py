@@ -21,9 +21,25 @@ from diagnose.targets import Target
 
 # The fields whose change says something; the others (counts of instructions, raw text) follow them.
 COMPARED = (
-    "bits", "engine", "mma_versionMajor", "pipelined", "mechanism", "buffers", "shared", "registers",
-    "spill_stores", "spill_loads", "count", "via_shared", "total_vgprs", "vgpr_spills", "occupancy_waves",
-    "occupancy_regs", "per_thread", "async_copies", "reason",
+    "bits",
+    "engine",
+    "mma_versionMajor",
+    "pipelined",
+    "mechanism",
+    "buffers",
+    "shared",
+    "registers",
+    "spill_stores",
+    "spill_loads",
+    "count",
+    "via_shared",
+    "total_vgprs",
+    "vgpr_spills",
+    "occupancy_waves",
+    "occupancy_regs",
+    "per_thread",
+    "async_copies",
+    "reason",
 )
 
 
@@ -58,10 +74,24 @@ def compare_option(launch: ConcreteLaunch, target: Target, option: str, values: 
             if va != vb:
                 where = (eb or ea).location
                 args = (
-                    ("option", option), ("values", f"{values[0]} -> {values[1]}"), ("fact", key[0]),
-                    ("field", field), ("before", va), ("after", vb),
+                    ("option", option),
+                    ("values", f"{values[0]} -> {values[1]}"),
+                    ("fact", key[0]),
+                    ("field", field),
+                    ("before", va),
+                    ("after", vb),
                 )
-                out.append(replace(eb or ea, stage="pass", source=f"option:{option}", name="OptionEffect", kind="analysis", location=where, args=args))
+                out.append(
+                    replace(
+                        eb or ea,
+                        stage="pass",
+                        source=f"option:{option}",
+                        name="OptionEffect",
+                        kind="analysis",
+                        location=where,
+                        args=args,
+                    )
+                )
     return out
 
 

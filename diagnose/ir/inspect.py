@@ -89,12 +89,22 @@ def _inspect(payload: dict) -> dict:
 
 def _failed(kernel: str, title: str, message: str, stage: str) -> dict:
     """The entry of a kernel that has no compile: why, and at which step (`launch`: no launch of it)."""
-    return {"kernel": kernel, "title": title, "config": "", "grid": None,
-            "error": {"message": message, "stage": stage, "log": ""}}
+    return {
+        "kernel": kernel,
+        "title": title,
+        "config": "",
+        "grid": None,
+        "error": {"message": message, "stage": stage, "log": ""},
+    }
 
 
 def _inspect_one(launch: ConcreteLaunch, target: Target, payload: dict, snapshots: bool) -> dict:
-    entry: dict[str, Any] = {"kernel": launch.kernel, "title": launch.title, "config": launch.config, "grid": launch.grid}
+    entry: dict[str, Any] = {
+        "kernel": launch.kernel,
+        "title": launch.title,
+        "config": launch.config,
+        "grid": launch.grid,
+    }
     try:
         record = compile_launch(launch, target, snapshots=snapshots)
     except CompileFailed as e:

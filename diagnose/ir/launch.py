@@ -109,9 +109,7 @@ def find_kernels(module: Any) -> dict[str, Any]:
         root = task.root
     found: dict[str, Any] = {}
     user_modules = [module] + [
-        m
-        for m in list(sys.modules.values())
-        if m is not module and _is_under(getattr(m, "__file__", None), root)
+        m for m in list(sys.modules.values()) if m is not module and _is_under(getattr(m, "__file__", None), root)
     ]
     for mod in user_modules:
         for name, value in list(vars(mod).items()):
@@ -247,20 +245,34 @@ def per_kernel_launches(module: Any, kernels: dict[str, Any]) -> list[Launch]:
         except Exception as e:  # the user's host code or a guess that does not fit the kernel
             out.append(Launch(wanted, None, (), origin=origin, label=label, error=replay_error(e)))
             continue
-        mine = [dataclasses.replace(launch, origin=origin, label=label) for launch in recorded
-                if wanted in (launch.kernel, getattr(unwrap(launch.fn), "__name__", launch.kernel))]
+        mine = [
+            dataclasses.replace(launch, origin=origin, label=label)
+            for launch in recorded
+            if wanted in (launch.kernel, getattr(unwrap(launch.fn), "__name__", launch.kernel))
+        ]
         if not mine:
             names = sorted({launch.kernel for launch in recorded}) or ["nothing"]
-            mine = [Launch(wanted, None, (), origin=origin, label=label,
-                           error=f"the replay launched {', '.join(names)}, not {wanted}")]
+            mine = [
+                Launch(
+                    wanted,
+                    None,
+                    (),
+                    origin=origin,
+                    label=label,
+                    error=f"the replay launched {', '.join(names)}, not {wanted}",
+                )
+            ]
         out += mine
     return out
 
 
 def replay_error(error: BaseException) -> str:
     """`Type: message (at file:line in function)`, the innermost frame of the user's code."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if "/diagnose/" not in f.filename
-              and "site-packages" not in f.filename]
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if "/diagnose/" not in f.filename and "site-packages" not in f.filename
+    ]
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
     first = (str(error).strip().splitlines() or [""])[0]
     return f"{type(error).__name__}: {first}{where}"

@@ -85,7 +85,9 @@ def timeline(record: CompileRecord) -> list[PassRow]:
                 lines_after=texts[after].count("\n"),
                 added=tuple(sorted(added.items(), key=lambda kv: -kv[1])),
                 removed=tuple(sorted(removed.items(), key=lambda kv: -kv[1])),
-                diagnostics=len([line for line in step.diagnostics.splitlines() if ": remark:" in line or ": warning:" in line]),
+                diagnostics=len(
+                    [line for line in step.diagnostics.splitlines() if ": remark:" in line or ": warning:" in line]
+                ),
             )
         )
     return rows
@@ -121,7 +123,12 @@ def pass_diff(record: CompileRecord, name: str, context: int = 2) -> str:
             out.append(f"--- {label}: no change\n")
             continue
         diff = difflib.unified_diff(
-            strip_locations(texts[before]), strip_locations(texts[after]), f"before {label}", f"after {label}", n=context, lineterm=""
+            strip_locations(texts[before]),
+            strip_locations(texts[after]),
+            f"before {label}",
+            f"after {label}",
+            n=context,
+            lineterm="",
         )
         out.append("\n".join(diff) + "\n")
     return "\n".join(out)
@@ -148,7 +155,9 @@ def op_history(record: CompileRecord, op: str, line: int | None = None) -> list[
             if line is None or len(texts[i]) > MAPPED_LIMIT:
                 counted[i] = OP_NAME.findall(texts[i]).count(op) if line is None else 0
             else:
-                counted[i] = sum(1 for o in parse_mlir_ops(texts[i]) if o.name == op and o.location and o.location.line == line)
+                counted[i] = sum(
+                    1 for o in parse_mlir_ops(texts[i]) if o.name == op and o.location and o.location.line == line
+                )
         return counted[i]
 
     changes = []

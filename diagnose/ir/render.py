@@ -70,10 +70,16 @@ def _timeline(rows: list[dict]) -> list[str]:
         if not r["changed"] and not r["diagnostics"]:
             ops = "(no change)"
         else:
-            ops = " ".join(f"+{n} {op}" for op, n in r["added"][:4]) + "  " + " ".join(f"-{n} {op}" for op, n in r["removed"][:4])
+            ops = (
+                " ".join(f"+{n} {op}" for op, n in r["added"][:4])
+                + "  "
+                + " ".join(f"-{n} {op}" for op, n in r["removed"][:4])
+            )
         remarks = f"  [{r['diagnostics']} remarks]" if r["diagnostics"] else ""
         lines = f"{r['lines_before']}->{r['lines_after']}"
-        out.append(f"  {r['index']:>3} {r['stage']:<11} {r['name'][:44]:<44} {r['seconds'] * 1000:>7.1f} {lines:>13}  {ops.strip()}{remarks}")
+        out.append(
+            f"  {r['index']:>3} {r['stage']:<11} {r['name'][:44]:<44} {r['seconds'] * 1000:>7.1f} {lines:>13}  {ops.strip()}{remarks}"
+        )
     return out
 
 

@@ -142,7 +142,9 @@ def parse_mlir_ops(text: str) -> list[IROp]:
         expanded = resolve_loc(loc, aliases) if loc else ""
         frames = tuple((f, int(ln), int(c)) for f, ln, c in FILE_LINE_COL.findall(expanded))
         names = LOC_NAME.findall(expanded)
-        ops.append(IROp(index=index, location=user_location(frames), frames=frames, var=names[-1] if names else None, **p))
+        ops.append(
+            IROp(index=index, location=user_location(frames), frames=frames, var=names[-1] if names else None, **p)
+        )
     return ops
 
 
@@ -193,7 +195,9 @@ def _asm_location(m: re.Match, files: dict[int, str], by_base: dict[str, str]) -
 
 
 # !7 = !DILocation(line: 9, column: 25, scope: !4, inlinedAt: !12)
-LLVM_DILOC = re.compile(r"^(![\d]+) = !DILocation\(line: (\d+), column: (\d+), scope: (![\d]+)(?:, inlinedAt: (![\d]+))?")
+LLVM_DILOC = re.compile(
+    r"^(![\d]+) = !DILocation\(line: (\d+), column: (\d+), scope: (![\d]+)(?:, inlinedAt: (![\d]+))?"
+)
 # !4 = distinct !DISubprogram(name: "add_kernel", ..., scope: !1, file: !1, line: 8, ...)   /   !DILexicalBlockFile(scope: !4, file: !1 ...)
 LLVM_SCOPE = re.compile(r"^(![\d]+) = (?:distinct )?!DI(?:Subprogram|LexicalBlock\w*)\(.*?\bfile: (![\d]+)")
 # !1 = !DIFile(filename: "k.py", directory: "/tmp")

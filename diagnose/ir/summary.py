@@ -34,7 +34,13 @@ def phrase(e: Evidence) -> str:
     if name == "GlobalAccessWidth":
         bits = _a(e, "bits")
         width = "TMA" if bits == "tma" else f"{bits}-bit"
-        why = f" ({e.arg('reason')}: {e.arg('detail')})" if e.arg("detail") else f" ({e.arg('reason')})" if e.arg("reason") else ""
+        why = (
+            f" ({e.arg('reason')}: {e.arg('detail')})"
+            if e.arg("detail")
+            else f" ({e.arg('reason')})"
+            if e.arg("reason")
+            else ""
+        )
         count = e.arg("widths") or f"{width} x{_a(e, 'instructions')}"
         return f"{_a(e, 'access')} {count}{why}"
     if name == "DotLowering":

@@ -8,7 +8,6 @@ server's state and the plumbing handlers share), `lifecycle`, `diagnostics`, `ho
 `fixes`, `rule_docs`.
 """
 
-
 import sys
 
 from diagnose.errors import EXIT_INTERNAL

@@ -26,12 +26,17 @@ def create_server() -> DiagnoseServer:
     server.feature(types.TEXT_DOCUMENT_DID_CHANGE)(diagnostics.did_change)
     server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))(diagnostics.did_save)
     server.feature(types.TEXT_DOCUMENT_DID_CLOSE)(diagnostics.did_close)
-    server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
-        identifier="diagnose", inter_file_dependencies=False, workspace_diagnostics=False))(diagnostics.pull)
+    server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(identifier="diagnose", inter_file_dependencies=False, workspace_diagnostics=False),
+    )(diagnostics.pull)
     server.feature(types.TEXT_DOCUMENT_HOVER)(hover.hover)
-    server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source],
-        resolve_provider=True))(code_actions.code_action)
+    server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source], resolve_provider=True
+        ),
+    )(code_actions.code_action)
     server.feature(types.CODE_ACTION_RESOLVE)(code_actions.resolve)
     server.command(optimize.COMMAND)(optimize.optimize)
     server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(optimize.progress_cancelled)

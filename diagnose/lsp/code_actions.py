@@ -66,10 +66,13 @@ def code_action(ls: DiagnoseServer, params: types.CodeActionParams) -> list[type
             for fix in fixes + ([suppression] if suppression else []):
                 actions.append(_action(ls, fix, doc, uri, diagnostic))
     if _wanted(types.CodeActionKind.Source, only) and ("class ModelNew" in source or "triton.jit" in source):
-        actions.append(types.CodeAction(
-            title=OPTIMIZE_TITLE if "class ModelNew" in source else OPTIMIZE_MODULE_TITLE,
-            kind=types.CodeActionKind.Source,
-            command=types.Command(title="diagnose optimize", command=COMMAND, arguments=[uri])))
+        actions.append(
+            types.CodeAction(
+                title=OPTIMIZE_TITLE if "class ModelNew" in source else OPTIMIZE_MODULE_TITLE,
+                kind=types.CodeActionKind.Source,
+                command=types.Command(title="diagnose optimize", command=COMMAND, arguments=[uri]),
+            )
+        )
     return actions or None
 
 
@@ -89,8 +92,9 @@ async def resolve(ls: DiagnoseServer, action: types.CodeAction) -> types.CodeAct
         finding = _finding(state, code, line)
         if finding is None:
             return _unresolved(ls, action, f"{code} is no longer reported on this line")
-        fix = await ls.run_blocking(rewrite_fix_by_id, data["fix"], finding, source, document_path(uri) or uri,
-                                    ls.settings_for(uri).target)
+        fix = await ls.run_blocking(
+            rewrite_fix_by_id, data["fix"], finding, source, document_path(uri) or uri, ls.settings_for(uri).target
+        )
     if not isinstance(fix, Fix):
         return _unresolved(ls, action, fix)
     doc = ls.open_document(uri)
@@ -106,16 +110,24 @@ def _resolves_edits(ls: DiagnoseServer) -> bool:
     return "edit" in (get_capability(ls.client_capabilities, path, None) or ())
 
 
-def _menu(finding: Finding | None, code: str, line: int, target: str, doc, uri: str,
-          diagnostic: types.Diagnostic) -> list[types.CodeAction]:
+def _menu(
+    finding: Finding | None, code: str, line: int, target: str, doc, uri: str, diagnostic: types.Diagnostic
+) -> list[types.CodeAction]:
     """The fixes of one diagnostic, without their edits (fast: no rewrite runs, nothing is parsed)."""
-    def action(title: str, fix: str, preferred: bool = False) -> types.CodeAction:
-        return types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                                is_preferred=preferred or None,
-                                data={"fix": fix, "uri": uri, "version": doc.version, "code": code, "line": line})
 
-    out = [action(fix_label(rewrite.title, rewrite.safety), rewrite.id, rewrite.safety == "safe")
-           for rewrite in (offered_rewrites(code, target) if finding else [])]
+    def action(title: str, fix: str, preferred: bool = False) -> types.CodeAction:
+        return types.CodeAction(
+            title=title,
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diagnostic],
+            is_preferred=preferred or None,
+            data={"fix": fix, "uri": uri, "version": doc.version, "code": code, "line": line},
+        )
+
+    out = [
+        action(fix_label(rewrite.title, rewrite.safety), rewrite.id, rewrite.safety == "safe")
+        for rewrite in (offered_rewrites(code, target) if finding else [])
+    ]
     if line < len(doc.lines) and suppression_edit(code, text_of(doc.lines[line]), line) is not None:
         out.append(action(suppression_title(code), "suppress"))
     return out
@@ -123,8 +135,9 @@ def _menu(finding: Finding | None, code: str, line: int, target: str, doc, uri: 
 
 def _unresolved(ls: DiagnoseServer, action: types.CodeAction, why: str) -> types.CodeAction:
     """The picked fix cannot be made: the action goes back without an edit, and the user is told why."""
-    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info,
-                                                   message=f"diagnose: {action.title}: {why}"))
+    ls.window_show_message(
+        types.ShowMessageParams(type=types.MessageType.Info, message=f"diagnose: {action.title}: {why}")
+    )
     return action
 
 
@@ -140,8 +153,13 @@ def _finding(state: DocumentState | None, code: str, line: int) -> Finding | Non
 
 
 def _action(ls: DiagnoseServer, fix: Fix, doc, uri: str, diagnostic: types.Diagnostic) -> types.CodeAction:
-    return types.CodeAction(title=fix.label, kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                            edit=_edit(ls, fix, doc.lines, doc.version, uri), is_preferred=fix.preferred or None)
+    return types.CodeAction(
+        title=fix.label,
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[diagnostic],
+        edit=_edit(ls, fix, doc.lines, doc.version, uri),
+        is_preferred=fix.preferred or None,
+    )
 
 
 def _edit(ls: DiagnoseServer, fix: Fix, lines: list[str], version: int | None, uri: str) -> types.WorkspaceEdit:
@@ -151,11 +169,19 @@ def _edit(ls: DiagnoseServer, fix: Fix, lines: list[str], version: int | None, u
     def position(line: int, col: int) -> types.Position:
         return codec.position_to_client_units(lines, ServerTextPosition(line, col))
 
-    edits = [types.TextEdit(range=types.Range(position(e.start_line, e.start_col), position(e.end_line, e.end_col)),
-                            new_text=e.text) for e in fix.edits]
+    edits = [
+        types.TextEdit(
+            range=types.Range(position(e.start_line, e.start_col), position(e.end_line, e.end_col)), new_text=e.text
+        )
+        for e in fix.edits
+    ]
     if ls.supports("workspace.workspace_edit.document_changes"):
         # Versioned: an editor whose buffer moved on since refuses the edit instead of garbling it.
-        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
-            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-            edits=edits)])
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=edits
+                )
+            ]
+        )
     return types.WorkspaceEdit(changes={uri: edits})

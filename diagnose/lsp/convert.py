@@ -37,8 +37,14 @@ def text_of(line: str) -> str:
     return line.rstrip("\r\n")
 
 
-def to_range(lines: Sequence[str], codec: PositionCodec, line: int, col: int = 0,
-             end_line: int | None = None, end_col: int | None = None) -> types.Range:
+def to_range(
+    lines: Sequence[str],
+    codec: PositionCodec,
+    line: int,
+    col: int = 0,
+    end_line: int | None = None,
+    end_col: int | None = None,
+) -> types.Range:
     """An LSP range from 1-based lines and 0-based character columns, clamped to the text.
 
     No end means "to the end of the start line" (the way triage underlines a multi-line node's start).
@@ -59,8 +65,9 @@ def to_range(lines: Sequence[str], codec: PositionCodec, line: int, col: int = 0
     )
 
 
-def finding_diagnostic(finding: Finding, uri: str, lines: Sequence[str], codec: PositionCodec,
-                       href: str | None) -> types.Diagnostic:
+def finding_diagnostic(
+    finding: Finding, uri: str, lines: Sequence[str], codec: PositionCodec, href: str | None
+) -> types.Diagnostic:
     loc = finding.location
     rule = RULES.get(finding.code)
     message = finding.message if finding.confidence != "low" else f"{finding.message} (low confidence)"
@@ -79,13 +86,24 @@ def finding_diagnostic(finding: Finding, uri: str, lines: Sequence[str], codec: 
         code_description=types.CodeDescription(href=href) if href else None,
         source=SOURCE,
         related_information=related or None,
-        data={"origin": "triage", "rule": rule.name if rule else None, "confidence": finding.confidence,
-              "fix": rule.fix_title if rule else None},
+        data={
+            "origin": "triage",
+            "rule": rule.name if rule else None,
+            "confidence": finding.confidence,
+            "fix": rule.fix_title if rule else None,
+        },
     )
 
 
-def fact_diagnostic(evidence: Evidence, kernels: Sequence[str], target: str, line: int,
-                    lines: Sequence[str], codec: PositionCodec, href: str | None) -> types.Diagnostic:
+def fact_diagnostic(
+    evidence: Evidence,
+    kernels: Sequence[str],
+    target: str,
+    line: int,
+    lines: Sequence[str],
+    codec: PositionCodec,
+    href: str | None,
+) -> types.Diagnostic:
     """A missed IR fact at (current) `line`; `kernels` are the compiled variants that showed it."""
     col = evidence.location.col if evidence.location else 0
     return types.Diagnostic(
@@ -99,8 +117,9 @@ def fact_diagnostic(evidence: Evidence, kernels: Sequence[str], target: str, lin
     )
 
 
-def compile_failure_diagnostic(kernel: str, target: str, message: str, stage: str | None, line: int,
-                               lines: Sequence[str], codec: PositionCodec) -> types.Diagnostic:
+def compile_failure_diagnostic(
+    kernel: str, target: str, message: str, stage: str | None, line: int, lines: Sequence[str], codec: PositionCodec
+) -> types.Diagnostic:
     where = f" in {stage}" if stage else ""
     return types.Diagnostic(
         range=to_range(lines, codec, line),

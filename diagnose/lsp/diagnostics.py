@@ -52,6 +52,7 @@ LARGE_FILE_LINES = 50_000
 
 # --- handlers -----------------------------------------------------------------------------------
 
+
 async def did_open(ls: DiagnoseServer, params: types.DidOpenTextDocumentParams) -> None:
     ls.state(params.text_document.uri)
     if not ls.pull_diagnostics:
@@ -100,6 +101,7 @@ async def pull(ls: DiagnoseServer, params: types.DocumentDiagnosticParams) -> ty
 
 # --- triage -------------------------------------------------------------------------------------
 
+
 def triage_text(source: str, path: str, settings: Settings) -> tuple[list[Finding], bool] | None:
     """Blocking: the findings of one text and whether it parses, or None for a file too large to
     triage per keystroke."""
@@ -141,8 +143,9 @@ def carried(findings: list[Finding], old: list[str], new: list[str]) -> list[Fin
         if loc.line not in moved:
             return None
         shift = moved[loc.line] - loc.line
-        return dataclasses.replace(loc, line=loc.line + shift,
-                                   end_line=None if loc.end_line is None else loc.end_line + shift)
+        return dataclasses.replace(
+            loc, line=loc.line + shift, end_line=None if loc.end_line is None else loc.end_line + shift
+        )
 
     out = []
     for f in findings:
@@ -214,6 +217,7 @@ async def compute_triage(ls: DiagnoseServer, uri: str) -> bool:
 
 # --- delivery -----------------------------------------------------------------------------------
 
+
 def current_diagnostics(ls: DiagnoseServer, uri: str) -> list[types.Diagnostic]:
     state = ls.state(uri)
     return state.triage + ir_diagnostics(ls, state)
@@ -227,8 +231,9 @@ def deliver(ls: DiagnoseServer, uri: str) -> None:
     state = ls.documents.get(uri)
     if state is None or state.triaged_version is None:
         return
-    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-        uri=uri, version=state.triaged_version, diagnostics=current_diagnostics(ls, uri)))
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=uri, version=state.triaged_version, diagnostics=current_diagnostics(ls, uri))
+    )
 
 
 def ir_diagnostics(ls: DiagnoseServer, state: DocumentState) -> list[types.Diagnostic]:
@@ -248,8 +253,17 @@ def ir_diagnostics(ls: DiagnoseServer, state: DocumentState) -> list[types.Diagn
     out = []
     for kernel in snapshot.kernels:
         if kernel.error and kernel.def_line in moved:
-            out.append(compile_failure_diagnostic(kernel.title, snapshot.target, kernel.error.get("message", "?"),
-                                                  kernel.error.get("stage"), moved[kernel.def_line], lines, codec))
+            out.append(
+                compile_failure_diagnostic(
+                    kernel.title,
+                    snapshot.target,
+                    kernel.error.get("message", "?"),
+                    kernel.error.get("stage"),
+                    moved[kernel.def_line],
+                    lines,
+                    codec,
+                )
+            )
         for e in kernel.evidence:
             if e.kind != "missed" or e.location.line not in moved:
                 continue
@@ -257,12 +271,22 @@ def ir_diagnostics(ls: DiagnoseServer, state: DocumentState) -> list[types.Diagn
             evidence, titles = grouped.get(key, (e, []))
             grouped[key] = (evidence, titles + [kernel.title])
     for (line, *_), (evidence, titles) in grouped.items():
-        out.append(fact_diagnostic(evidence, list(dict.fromkeys(titles)), snapshot.target, moved[line], lines,
-                                   codec, ls.rule_docs.href(evidence.name)))
+        out.append(
+            fact_diagnostic(
+                evidence,
+                list(dict.fromkeys(titles)),
+                snapshot.target,
+                moved[line],
+                lines,
+                codec,
+                ls.rule_docs.href(evidence.name),
+            )
+        )
     return out
 
 
 # --- IR on save ---------------------------------------------------------------------------------
+
 
 async def refresh_ir(ls: DiagnoseServer, uri: str) -> None:
     """Compute the saved file's IR facts in the background and deliver them (newest save wins)."""
@@ -304,12 +328,13 @@ async def refresh_ir(ls: DiagnoseServer, uri: str) -> None:
     state.ir_problem = None  # the IR000 warning goes with this delivery
     state.published += 1
     deliver(ls, uri)  # first: a client told "IR facts for" has the diagnostics that go with them
-    ls.log(f"{Path(path).name}: IR facts for {state.ir.target} "
-           f"({'stored result' if state.ir.from_cache else f'{state.ir.seconds:.1f} s'})")
+    ls.log(
+        f"{Path(path).name}: IR facts for {state.ir.target} "
+        f"({'stored result' if state.ir.from_cache else f'{state.ir.seconds:.1f} s'})"
+    )
 
 
-def _ir_unavailable(ls: DiagnoseServer, uri: str, state: DocumentState, problem: str,
-                    level: types.MessageType) -> None:
+def _ir_unavailable(ls: DiagnoseServer, uri: str, state: DocumentState, problem: str, level: types.MessageType) -> None:
     """No facts for this save: old facts would describe other code, so they go; the reason is
     logged and shown on line 1 (IR000) until a save compiles."""
     if problem == state.ir_problem and state.ir is None:

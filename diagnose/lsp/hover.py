@@ -77,5 +77,7 @@ def hover(ls: DiagnoseServer, params: types.HoverParams) -> types.Hover | None:
     kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
     line = params.position.line
     end = ls.workspace.position_codec.client_num_units(lines[line]) if line < len(lines) else 0
-    return types.Hover(contents=types.MarkupContent(kind=kind, value=text),
-                       range=types.Range(types.Position(line, 0), types.Position(line, end)))
+    return types.Hover(
+        contents=types.MarkupContent(kind=kind, value=text),
+        range=types.Range(types.Position(line, 0), types.Position(line, end)),
+    )

@@ -21,8 +21,15 @@ from diagnose.ir.inspect import evidence_from_dict
 from diagnose.records import Evidence
 
 # Facts about the whole kernel, anchored at its `def` line: shown on every line of the kernel's hover.
-KERNEL_FACTS = ("PtxasResources", "RegisterSpill", "AmdgcnResources", "LayoutConversions",
-                "SharedMemoryUsage", "SharedMemoryOverLimit", "LaunchShape")
+KERNEL_FACTS = (
+    "PtxasResources",
+    "RegisterSpill",
+    "AmdgcnResources",
+    "LayoutConversions",
+    "SharedMemoryUsage",
+    "SharedMemoryOverLimit",
+    "LaunchShape",
+)
 
 
 @dataclass(frozen=True)
@@ -75,18 +82,33 @@ def snapshot_from_result(result: dict, path: str, saved_text: str) -> IrSnapshot
     kernels = []
     for k in result.get("kernels", []):
         evidence = tuple(
-            e for e in map(evidence_from_dict, k.get("evidence", []))
-            if e.location is not None and _resolved(e.location.path) == here)
+            e
+            for e in map(evidence_from_dict, k.get("evidence", []))
+            if e.location is not None and _resolved(e.location.path) == here
+        )
         def_line = next((e.location.line for e in evidence if e.name in KERNEL_FACTS), None)
         names = (k.get("name"), k.get("kernel"))
         if def_line is None:
             def_line = next((extents[n][0] for n in names if n in extents), None)
         end_line = next((end for start, end in extents.values() if start == def_line), None)
         if evidence or (k.get("error") and def_line is not None):
-            kernels.append(KernelFacts(k.get("title") or k.get("kernel", "?"), def_line, end_line,
-                                       k.get("metadata", {}), evidence, k.get("error")))
-    return IrSnapshot(result.get("target", "?"), lines, tuple(kernels), bool(result.get("from_cache")),
-                      float(result.get("seconds") or 0.0))
+            kernels.append(
+                KernelFacts(
+                    k.get("title") or k.get("kernel", "?"),
+                    def_line,
+                    end_line,
+                    k.get("metadata", {}),
+                    evidence,
+                    k.get("error"),
+                )
+            )
+    return IrSnapshot(
+        result.get("target", "?"),
+        lines,
+        tuple(kernels),
+        bool(result.get("from_cache")),
+        float(result.get("seconds") or 0.0),
+    )
 
 
 def function_extents(source: str) -> dict[str, tuple[int, int]]:
@@ -95,8 +117,11 @@ def function_extents(source: str) -> dict[str, tuple[int, int]]:
         tree = syntax.parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return {}
-    return {node.name: (node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {
+        node.name: (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
 
 
 def line_map(saved: tuple[str, ...], current: list[str]) -> dict[int, int]:

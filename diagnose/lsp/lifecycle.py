@@ -19,7 +19,8 @@ def initialize(ls: DiagnoseServer, params: types.InitializeParams) -> None:
     ls.init_options = ls.take_options(params.initialization_options, "initializationOptions")
     ls.set_options(ls.init_options)
     ls.pull_diagnostics = ls.supports("text_document.diagnostic") and ls.supports(
-        "workspace.diagnostics.refresh_support")
+        "workspace.diagnostics.refresh_support"
+    )
 
 
 async def initialized(ls: DiagnoseServer, params: types.InitializedParams) -> None:
@@ -42,7 +43,8 @@ async def fetch_configuration(ls: DiagnoseServer) -> None:
         return
     try:
         result = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=[types.ConfigurationItem(section="diagnose")]))
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="diagnose")])
+        )
     except Exception as err:  # noqa: BLE001 - a client that fails this request keeps the options it gave
         ls.log(f"workspace/configuration failed: {err}", types.MessageType.Warning)
         return

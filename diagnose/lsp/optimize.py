@@ -66,9 +66,16 @@ def run_agent(path: str, settings: Settings, steps: list[str], checkpoint: Calla
         steps.extend(f"[{s['level']}] {s['action']}" for s in values.get("trace", []))
         checkpoint()
 
-    return optimize(path, target=settings.target, device=settings.device,
-                    budget=Budget(max_candidates=settings.max_candidates), on_step=on_step,
-                    on_start=checkpoint, on_candidate=checkpoint, out_dir=runs_root() / "editor")
+    return optimize(
+        path,
+        target=settings.target,
+        device=settings.device,
+        budget=Budget(max_candidates=settings.max_candidates),
+        on_step=on_step,
+        on_start=checkpoint,
+        on_candidate=checkpoint,
+        out_dir=runs_root() / "editor",
+    )
 
 
 def summarize(name: str, report: Report, run_id: str) -> str:
@@ -99,12 +106,17 @@ async def optimize(ls: DiagnoseServer, uri: str) -> dict:
     if path is None or not Path(path).is_file():
         return _tell(ls, Outcome(None, f"diagnose.optimize: {uri} is not a saved file"), types.MessageType.Error)
     if path in ls.checks_running:
-        return _tell(ls, Outcome(None, f"diagnose.optimize: already running on {task_name(path)}"),
-                     types.MessageType.Info)
+        return _tell(
+            ls, Outcome(None, f"diagnose.optimize: already running on {task_name(path)}"), types.MessageType.Info
+        )
     doc = ls.open_document(uri)
     if doc is not None and _unsaved(doc.source, path):
-        ls.window_show_message(types.ShowMessageParams(
-            type=types.MessageType.Warning, message=f"{task_name(path)} has unsaved changes: optimizing the saved file"))
+        ls.window_show_message(
+            types.ShowMessageParams(
+                type=types.MessageType.Warning,
+                message=f"{task_name(path)} has unsaved changes: optimizing the saved file",
+            )
+        )
     ls.checks_running.add(path)
     job = ls.jobs.start(ls.protocol.msg_id, f"diagnose optimize {task_name(path)}")
     try:
@@ -130,8 +142,9 @@ async def _run(ls: DiagnoseServer, uri: str, path: str, settings: Settings, job:
         while not work.done():
             await asyncio.wait([work], timeout=TICK_S)
             if progress and not work.done():
-                ls.work_done_progress.report(progress, types.WorkDoneProgressReport(
-                    message=progress_message(start, steps)))
+                ls.work_done_progress.report(
+                    progress, types.WorkDoneProgressReport(message=progress_message(start, steps))
+                )
     except asyncio.CancelledError:
         # Answered already (RequestCancelled); the thread stops at its next step: say when it has.
         work.add_done_callback(lambda done: _stopped(ls, job, done, steps))
@@ -160,17 +173,20 @@ async def _apply(ls: DiagnoseServer, uri: str, original: str, optimized: str, ou
     doc = ls.open_document(uri)
     current = doc.source if doc is not None else original
     if current != original:
-        return Outcome(outcome.passed, outcome.summary + " The document changed meanwhile: no edit applied.",
-                       outcome.run_id)
+        return Outcome(
+            outcome.passed, outcome.summary + " The document changed meanwhile: no edit applied.", outcome.run_id
+        )
     if not ls.supports("workspace.apply_edit"):
         return outcome
     lines = original.splitlines(keepends=True)
     end = types.Position(line=len(lines), character=0)
-    edit = types.WorkspaceEdit(changes={uri: [types.TextEdit(range=types.Range(types.Position(0, 0), end),
-                                                               new_text=optimized)]})
+    edit = types.WorkspaceEdit(
+        changes={uri: [types.TextEdit(range=types.Range(types.Position(0, 0), end), new_text=optimized)]}
+    )
     try:
-        answer = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
-            edit=edit, label="diagnose optimize: best verified candidate"))
+        answer = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label="diagnose optimize: best verified candidate")
+        )
     except Exception as err:  # noqa: BLE001 - a client that refuses still gets the outcome
         ls.log(f"workspace/applyEdit failed: {err}", types.MessageType.Warning)
         return outcome
@@ -189,8 +205,9 @@ async def _begin_progress(ls: DiagnoseServer, title: str) -> str | None:
     except Exception as err:  # noqa: BLE001 - no progress bar is no reason not to run
         ls.log(f"work done progress refused: {err}", types.MessageType.Warning)
         return None
-    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-        title=title, message="loading the task", cancellable=True))
+    ls.work_done_progress.begin(
+        token, types.WorkDoneProgressBegin(title=title, message="loading the task", cancellable=True)
+    )
     return token
 
 

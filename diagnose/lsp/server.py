@@ -77,8 +77,12 @@ class DiagnoseServer(LanguageServer):
     """pygls' server plus diagnose's state; handlers receive it as `ls`."""
 
     def __init__(self) -> None:
-        super().__init__("diagnose", VERSION, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                         protocol_cls=DiagnoseProtocol)
+        super().__init__(
+            "diagnose",
+            VERSION,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=DiagnoseProtocol,
+        )
         self.init_options = ClientOptions()
         self.options = ClientOptions()  # initializationOptions, then workspace/configuration on top
         self.documents: dict[str, DocumentState] = {}
@@ -135,8 +139,12 @@ class DiagnoseServer(LanguageServer):
 
     def log(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
         """To the client's log (window/logMessage) and to stderr."""
-        log.log({types.MessageType.Error: logging.ERROR, types.MessageType.Warning: logging.WARNING}
-                .get(level, logging.INFO), message)
+        log.log(
+            {types.MessageType.Error: logging.ERROR, types.MessageType.Warning: logging.WARNING}.get(
+                level, logging.INFO
+            ),
+            message,
+        )
         try:
             self.window_log_message(types.LogMessageParams(type=level, message=message))
         except Exception as err:  # noqa: BLE001 - the connection may be gone during shutdown
@@ -150,8 +158,10 @@ class DiagnoseServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A handler raised: log it (with the traceback on stderr) and keep serving, without a pop-up."""
         log.error("%s: %s", getattr(source, "__name__", source), error, exc_info=error)
-        self.log(f"internal error ({getattr(source, '__name__', source)}): {type(error).__name__}: {error}",
-                 types.MessageType.Error)
+        self.log(
+            f"internal error ({getattr(source, '__name__', source)}): {type(error).__name__}: {error}",
+            types.MessageType.Error,
+        )
 
     # --- background and blocking work ---------------------------------------------------------
 

@@ -28,7 +28,14 @@ from diagnose.ir.inspect import evidence_from_dict
 from diagnose.records import Evidence, Verdict
 from diagnose.optimizer.diff import output_name
 from diagnose.optimizer.pipeline import (
-    Built, _search_options, build, context_for, estimate_gains, make_candidate, survey, write_candidate,
+    Built,
+    _search_options,
+    build,
+    context_for,
+    estimate_gains,
+    make_candidate,
+    survey,
+    write_candidate,
 )
 from diagnose.rewrite.rewrite import RewriteContext
 from diagnose.rewrite.table import REWRITES
@@ -40,10 +47,19 @@ from diagnose.toolchain.placement import require
 from diagnose.verify.harness import CheckOptions, verify
 
 
-def rewrite_command(path: str, apply: list[str] | None = None, write: bool = False, target: str = DEFAULT_TARGET,
-                    device: str = "cpu", list_only: bool = False, *, search_configs: bool = True,
-                    verify_candidate: bool = True, seeds: int = 3,
-                    baselines: tuple[str, ...] = ("eager", "compile")) -> tuple[int, str]:
+def rewrite_command(
+    path: str,
+    apply: list[str] | None = None,
+    write: bool = False,
+    target: str = DEFAULT_TARGET,
+    device: str = "cpu",
+    list_only: bool = False,
+    *,
+    search_configs: bool = True,
+    verify_candidate: bool = True,
+    seeds: int = 3,
+    baselines: tuple[str, ...] = ("eager", "compile"),
+) -> tuple[int, str]:
     """Rewrite a task file (see the module docstring); returns (exit code, stdout text)."""
     file = Path(path)
     if not file.is_file():
@@ -73,8 +89,10 @@ def rewrite_command(path: str, apply: list[str] | None = None, write: bool = Fal
     if broken:
         lines.append(f"warning: the rewritten kernels do not compile for {spec.name} (the original does)")
     if candidate.predicted_gain is not None:
-        lines.append(f"estimate: {candidate.predicted_gain:.2f}x over the original on {spec.name} "
-                     "(static estimate, not a measurement)")
+        lines.append(
+            f"estimate: {candidate.predicted_gain:.2f}x over the original on {spec.name} "
+            "(static estimate, not a measurement)"
+        )
     # verified from the cache folder first, against the original task: the user's file is untouched so far
     code = EXIT_OK
     passed = True
@@ -105,8 +123,10 @@ def _hand_back(origin: Path, task_file: Path, new_source: str, apply: bool, aske
         return f"applied {patch.path} to {origin} (+{patch.added} -{patch.removed} lines; backup {backup})"
     if asked:
         return f"not applied to {origin.name}: it failed verification; patch {patch.path}"
-    return (f"wrote {patch.path} (+{patch.added} -{patch.removed} lines; apply with --write or "
-            f"`{apply_command(patch.path, origin)}`)")
+    return (
+        f"wrote {patch.path} (+{patch.added} -{patch.removed} lines; apply with --write or "
+        f"`{apply_command(patch.path, origin)}`)"
+    )
 
 
 def _wants_ir(apply: list[str] | None, list_only: bool) -> bool:
@@ -118,8 +138,15 @@ def _wants_ir(apply: list[str] | None, list_only: bool) -> bool:
 
 def ir_evidence(file: Path, target: str) -> list[Evidence]:
     """IR facts of the file's launches (the inspect worker, cached), for rewrites that read the IR."""
-    payload = {"path": str(file.resolve()), "target": target, "passes": False, "diff_pass": None, "stage": None,
-               "kernel": None, "cache_root": str(cache_root().resolve())}
+    payload = {
+        "path": str(file.resolve()),
+        "target": target,
+        "passes": False,
+        "diff_pass": None,
+        "stage": None,
+        "kernel": None,
+        "cache_root": str(cache_root().resolve()),
+    }
     result = cached_result(payload)
     if result is None:
         result = run_worker(payload)
@@ -160,7 +187,9 @@ def render_list(ctx: RewriteContext) -> str:
         mark = "applies" if a.precondition.holds else "no"
         called = f"  [called for by {', '.join(a.called_by)}]" if a.called_by else ""
         rows.append(f"{a.rewrite.id:22} {mark:8} {a.rewrite.safety:7} {a.precondition.reason}{called}")
-    header = f"{Path(ctx.path).name}  target {ctx.target.name}: {len(ctx.findings)} findings, {len(ctx.evidence)} IR facts"
+    header = (
+        f"{Path(ctx.path).name}  target {ctx.target.name}: {len(ctx.findings)} findings, {len(ctx.evidence)} IR facts"
+    )
     return "\n".join([header, *rows]) + "\n"
 
 
@@ -180,20 +209,31 @@ def output_path(file: Path, write: bool) -> tuple[Path, str | None]:
 
 
 def _verify(original: Path, candidate: Path, device: str, seeds: int, baselines: tuple[str, ...]) -> Verdict:
-    return verify(load_task(original, candidate), CheckOptions(device=device, initial=original.resolve(),
-                                                               seeds=tuple(range(seeds)), baselines=baselines))
+    return verify(
+        load_task(original, candidate),
+        CheckOptions(device=device, initial=original.resolve(), seeds=tuple(range(seeds)), baselines=baselines),
+    )
 
 
 def describe(verdict: Verdict) -> str:
     if verdict.failure is not None:
         return f"verification on {verdict.device}: FAILED ({verdict.failure.kind}: {verdict.failure.message})"
-    bad = [c.name for c in verdict.checks if not c.passed] + [f"{c.group}/{c.seed}" for c in verdict.cases if not c.passed]
+    bad = [c.name for c in verdict.checks if not c.passed] + [
+        f"{c.group}/{c.seed}" for c in verdict.cases if not c.passed
+    ]
     timed = [t for t in verdict.timings if t.variant == "candidate" and t.median_ms]
-    how = (f"; candidate median {', '.join(f'{t.group} {t.median_ms:.3f} ms' for t in timed)}" if timed
-           else "; not timed (no device here)" if verdict.device == "cpu" else "")
+    how = (
+        f"; candidate median {', '.join(f'{t.group} {t.median_ms:.3f} ms' for t in timed)}"
+        if timed
+        else "; not timed (no device here)"
+        if verdict.device == "cpu"
+        else ""
+    )
     status = "passed" if verdict.passed else f"FAILED ({', '.join(bad)})"
-    return (f"verification on {verdict.device}: {status} ({len(verdict.cases)} cases, "
-            f"{sum(c.passed for c in verdict.checks)}/{len(verdict.checks)} anti-cheat checks){how}")
+    return (
+        f"verification on {verdict.device}: {status} ({len(verdict.cases)} cases, "
+        f"{sum(c.passed for c in verdict.checks)}/{len(verdict.checks)} anti-cheat checks){how}"
+    )
 
 
 __all__ = ["rewrite_command", "Built"]

@@ -12,8 +12,14 @@ from pathlib import Path
 
 def unified_diff(old: str, new: str, path: str) -> str:
     name = Path(path).name
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{output_name(name)}"))
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{name}",
+            tofile=f"b/{output_name(name)}",
+        )
+    )
 
 
 def output_name(name: str) -> str:

@@ -31,6 +31,12 @@ def static_batch(payload: dict) -> dict:
 
 
 def _static_one(payload: dict, path: str) -> dict:
-    job = {"reference": payload["reference"], "candidate": path, "groups": payload.get("groups"),
-           "target": payload["target"], "cache_root": payload.get("cache_root"), "sass": False}
+    job = {
+        "reference": payload["reference"],
+        "candidate": path,
+        "groups": payload.get("groups"),
+        "target": payload["target"],
+        "cache_root": payload.get("cache_root"),
+        "sass": False,
+    }
     return static_job(job)

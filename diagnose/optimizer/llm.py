@@ -148,8 +148,9 @@ class TokenLedger:
         usage = TokenUsage()
         for p in self.proposals:
             usage += p.usage
-        return TokenReport(usage.prompt, usage.completion, sum(len(p.attempts) for p in self.proposals),
-                           len(mine), verified)
+        return TokenReport(
+            usage.prompt, usage.completion, sum(len(p.attempts) for p in self.proposals), len(mine), verified
+        )
 
 
 def available() -> tuple[bool, str]:
@@ -162,12 +163,19 @@ def build_messages(source: str, findings: Iterable[Finding], evidence: Iterable[
     spec = lookup(target)
     finding_lines = [f"- {f.code} line {f.location.line}: {f.message}" for f in findings]
     evidence_lines = [f"- {e}" for e in evidence if e.kind in ("missed", "analysis")][:MAX_EVIDENCE]
-    user = "\n".join([
-        f"Target: {spec.name} ({spec.device}).",
-        "Findings (source rules):", *(finding_lines or ["- none"]),
-        "Compiler evidence (offline compile for the target):", *(evidence_lines or ["- none"]),
-        "The task file:", "```python", source.rstrip(), "```",
-    ])
+    user = "\n".join(
+        [
+            f"Target: {spec.name} ({spec.device}).",
+            "Findings (source rules):",
+            *(finding_lines or ["- none"]),
+            "Compiler evidence (offline compile for the target):",
+            *(evidence_lines or ["- none"]),
+            "The task file:",
+            "```python",
+            source.rstrip(),
+            "```",
+        ]
+    )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -186,8 +194,7 @@ def extract_source(reply: str | None) -> str:
     except SyntaxError as exc:
         raise MalformedReply(f"the proposed file does not parse: line {exc.lineno}: {exc.msg}") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-    jit = any(isinstance(n, ast.FunctionDef) and any(is_jit_decorator(d) for d in n.decorator_list)
-              for n in tree.body)
+    jit = any(isinstance(n, ast.FunctionDef) and any(is_jit_decorator(d) for d in n.decorator_list) for n in tree.body)
     if "ModelNew" not in defined or not jit:
         raise MalformedReply("the proposed file has no ModelNew or no @triton.jit kernel")
     return text if text.endswith("\n") else text + "\n"
@@ -199,12 +206,17 @@ def client(config: LLMConfig):
         raise ToolchainError(why)
     import openai  # optional: openai (the llm extra; available() checked it)
 
-    return openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "EMPTY", timeout=config.timeout_s,
-                         max_retries=config.max_retries)
+    return openai.OpenAI(
+        base_url=config.base_url,
+        api_key=config.api_key or "EMPTY",
+        timeout=config.timeout_s,
+        max_retries=config.max_retries,
+    )
 
 
-def llm_propose(task_path: str | Path, findings: Iterable[Finding], evidence: Iterable[Evidence], target: str,
-                config: LLMConfig) -> LLMProposal:
+def llm_propose(
+    task_path: str | Path, findings: Iterable[Finding], evidence: Iterable[Evidence], target: str, config: LLMConfig
+) -> LLMProposal:
     """Ask the endpoint `config.attempts` times; every reply becomes a candidate or a recorded failure."""
     path = Path(task_path)
     source = path.read_text(encoding="utf-8")
@@ -215,8 +227,9 @@ def llm_propose(task_path: str | Path, findings: Iterable[Finding], evidence: It
     attempts = []
     for _ in range(max(1, config.attempts)):
         try:
-            response = api.chat.completions.create(model=config.model, messages=messages,
-                                                   temperature=config.temperature, max_tokens=config.max_tokens)
+            response = api.chat.completions.create(
+                model=config.model, messages=messages, temperature=config.temperature, max_tokens=config.max_tokens
+            )
         except openai.APITimeoutError as exc:
             attempts.append(Attempt(TokenUsage(), failure=f"timeout: {exc}"))
             continue
@@ -241,9 +254,14 @@ def llm_propose(task_path: str | Path, findings: Iterable[Finding], evidence: It
             attempts.append(Attempt(usage, failure=f"malformed: {exc}"))
             continue
         digest = hashlib.sha256(proposed.encode()).hexdigest()[:8]
-        candidate = Candidate(id=f"{path.stem.replace('.', '_')}-llm-{digest}", source=proposed,
-                              diff=unified_diff(source, proposed, str(path)), made_by=(f"llm:{config.model}",),
-                              safety="unsafe", answers=tuple(f"{f.code}@{path.name}:{f.location.line}" for f in findings))
+        candidate = Candidate(
+            id=f"{path.stem.replace('.', '_')}-llm-{digest}",
+            source=proposed,
+            diff=unified_diff(source, proposed, str(path)),
+            made_by=(f"llm:{config.model}",),
+            safety="unsafe",
+            answers=tuple(f"{f.code}@{path.name}:{f.location.line}" for f in findings),
+        )
         attempts.append(Attempt(usage, candidate))
     return LLMProposal(config.model, tuple(attempts))
 

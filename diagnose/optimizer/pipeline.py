@@ -78,10 +78,16 @@ def where(path: str | None, line: int | None) -> str:
 
 def called_by(rewrite: Rewrite, findings: Iterable[Finding], evidence: Iterable[Evidence]) -> tuple[str, ...]:
     """The findings (by code) and missed IR evidence (by name) that this rewrite answers."""
-    out = [f"{f.code}@{where(f.location.path, f.location.line)}" for f in findings
-           if f.code in rewrite.codes or rewrite.id in f.rewrites]
-    out += [f"{e.name}@{where(e.location.path if e.location else None, e.location.line if e.location else None)}"
-            for e in evidence if rewrite.answers(e)]
+    out = [
+        f"{f.code}@{where(f.location.path, f.location.line)}"
+        for f in findings
+        if f.code in rewrite.codes or rewrite.id in f.rewrites
+    ]
+    out += [
+        f"{e.name}@{where(e.location.path if e.location else None, e.location.line if e.location else None)}"
+        for e in evidence
+        if rewrite.answers(e)
+    ]
     return tuple(dict.fromkeys(out))
 
 
@@ -138,8 +144,10 @@ def build(ctx: RewriteContext, ids: Iterable[str], options: SearchOptions | None
 def chosen_params(rewrite: Rewrite, result: SearchResult) -> dict[str, Any]:
     """What a search result hands the rewrite: the best values, or (autotune) the ranked survivors."""
     if rewrite.id == "add-autotune":
-        kept = sorted((t for t in result.trials if t.pruned is None),
-                      key=lambda t: t.seconds if t.seconds is not None else math.inf)
+        kept = sorted(
+            (t for t in result.trials if t.pruned is None),
+            key=lambda t: t.seconds if t.seconds is not None else math.inf,
+        )
         return {"configs": [dict(t.values) for t in kept[:MAX_CONFIGS]]} if kept else {}
     return dict(result.chosen)
 
@@ -180,16 +188,24 @@ def context_for(task_path: str | Path, findings=None, evidence=None, target: str
     if not path.is_file():
         raise UsageError(f"{task_path}: no such file")
     source = path.read_text(encoding="utf-8")
-    return RewriteContext(source, str(path), lookup(target), as_findings(findings, source, str(path), target),
-                          as_evidence(evidence))
+    return RewriteContext(
+        source, str(path), lookup(target), as_findings(findings, source, str(path), target), as_evidence(evidence)
+    )
 
 
-def declined(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
-             evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET) -> list[tuple[str, str]]:
+def declined(
+    task_path: str | Path,
+    findings: Iterable[Finding | dict] | None = None,
+    evidence: Iterable[Evidence | dict] | None = (),
+    target: str = DEFAULT_TARGET,
+) -> list[tuple[str, str]]:
     """(rewrite id, why not) of each rewrite that answers one of the findings or evidence but whose
     precondition does not hold on the task: what a run that proposes nothing should say."""
-    return [(a.rewrite.id, a.precondition.reason) for a in survey(context_for(task_path, findings, evidence, target))
-            if a.called_by and not a.precondition.holds]
+    return [
+        (a.rewrite.id, a.precondition.reason)
+        for a in survey(context_for(task_path, findings, evidence, target))
+        if a.called_by and not a.precondition.holds
+    ]
 
 
 @dataclass(frozen=True)
@@ -220,17 +236,32 @@ class Proposal:
     kept: tuple[Kept, ...] = ()
 
 
-def propose(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
-            evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, **options) -> list[Candidate]:
+def propose(
+    task_path: str | Path,
+    findings: Iterable[Finding | dict] | None = None,
+    evidence: Iterable[Evidence | dict] | None = (),
+    target: str = DEFAULT_TARGET,
+    **options,
+) -> list[Candidate]:
     """Candidates for the task at `task_path` that answer `findings` / `evidence`: `proposal(...)`'s."""
     return proposal(task_path, findings, evidence, target, **options).candidates
 
 
-def proposal(task_path: str | Path, findings: Iterable[Finding | dict] | None = None,
-             evidence: Iterable[Evidence | dict] | None = (), target: str = DEFAULT_TARGET, *,
-             search_configs: bool = True, estimate: bool = True, device: str = "cpu", workers: int | None = None,
-             llm: Any = None, ledger: Any = None, device_lock: str | None = None,
-             tried: Iterable[str] = ()) -> Proposal:
+def proposal(
+    task_path: str | Path,
+    findings: Iterable[Finding | dict] | None = None,
+    evidence: Iterable[Evidence | dict] | None = (),
+    target: str = DEFAULT_TARGET,
+    *,
+    search_configs: bool = True,
+    estimate: bool = True,
+    device: str = "cpu",
+    workers: int | None = None,
+    llm: Any = None,
+    ledger: Any = None,
+    device_lock: str | None = None,
+    tried: Iterable[str] = (),
+) -> Proposal:
     """Candidates for the task at `task_path` that answer `findings` / `evidence` (see the module
     docstring), and those dropped before verification with why.
 
@@ -259,8 +290,10 @@ def proposal(task_path: str | Path, findings: Iterable[Finding | dict] | None = 
     gains, broken = estimate_gains(ctx, [b.source for b in built_all], options) if estimate and built_all else ({}, {})
     # a candidate that does not compile for the target (where the original does) is not worth verifying
     candidates = [make_candidate(ctx, b, gains.get(i)) for i, b in enumerate(built_all) if i not in broken]
-    dropped = tuple(Dropped(built_all[i].steps, f"does not compile for {ctx.target.name}: {why}")
-                    for i, why in sorted(broken.items()))
+    dropped = tuple(
+        Dropped(built_all[i].steps, f"does not compile for {ctx.target.name}: {why}")
+        for i, why in sorted(broken.items())
+    )
     if llm is not None:
         suggested = llm_propose(task_path, ctx.findings, ctx.evidence, target, llm)
         if ledger is not None:
@@ -269,14 +302,21 @@ def proposal(task_path: str | Path, findings: Iterable[Finding | dict] | None = 
     return Proposal(candidates, dropped, tuple(Kept(k, v) for k, v in kept.items()))
 
 
-def _search_options(task_path: str | Path, device: str, workers: int | None,
-                    device_lock: str | None = None) -> SearchOptions:
-    return SearchOptions(str(Path(task_path).resolve()), device=device, workers=workers,
-                         cache_root=str(cache_root().resolve()), device_lock=device_lock)
+def _search_options(
+    task_path: str | Path, device: str, workers: int | None, device_lock: str | None = None
+) -> SearchOptions:
+    return SearchOptions(
+        str(Path(task_path).resolve()),
+        device=device,
+        workers=workers,
+        cache_root=str(cache_root().resolve()),
+        device_lock=device_lock,
+    )
 
 
-def estimate_gains(ctx: RewriteContext, sources: list[str],
-                   options: SearchOptions | None) -> tuple[dict[int, float], dict[int, str]]:
+def estimate_gains(
+    ctx: RewriteContext, sources: list[str], options: SearchOptions | None
+) -> tuple[dict[int, float], dict[int, str]]:
     """Estimated speedup of each source over the original (static estimate) by index, and the first
     error of each source that does not compile for the target although the original does."""
     if not ctx.target.can_compile_here or options is None:
@@ -324,8 +364,15 @@ def write_candidate(task_path: str | Path, candidate: Candidate) -> Path:
     return path
 
 
-def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str = "cpu", target: str = DEFAULT_TARGET,
-             *, check: Any = None, parallel: int | None = None) -> list[tuple[Candidate, Verdict]]:
+def evaluate(
+    task_path: str | Path,
+    candidates: Iterable[Candidate],
+    device: str = "cpu",
+    target: str = DEFAULT_TARGET,
+    *,
+    check: Any = None,
+    parallel: int | None = None,
+) -> list[tuple[Candidate, Verdict]]:
     """Verify every candidate against the original task (correctness and anti-cheat, in workers), time
     them on a device, and return them best first (see `rank`)."""
     require(device)
@@ -339,6 +386,7 @@ def evaluate(task_path: str | Path, candidates: Iterable[Candidate], device: str
         return []
     # One reference job for all of them: every candidate is judged against the same cases.
     with prepared(load_task(task_path, paths[0]), options) as reference:
+
         def one(path: Path) -> Verdict:
             return verify(load_task(task_path, path), options, reference)
 

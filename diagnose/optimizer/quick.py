@@ -15,8 +15,9 @@ from diagnose.rewrite.table import REWRITES, rewrites_for
 from diagnose.targets import DEFAULT_TARGET, lookup
 
 
-def candidates_for_finding(finding: Finding, source: str, path: str = "<source>",
-                           target: str = DEFAULT_TARGET) -> list[Candidate]:
+def candidates_for_finding(
+    finding: Finding, source: str, path: str = "<source>", target: str = DEFAULT_TARGET
+) -> list[Candidate]:
     ctx = RewriteContext(source, path, lookup(target), (finding,))
     out = []
     for rewrite_id in dict.fromkeys((*finding.rewrites, *rewrites_for(finding.code))):

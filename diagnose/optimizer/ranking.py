@@ -80,8 +80,16 @@ def view(result: dict, target: Target) -> StaticView:
     per_group: dict[str, float] = {}
     for (group, _), entries in per_launch.items():
         per_group[group] = per_group.get(group, 0.0) + launch_seconds(entries)
-    return StaticView(result["path"], tuple(result.get("errors", ())), tuple(sorted(per_group.items())), spills,
-                      shared_over, tuple(engines), narrow, label)
+    return StaticView(
+        result["path"],
+        tuple(result.get("errors", ())),
+        tuple(sorted(per_group.items())),
+        spills,
+        shared_over,
+        tuple(engines),
+        narrow,
+        label,
+    )
 
 
 def launch_seconds(entries: list[tuple[str, float]]) -> float:
@@ -110,7 +118,7 @@ def placeholder_seconds(kernel: dict, facts: list[Evidence], target: Target) -> 
     narrow = sum(1 for e in facts if e.name == "GlobalAccessWidth" and e.kind == "missed")
     engine = next((e.arg("engine") for e in facts if e.name == "DotLowering"), None)
     off_engine = engine is not None and engine != best_engine(target)
-    return 1e-6 * waves * (2.0 ** narrow) * (2.0 if off_engine else 1.0)
+    return 1e-6 * waves * (2.0**narrow) * (2.0 if off_engine else 1.0)
 
 
 def gain(base: StaticView, candidate: StaticView) -> float | None:

@@ -73,8 +73,10 @@ class Trial:
 
 
 # `SearchResult.summary()` read back: the rewrite, the number of configurations, the ranking, the chosen values.
-SUMMARY = re.compile(r"(?P<rewrite>[\w-]+): (?P<configs>\d+) configs, \d+ after IR pruning, ranked by (?P<how>.+?); "
-                     r"chose (?P<chose>\w+=\w+(?:, \w+=\w+)*)")
+SUMMARY = re.compile(
+    r"(?P<rewrite>[\w-]+): (?P<configs>\d+) configs, \d+ after IR pruning, ranked by (?P<how>.+?); "
+    r"chose (?P<chose>\w+=\w+(?:, \w+=\w+)*)"
+)
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,10 @@ class SearchResult:
     def summary(self) -> str:
         """One line; `SUMMARY` reads it back (a sweep row's reason quotes a search that kept the source's values)."""
         kept = sum(1 for t in self.trials if t.pruned is None)
-        return (f"{self.rewrite}: {len(self.trials)} configs, {kept} after IR pruning, ranked by {self.ranked_by}; "
-                f"chose {', '.join(f'{k}={v}' for k, v in self.chosen)}")
+        return (
+            f"{self.rewrite}: {len(self.trials)} configs, {kept} after IR pruning, ranked by {self.ranked_by}; "
+            f"chose {', '.join(f'{k}={v}' for k, v in self.chosen)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -129,8 +133,9 @@ def static_prune(values: dict[str, int], target: Target) -> str | None:
     return None
 
 
-def compile_batch(task_path: str, paths: list[str], target: Target, workers: int | None,
-                  cache_root: str | None) -> dict[str, dict]:
+def compile_batch(
+    task_path: str, paths: list[str], target: Target, workers: int | None, cache_root: str | None
+) -> dict[str, dict]:
     """`static_batch` over `paths`, split across parallel workers: path -> result."""
     if not paths:
         return {}
@@ -138,12 +143,19 @@ def compile_batch(task_path: str, paths: list[str], target: Target, workers: int
     chunks = [paths[i::count] for i in range(count)]
 
     def run(chunk: list[str]) -> list[dict]:
-        payload = {"reference": str(Path(task_path).resolve()), "candidates": chunk, "target": target.name,
-                   "cache_root": cache_root, "groups": None}
+        payload = {
+            "reference": str(Path(task_path).resolve()),
+            "candidates": chunk,
+            "target": target.name,
+            "cache_root": cache_root,
+            "groups": None,
+        }
         result = call(ENTRY, payload, timeout_s=TIMEOUT_S, memory_limit=16 * 2**30)
         if not result.ok:
-            return [{"path": p, "kernels": [], "errors": [f"{result.failure.kind}: {result.failure.message}"]}
-                    for p in chunk]
+            return [
+                {"path": p, "kernels": [], "errors": [f"{result.failure.kind}: {result.failure.message}"]}
+                for p in chunk
+            ]
         return result.value["results"]
 
     with ThreadPoolExecutor(max_workers=count) as pool:
@@ -190,8 +202,12 @@ def search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpti
     space = rewrite.search_space(ctx, plan)
     folder = Path(options.cache_root, "search") if options.cache_root else None
 
-    key = hashlib.sha256(json.dumps([__version__, rewrite.id, ctx.source, _text(options.task_path), options.device,
-                                     ctx.target.name, space], default=str).encode()).hexdigest()[:24]
+    key = hashlib.sha256(
+        json.dumps(
+            [__version__, rewrite.id, ctx.source, _text(options.task_path), options.device, ctx.target.name, space],
+            default=str,
+        ).encode()
+    ).hexdigest()[:24]
     if folder is not None and (folder / f"{key}.json").is_file():
         try:
             return _loaded(json.loads((folder / f"{key}.json").read_text()))
@@ -212,26 +228,36 @@ def _text(path: str) -> str:
 
 
 def _loaded(data: dict) -> SearchResult:
-    trials = tuple(Trial(tuple(tuple(v) for v in t["values"]), t["pruned"], t["seconds"], t["measured"])
-                   for t in data["trials"])
-    return SearchResult(data["rewrite"], tuple(tuple(v) for v in data["chosen"]), trials,
-                        f"{data['ranked_by']}; from the search cache")
+    trials = tuple(
+        Trial(tuple(tuple(v) for v in t["values"]), t["pruned"], t["seconds"], t["measured"]) for t in data["trials"]
+    )
+    return SearchResult(
+        data["rewrite"], tuple(tuple(v) for v in data["chosen"]), trials, f"{data['ranked_by']}; from the search cache"
+    )
 
 
-def _search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOptions,
-            space: list[dict[str, Any]]) -> SearchResult:
+def _search(
+    rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOptions, space: list[dict[str, Any]]
+) -> SearchResult:
     if not space:
         return SearchResult(rewrite.id, (), (), "nothing to search")
     default = tuple(space[0].items())
 
     can_time = timed(options.device) and available(options.device)[0]
     if not rewrite.estimated and not can_time:
-        return SearchResult(rewrite.id, default, (Trial(default),),
-                            f"the current values ({rewrite.id} is chosen by timing only; nothing is timed on "
-                            f"{options.device})")
+        return SearchResult(
+            rewrite.id,
+            default,
+            (Trial(default),),
+            f"the current values ({rewrite.id} is chosen by timing only; nothing is timed on {options.device})",
+        )
     if not ctx.target.can_compile_here:
-        return SearchResult(rewrite.id, default, (Trial(default),),
-                            f"the default ({ctx.target.name} does not compile here, so nothing was pruned or ranked)")
+        return SearchResult(
+            rewrite.id,
+            default,
+            (Trial(default),),
+            f"the default ({ctx.target.name} does not compile here, so nothing was pruned or ranked)",
+        )
     trials: list[Trial] = []
     sources: dict[int, str] = {}
     for i, values in enumerate(space):
@@ -252,7 +278,9 @@ def _search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpt
             path = Path(folder, f"{stem}_cfg{i:02d}.py")
             path.write_text(text)
             paths[i] = str(path)
-        results = compile_batch(options.task_path, list(paths.values()), ctx.target, options.workers, options.cache_root)
+        results = compile_batch(
+            options.task_path, list(paths.values()), ctx.target, options.workers, options.cache_root
+        )
         views = {i: ranking.view(results[p], ctx.target) for i, p in paths.items() if p in results}
         reasons = ir_prune(views, ctx.target, measured=not rewrite.estimated)
         for i, why in reasons.items():
@@ -261,21 +289,28 @@ def _search(rewrite: Rewrite, ctx: RewriteContext, plan: Any, options: SearchOpt
         ranked_by = next((v.label for v in views.values()), ranking.ESTIMATE)
         if survivors and can_time:
             top_k = rewrite.timed_configs or options.top_k
-            survivors = (sorted(survivors)[:top_k] if not rewrite.estimated
-                         else sorted(survivors, key=lambda i: trials[i].seconds or math.inf)[:top_k])
+            survivors = (
+                sorted(survivors)[:top_k]
+                if not rewrite.estimated
+                else sorted(survivors, key=lambda i: trials[i].seconds or math.inf)[:top_k]
+            )
 
             # One reference job for every configuration timed.
             with prepared(load_task(options.task_path, paths[survivors[0]]), _check_options(options)) as reference:
                 if not rewrite.estimated:
                     seconds, failed = _side_by_side(options, {i: paths[i] for i in survivors}, reference)
                     if failed:
-                        return SearchResult(rewrite.id, default, tuple(trials), f"the current values (timing failed: {failed})")
+                        return SearchResult(
+                            rewrite.id, default, tuple(trials), f"the current values (timing failed: {failed})"
+                        )
                 for i in survivors:
                     timed_s = seconds[i] if not rewrite.estimated else _timed(options, paths[i], reference)
                     trials[i] = Trial(trials[i].values, seconds=timed_s, measured=True)
-            ranked_by = (f"time on {options.device} (harness medians; the first {top_k} of the search space)"
-                         if not rewrite.estimated else
-                         f"time on {options.device} (harness medians; top {top_k} by estimate)")
+            ranked_by = (
+                f"time on {options.device} (harness medians; the first {top_k} of the search space)"
+                if not rewrite.estimated
+                else f"time on {options.device} (harness medians; top {top_k} by estimate)"
+            )
     if not survivors:
         return SearchResult(rewrite.id, default, tuple(trials), "the default (no configuration survived pruning)")
     return SearchResult(rewrite.id, trials[pick(trials, survivors)].values, tuple(trials), ranked_by)
@@ -287,8 +322,11 @@ def pick(trials: list[Trial], survivors: list[int]) -> int:
     rewrite's preference order, its current values first where they are searched) wins."""
     fastest = min(trials[i].seconds if trials[i].seconds is not None else math.inf for i in survivors)
     tie = MEASURED_TIE if any(trials[i].measured for i in survivors) else ESTIMATE_TIE
-    return min(i for i in survivors if (trials[i].seconds if trials[i].seconds is not None else math.inf)
-               <= fastest * (1 + tie))
+    return min(
+        i
+        for i in survivors
+        if (trials[i].seconds if trials[i].seconds is not None else math.inf) <= fastest * (1 + tie)
+    )
 
 
 def _check_options(options: SearchOptions):

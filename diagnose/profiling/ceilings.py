@@ -83,11 +83,24 @@ class Ceilings(Record):
 def nominal(target: Target) -> Ceilings:
     """The datasheet roof of a target (`diagnose/targets.py`): nominal, never measured."""
     peaks = target.peaks
-    rates = [(dtype, tflops * 1e12) for dtype, tflops in
-             (("bf16", peaks.bf16_tflops), ("fp16", peaks.fp16_tflops), ("tf32", peaks.tf32_tflops),
-              ("fp32", peaks.fp32_tflops)) if tflops]
-    return Ceilings(device=target.device, copy_bytes_per_s=peaks.hbm_bytes_per_s, matmul_flops_per_s=tuple(rates),
-                    launch_overhead_s=None, measured=False, source=f"nominal: {peaks.source}")
+    rates = [
+        (dtype, tflops * 1e12)
+        for dtype, tflops in (
+            ("bf16", peaks.bf16_tflops),
+            ("fp16", peaks.fp16_tflops),
+            ("tf32", peaks.tf32_tflops),
+            ("fp32", peaks.fp32_tflops),
+        )
+        if tflops
+    ]
+    return Ceilings(
+        device=target.device,
+        copy_bytes_per_s=peaks.hbm_bytes_per_s,
+        matmul_flops_per_s=tuple(rates),
+        launch_overhead_s=None,
+        measured=False,
+        source=f"nominal: {peaks.source}",
+    )
 
 
 # ---------------------------------------------------------------- cache (either process)
@@ -124,8 +137,13 @@ def store(ceilings: Ceilings, root: str | Path | None = None) -> Path:
 def driver_version() -> str:
     """The NVIDIA driver version (`nvidia-smi`), or the CUDA driver API version torch reports."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
         if out:
             return out.splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError):
@@ -197,10 +215,15 @@ def measure(device: str = "cuda") -> Ceilings:
         del a, b
     torch.cuda.empty_cache()
     launch = launch_overhead(device)
-    return Ceilings(device=ident["device"], copy_bytes_per_s=copy_rate, matmul_flops_per_s=tuple(rates),
-                    launch_overhead_s=launch, measured=True,
-                    source="measured: copy 4 GiB fp32, torch matmul 8192^3, empty Triton kernel launches",
-                    identity=tuple(sorted(ident.items())))
+    return Ceilings(
+        device=ident["device"],
+        copy_bytes_per_s=copy_rate,
+        matmul_flops_per_s=tuple(rates),
+        launch_overhead_s=launch,
+        measured=True,
+        source="measured: copy 4 GiB fp32, torch matmul 8192^3, empty Triton kernel launches",
+        identity=tuple(sorted(ident.items())),
+    )
 
 
 def launch_overhead(device: str = "cuda") -> float:
@@ -224,7 +247,9 @@ def launch_overhead(device: str = "cuda") -> float:
     return statistics.median(samples)
 
 
-def cached_or_measured(device: str = "cuda", root: str | Path | None = None, refresh: bool = False) -> tuple[Ceilings, bool]:
+def cached_or_measured(
+    device: str = "cuda", root: str | Path | None = None, refresh: bool = False
+) -> tuple[Ceilings, bool]:
     """(ceilings, from_cache): the cached measurement for this device and versions, or a new one."""
     ident = identity(device)
     if not refresh:
@@ -239,8 +264,9 @@ def cached_or_measured(device: str = "cuda", root: str | Path | None = None, ref
 
 def ceilings_job(payload: dict[str, Any]) -> dict:
     """Worker entry: `{"device", "cache_root", "refresh"}` -> `{"ceilings", "from_cache"}`."""
-    ceilings, hit = cached_or_measured(payload.get("device", "cuda"), payload.get("cache_root"),
-                                       bool(payload.get("refresh")))
+    ceilings, hit = cached_or_measured(
+        payload.get("device", "cuda"), payload.get("cache_root"), bool(payload.get("refresh"))
+    )
     return {"ceilings": ceilings.to_dict(), "from_cache": hit}
 
 
@@ -250,8 +276,13 @@ def ceilings_job(payload: dict[str, Any]) -> dict:
 def ceilings_for(device: str = "cuda", refresh: bool = False, timeout_s: float = 900.0) -> tuple[Ceilings, bool]:
     """The device's ceilings from the cache or a measurement, run in a worker; UsageError without a device."""
     require(device)
-    result = call(JOB, {"device": device, "cache_root": str(cache_root().resolve()), "refresh": refresh},
-                  timeout_s=timeout_s, memory_limit=32 * 2**30, user_code=False)
+    result = call(
+        JOB,
+        {"device": device, "cache_root": str(cache_root().resolve()), "refresh": refresh},
+        timeout_s=timeout_s,
+        memory_limit=32 * 2**30,
+        user_code=False,
+    )
     if not result.ok:
         raise DiagnoseError(f"measuring the ceilings failed ({result.failure.kind}): {result.failure.message}")
     return Ceilings.from_dict(result.value["ceilings"]), bool(result.value["from_cache"])

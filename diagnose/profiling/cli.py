@@ -38,9 +38,18 @@ def profile_command(
     unknown = set(baselines) - {"eager", "compile"}
     if unknown:
         raise UsageError(f"unknown baseline {', '.join(sorted(unknown))}; baselines: eager, compile")
-    options = ProfileOptions(device=device, ncu=ncu, proton=proton, target=target, groups=tuple(groups) if groups else None,
-                             baselines=tuple(baselines), artifacts_dir=plot_dir, refresh_ceilings=refresh_ceilings,
-                             timeout_s=timeout_s, ncu_timeout_s=ncu_timeout_s)
+    options = ProfileOptions(
+        device=device,
+        ncu=ncu,
+        proton=proton,
+        target=target,
+        groups=tuple(groups) if groups else None,
+        baselines=tuple(baselines),
+        artifacts_dir=plot_dir,
+        refresh_ceilings=refresh_ceilings,
+        timeout_s=timeout_s,
+        ncu_timeout_s=ncu_timeout_s,
+    )
     result = profile_task(path, options)
     if fmt == "json":
         return EXIT_OK, json.dumps({"schema": "diagnose.profile/1", **result.to_dict()}, indent=1) + "\n"

@@ -60,8 +60,9 @@ def device_job(payload: dict) -> dict:
     out: dict[str, Any] = {"groups": groups, "work": [], "timings": [], "notes": [], "versions": versions(device)}
     if device == "cuda":
         with device_lock.exclusive(lock):
-            found, hit = ceiling_cache.cached_or_measured(device, payload.get("cache_root"),
-                                                          bool(payload.get("refresh_ceilings")))
+            found, hit = ceiling_cache.cached_or_measured(
+                device, payload.get("cache_root"), bool(payload.get("refresh_ceilings"))
+            )
         out["ceilings"], out["ceilings_from_cache"] = found.to_dict(), hit
     init_inputs = list(reference.get_init_inputs())
     eager = build_model(reference.Model, init_inputs, device)
@@ -156,8 +157,10 @@ def static_job(payload: dict) -> dict:
                 if payload.get("sass") and target.is_nvidia:
                     text = record.sass() or ""
                     # Every instruction stays (the join needs them all); only lines in the user's file count.
-                    entry["sass"] = [[off, ins, loc.line if loc and loc.path in (record.source_path, user_path) else None]
-                                     for off, ins, loc in sass_offsets(text)]
+                    entry["sass"] = [
+                        [off, ins, loc.line if loc and loc.path in (record.source_path, user_path) else None]
+                        for off, ins, loc in sass_offsets(text)
+                    ]
                     entry["sass_path"] = user_path
                 kernels.append(entry)
     return {"groups": groups, "target": target.name, "kernels": kernels, "errors": errors}

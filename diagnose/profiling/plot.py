@@ -23,7 +23,9 @@ from diagnose.records import Verdict
 MARKERS = {"candidate": "o", "initial": "s", "eager": "^", "compile": "D"}
 
 
-def points_from_verdict(verdict: Verdict, work: list[Work], roof: Roof, label_prefix: str = "") -> list[tuple[str, RooflinePosition]]:
+def points_from_verdict(
+    verdict: Verdict, work: list[Work], roof: Roof, label_prefix: str = ""
+) -> list[tuple[str, RooflinePosition]]:
     """(label, position) for every timed entry of a verdict whose group has counted work."""
     by_group = {w.group: w for w in work}
     out = []
@@ -33,7 +35,9 @@ def points_from_verdict(verdict: Verdict, work: list[Work], roof: Roof, label_pr
     return out
 
 
-def plot_roofline(points: list[tuple[str, RooflinePosition]], roof: Roof, stem: str | Path, title: str = "") -> list[str]:
+def plot_roofline(
+    points: list[tuple[str, RooflinePosition]], roof: Roof, stem: str | Path, title: str = ""
+) -> list[str]:
     import matplotlib  # deferred: matplotlib is heavy (~0.4 s)
 
     matplotlib.use("Agg")
@@ -49,21 +53,41 @@ def plot_roofline(points: list[tuple[str, RooflinePosition]], roof: Roof, stem: 
         lo = min(min(p.intensity for _, p in with_flops), ridge) / 8
         hi = max(max(p.intensity for _, p in with_flops), ridge) * 8
         xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-        ax.plot(xs, [min(roof.flops_per_s, x * roof.bytes_per_s) / 1e12 for x in xs], "k-", lw=1.5,
-                label=f"roof ({kind}): {roof.bytes_per_s / 1e12:.2f} TB/s, {roof.flops_per_s / 1e12:.0f} TFLOP/s {roof.dtype}")
+        ax.plot(
+            xs,
+            [min(roof.flops_per_s, x * roof.bytes_per_s) / 1e12 for x in xs],
+            "k-",
+            lw=1.5,
+            label=f"roof ({kind}): {roof.bytes_per_s / 1e12:.2f} TB/s, {roof.flops_per_s / 1e12:.0f} TFLOP/s {roof.dtype}",
+        )
         for label, p in with_flops:
-            ax.plot(p.intensity, p.achieved_flops_per_s / 1e12, MARKERS.get(p.variant, "x"), ms=8,
-                    label=f"{label} [{p.group}] {p.fraction:.0%}")
+            ax.plot(
+                p.intensity,
+                p.achieved_flops_per_s / 1e12,
+                MARKERS.get(p.variant, "x"),
+                ms=8,
+                label=f"{label} [{p.group}] {p.fraction:.0%}",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (FLOP/byte)")
         ax.set_ylabel("TFLOP/s")
     else:
         groups = sorted({p.group for _, p in points})
-        ax.axhline(roof.bytes_per_s / 1e12, color="k", lw=1.5, label=f"copy bandwidth ({kind}): {roof.bytes_per_s / 1e12:.2f} TB/s")
+        ax.axhline(
+            roof.bytes_per_s / 1e12,
+            color="k",
+            lw=1.5,
+            label=f"copy bandwidth ({kind}): {roof.bytes_per_s / 1e12:.2f} TB/s",
+        )
         for label, p in points:
-            ax.plot(groups.index(p.group), p.achieved_bytes_per_s / 1e12, MARKERS.get(p.variant, "x"), ms=8,
-                    label=f"{label} [{p.group}] {p.fraction:.0%}")
+            ax.plot(
+                groups.index(p.group),
+                p.achieved_bytes_per_s / 1e12,
+                MARKERS.get(p.variant, "x"),
+                ms=8,
+                label=f"{label} [{p.group}] {p.fraction:.0%}",
+            )
         ax.set_xticks(range(len(groups)), groups, rotation=10)
         ax.set_xlim(-0.5, len(groups) - 0.5)
         ax.set_ylim(0, roof.bytes_per_s / 1e12 * 1.15)

@@ -112,13 +112,13 @@ class ProfileResult(Record):
         return dict(self.findings).get(group, ())
 
 
-def _call(entry: str, payload: dict, options: ProfileOptions, interpret: bool = False,
-          device: str | None = None) -> dict:
+def _call(
+    entry: str, payload: dict, options: ProfileOptions, interpret: bool = False, device: str | None = None
+) -> dict:
     """Run a profiling job in a worker: here, or where `device`'s placement says (for `npu`, the
     interpreter that has torch_npu)."""
     placed = placement.require(device).runner_options() if device else {"interpret": interpret}
-    result = call(f"{JOBS}:{entry}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
-                  **placed)
+    result = call(f"{JOBS}:{entry}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit, **placed)
     if not result.ok:
         failure = result.failure
         if failure.kind == "load_error":
@@ -165,16 +165,31 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
     on_device = ok and timed(options.device)
     notes: list[str] = []
     if not on_device:
-        notes.append(f"no device: {why}" if not ok else f"device {options.device} runs the Triton interpreter: nothing is timed")
+        notes.append(
+            f"no device: {why}" if not ok else f"device {options.device} runs the Triton interpreter: nothing is timed"
+        )
     root = str(cache_root().resolve())
-    common = {"reference": str(task.reference_path), "candidate": str(task.candidate_path),
-              "groups": list(options.groups) if options.groups else None, "cache_root": root}
+    common = {
+        "reference": str(task.reference_path),
+        "candidate": str(task.candidate_path),
+        "groups": list(options.groups) if options.groups else None,
+        "cache_root": root,
+    }
     artifacts = Path(options.artifacts_dir) if options.artifacts_dir else None
     if on_device:
-        dev = _call("device_job", {**common, "device": options.device, "baselines": list(options.baselines),
-                                   "device_lock": options.device_lock,
-                                   "initial": options.initial, "refresh_ceilings": options.refresh_ceilings}, options,
-                    device=options.device)
+        dev = _call(
+            "device_job",
+            {
+                **common,
+                "device": options.device,
+                "baselines": list(options.baselines),
+                "device_lock": options.device_lock,
+                "initial": options.initial,
+                "refresh_ceilings": options.refresh_ceilings,
+            },
+            options,
+            device=options.device,
+        )
         versions = dev["versions"]
         target = target_for(options.device, versions, options.target)
         ceilings = Ceilings.from_dict(dev["ceilings"]) if "ceilings" in dev else nominal(target)
@@ -192,9 +207,14 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
         groups = tuple(off["groups"])
     kernels, static_facts, sass = _static(common, target, ceilings, options, notes)
     positions = tuple(
-        position(next(w for w in work if w.group == t.group), roof_for(ceilings, next(w for w in work if w.group == t.group).dtype),
-                 t.median_ms * 1e-3, t.variant)
-        for t in timings if t.median_ms and any(w.group == t.group for w in work) and ceilings.copy_bytes_per_s
+        position(
+            next(w for w in work if w.group == t.group),
+            roof_for(ceilings, next(w for w in work if w.group == t.group).dtype),
+            t.median_ms * 1e-3,
+            t.variant,
+        )
+        for t in timings
+        if t.median_ms and any(w.group == t.group for w in work) and ceilings.copy_bytes_per_s
     )
     counters: tuple[ncu_counters.NcuCounters, ...] = ()
     ncu_evidence: tuple[Evidence, ...] = ()
@@ -210,18 +230,40 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
         notes.append("proton skipped: no device to profile")
     findings = []
     for group in groups:
-        view = _view(group, task, target, ceilings, work, positions, kernels, static_facts,
-                     counters if group == groups[0] else (), ncu_evidence if group == groups[0] else (),
-                     line_evidence if group == groups[0] else ())
+        view = _view(
+            group,
+            task,
+            target,
+            ceilings,
+            work,
+            positions,
+            kernels,
+            static_facts,
+            counters if group == groups[0] else (),
+            ncu_evidence if group == groups[0] else (),
+            line_evidence if group == groups[0] else (),
+        )
         found = classify(view)
         if not on_device:
             found = [static_finding(view, target.name)] + found
         findings.append((group, tuple(found)))
-    result = ProfileResult(task=str(task.reference_path), device=options.device, timed=on_device, target=target.name,
-                           ceilings=ceilings, groups=groups, work=work, timings=timings, positions=positions,
-                           kernels=tuple(kernels), counters=counters,
-                           evidence=ncu_evidence + line_evidence + proton_evidence,
-                           findings=tuple(findings), notes=tuple(notes), versions=tuple(sorted(versions.items())))
+    result = ProfileResult(
+        task=str(task.reference_path),
+        device=options.device,
+        timed=on_device,
+        target=target.name,
+        ceilings=ceilings,
+        groups=groups,
+        work=work,
+        timings=timings,
+        positions=positions,
+        kernels=tuple(kernels),
+        counters=counters,
+        evidence=ncu_evidence + line_evidence + proton_evidence,
+        findings=tuple(findings),
+        notes=tuple(notes),
+        versions=tuple(sorted(versions.items())),
+    )
     if artifacts is not None:
         result = _write_artifacts(result, artifacts, task.name)
     return result
@@ -245,17 +287,34 @@ def _static(common: dict, target: Target, ceilings: Ceilings, options: ProfileOp
         loc = Location(**entry["location"]) if entry.get("location") else None
         if hw is None:
             continue
-        kernels.append(KernelView(entry["group"], entry["kernel"], entry["title"],
-                                  tuple(entry["grid"]) if entry.get("grid") else None, loc, features, estimate(features, hw)))
+        kernels.append(
+            KernelView(
+                entry["group"],
+                entry["kernel"],
+                entry["title"],
+                tuple(entry["grid"]) if entry.get("grid") else None,
+                loc,
+                features,
+                estimate(features, hw),
+            )
+        )
         facts[(entry["group"], entry["kernel"])] = [_evidence(e) for e in entry["facts"]]
         if "sass" in entry:
-            sass[(entry["group"], entry["kernel"])] = (
-                [(off, ins, Location(entry["sass_path"], line) if line else None) for off, ins, line in entry["sass"]])
+            sass[(entry["group"], entry["kernel"])] = [
+                (off, ins, Location(entry["sass_path"], line) if line else None) for off, ins, line in entry["sass"]
+            ]
     return kernels, facts, sass
 
 
-def _ncu(common: dict, group: str, kernels: list[KernelView], sass: dict, artifacts: Path | None,
-         options: ProfileOptions, notes: list[str]):
+def _ncu(
+    common: dict,
+    group: str,
+    kernels: list[KernelView],
+    sass: dict,
+    artifacts: Path | None,
+    options: ProfileOptions,
+    notes: list[str],
+):
     names = sorted({k.kernel for k in kernels if k.group == group})
     folder = artifacts / "ncu" if artifacts else Path(tempfile.mkdtemp(prefix="diagnose-ncu-"))
     payload = {"reference": common["reference"], "candidate": common["candidate"], "device": "cuda", "group": group}
@@ -268,13 +327,20 @@ def _ncu(common: dict, group: str, kernels: list[KernelView], sass: dict, artifa
     return read_ncu(run, group, kernels, sass, notes)
 
 
-def _proton(common: dict, kernels: list[KernelView], artifacts: Path | None, options: ProfileOptions,
-            notes: list[str]) -> tuple[Evidence, ...]:
+def _proton(
+    common: dict, kernels: list[KernelView], artifacts: Path | None, options: ProfileOptions, notes: list[str]
+) -> tuple[Evidence, ...]:
     """Proton's kernel times per (variant, group) scope as evidence; a failure is a note."""
     folder = artifacts / "proton" if artifacts else Path(tempfile.mkdtemp(prefix="diagnose-proton-"))
     folder.mkdir(parents=True, exist_ok=True)
-    payload = {"reference": common["reference"], "candidate": common["candidate"], "device": "cuda",
-               "groups": common["groups"], "repeats": options.proton_repeats, "out": str(folder / "proton")}
+    payload = {
+        "reference": common["reference"],
+        "candidate": common["candidate"],
+        "device": "cuda",
+        "groups": common["groups"],
+        "repeats": options.proton_repeats,
+        "out": str(folder / "proton"),
+    }
     try:
         ran = _call("proton_job", payload, options)
         tree = json.loads(Path(ran["path"]).read_text())
@@ -329,12 +395,24 @@ def reanalyze(folder: str | Path, task_path: str | Path, pages=None) -> ProfileR
     timings = tuple(Timing(**t) for t in saved["timings"])
     groups = tuple(saved["groups"])
     notes = [n for n in saved["notes"] if not n.startswith("ncu")]
-    common = {"reference": str(task.reference_path), "candidate": str(task.candidate_path), "groups": list(groups),
-              "cache_root": str(cache_root().resolve())}
+    common = {
+        "reference": str(task.reference_path),
+        "candidate": str(task.candidate_path),
+        "groups": list(groups),
+        "cache_root": str(cache_root().resolve()),
+    }
     options = ProfileOptions(device=saved["device"], ncu=True, target=target.name)
     kernels, facts, sass = _static(common, target, ceilings, options, notes)
-    positions = tuple(position(next(w for w in work if w.group == t.group), roof_for(ceilings, next(w for w in work if w.group == t.group).dtype),
-                               t.median_ms * 1e-3, t.variant) for t in timings if t.median_ms)
+    positions = tuple(
+        position(
+            next(w for w in work if w.group == t.group),
+            roof_for(ceilings, next(w for w in work if w.group == t.group).dtype),
+            t.median_ms * 1e-3,
+            t.variant,
+        )
+        for t in timings
+        if t.median_ms
+    )
     counters, ncu_evidence, line_evidence = (), (), ()
     if pages is None and (folder / "ncu").is_dir():
         pages = load_run(folder / "ncu")
@@ -343,28 +421,58 @@ def reanalyze(folder: str | Path, task_path: str | Path, pages=None) -> ProfileR
     findings = []
     for group in groups:
         first = group == groups[0]
-        view = _view(group, task, target, ceilings, work, positions, kernels, facts, counters if first else (),
-                     ncu_evidence if first else (), line_evidence if first else ())
+        view = _view(
+            group,
+            task,
+            target,
+            ceilings,
+            work,
+            positions,
+            kernels,
+            facts,
+            counters if first else (),
+            ncu_evidence if first else (),
+            line_evidence if first else (),
+        )
         findings.append((group, tuple(classify(view))))
-    return ProfileResult(task=str(task.reference_path), device=saved["device"], timed=saved["timed"], target=target.name,
-                         ceilings=ceilings, groups=groups, work=work, timings=timings, positions=positions,
-                         kernels=tuple(kernels), counters=counters, evidence=ncu_evidence + line_evidence,
-                         findings=tuple(findings), plots=tuple(saved.get("plots", ())),
-                         notes=tuple(notes + ["re-analysed offline from the run's saved measurements and ncu pages"]),
-                         versions=tuple(tuple(v) for v in saved.get("versions", ())))
+    return ProfileResult(
+        task=str(task.reference_path),
+        device=saved["device"],
+        timed=saved["timed"],
+        target=target.name,
+        ceilings=ceilings,
+        groups=groups,
+        work=work,
+        timings=timings,
+        positions=positions,
+        kernels=tuple(kernels),
+        counters=counters,
+        evidence=ncu_evidence + line_evidence,
+        findings=tuple(findings),
+        plots=tuple(saved.get("plots", ())),
+        notes=tuple(notes + ["re-analysed offline from the run's saved measurements and ncu pages"]),
+        versions=tuple(tuple(v) for v in saved.get("versions", ())),
+    )
 
 
-def _view(group, task, target, ceilings, work, positions, kernels, facts, counters, ncu_evidence, line_evidence) -> GroupView:
+def _view(
+    group, task, target, ceilings, work, positions, kernels, facts, counters, ncu_evidence, line_evidence
+) -> GroupView:
     mine = [k for k in kernels if k.group == group]
     location = next((k.location for k in mine if k.location), None) or Location(str(task.candidate_path), 1)
     ir = [e for k in mine for e in facts.get((group, k.kernel), [])]
     return GroupView(
-        group=group, location=location, sm_count=target.sm_count,
+        group=group,
+        location=location,
+        sm_count=target.sm_count,
         work=next((w for w in work if w.group == group), None),
         position=next((p for p in positions if p.group == group and p.variant == "candidate"), None),
         launch_overhead_s=ceilings.launch_overhead_s,
-        features=tuple(k.features for k in mine), estimates=tuple(k.estimate for k in mine),
-        counters=tuple(counters), counter_evidence=tuple(ncu_evidence), line_evidence=tuple(line_evidence),
+        features=tuple(k.features for k in mine),
+        estimates=tuple(k.estimate for k in mine),
+        counters=tuple(counters),
+        counter_evidence=tuple(ncu_evidence),
+        line_evidence=tuple(line_evidence),
         ir_evidence=tuple(ir),
     )
 
@@ -377,13 +485,17 @@ def _write_artifacts(result: ProfileResult, folder: Path, name: str) -> ProfileR
         by_group: dict[str, float] = {}
         for k in result.kernels:
             by_group[k.group] = by_group.get(k.group, 0.0) + k.estimate.time_s
-        points = [("candidate (estimate)", position(w, roof_for(result.ceilings, w.dtype), by_group[w.group], "estimate"))
-                  for w in result.work if w.group in by_group and result.ceilings.copy_bytes_per_s]
+        points = [
+            ("candidate (estimate)", position(w, roof_for(result.ceilings, w.dtype), by_group[w.group], "estimate"))
+            for w in result.work
+            if w.group in by_group and result.ceilings.copy_bytes_per_s
+        ]
     if points:
         roof = roof_for(result.ceilings, result.work[0].dtype)
         kind = "measured" if result.timed else "estimated"
-        plots = plot_roofline(points, roof, folder / f"{name}.roofline",
-                              title=f"{name} on {result.ceilings.device} ({kind})")
+        plots = plot_roofline(
+            points, roof, folder / f"{name}.roofline", title=f"{name} on {result.ceilings.device} ({kind})"
+        )
     result = replace(result, plots=tuple(plots))
     (folder / f"{name}.profile.json").write_text(json.dumps(result.to_dict(), indent=1))
     return result

@@ -50,12 +50,20 @@ def proton_lines(result: ProfileResult, group: str) -> list[str]:
         if e.source != "proton" or e.name != "ScopeTime" or not scope.endswith(f"@{group}"):
             continue
         rate = e.arg("achieved_bytes_per_s")
-        slowest = next((k for k in result.evidence if k.source == "proton" and k.name == "KernelTime"
-                        and k.arg("scope") == scope), None)
-        out.append(f"  proton     {scope.split('@')[0]:<10} {e.arg('ms_per_forward'):.4f} ms/forward"
-                   + (f"  {rate / 1e12:.2f} TB/s" if rate else "")
-                   + (f"  slowest {slowest.arg('kernel')} {slowest.arg('us_per_launch')} us/launch "
-                      f"({slowest.arg('share'):.0%})" if slowest else ""))
+        slowest = next(
+            (k for k in result.evidence if k.source == "proton" and k.name == "KernelTime" and k.arg("scope") == scope),
+            None,
+        )
+        out.append(
+            f"  proton     {scope.split('@')[0]:<10} {e.arg('ms_per_forward'):.4f} ms/forward"
+            + (f"  {rate / 1e12:.2f} TB/s" if rate else "")
+            + (
+                f"  slowest {slowest.arg('kernel')} {slowest.arg('us_per_launch')} us/launch "
+                f"({slowest.arg('share'):.0%})"
+                if slowest
+                else ""
+            )
+        )
     return out
 
 
@@ -63,23 +71,31 @@ def render_text(result: ProfileResult) -> str:
     name = Path(result.task).name
     lines = []
     if not result.timed:
-        lines.append(f"{result.notes[0]}; showing the static estimate for {result.target} (an estimate, not a measurement)")
+        lines.append(
+            f"{result.notes[0]}; showing the static estimate for {result.target} (an estimate, not a measurement)"
+        )
     lines.append(f"{name}  device {result.device}  target {result.target}")
     lines.append("  " + ceilings_line(result))
     for group in result.groups:
         work = next((w for w in result.work if w.group == group), None)
         lines.append(f"== {group}")
         if work:
-            lines.append(f"  work       {_si(work.bytes, 'B')} ({work.bytes_source}), {_si(work.flops, 'FLOP')} ({work.flops_source}), "
-                         f"{work.dtype}; intensity {work.intensity:.3g} FLOP/B")
+            lines.append(
+                f"  work       {_si(work.bytes, 'B')} ({work.bytes_source}), {_si(work.flops, 'FLOP')} ({work.flops_source}), "
+                f"{work.dtype}; intensity {work.intensity:.3g} FLOP/B"
+            )
         for p in (p for p in result.positions if p.group == group):
-            lines.append(f"  roofline   {p.variant:<10} {_ms(p.time_s):>10}  bound {_ms(p.bound_s)} ({p.regime})  "
-                         f"{p.fraction:6.1%} of roofline  {p.achieved_bytes_per_s / 1e12:.2f} TB/s"
-                         + (f", {p.achieved_flops_per_s / 1e12:.0f} TFLOP/s" if p.achieved_flops_per_s else ""))
+            lines.append(
+                f"  roofline   {p.variant:<10} {_ms(p.time_s):>10}  bound {_ms(p.bound_s)} ({p.regime})  "
+                f"{p.fraction:6.1%} of roofline  {p.achieved_bytes_per_s / 1e12:.2f} TB/s"
+                + (f", {p.achieved_flops_per_s / 1e12:.0f} TFLOP/s" if p.achieved_flops_per_s else "")
+            )
         for k in (k for k in result.kernels if k.group == group):
             e = k.estimate
-            lines.append(f"  estimate   {k.kernel:<10} {_ms(e.time_s):>10}  (static {e.label}: {e.bottleneck}; memory {_ms(e.memory_s)}, "
-                         f"compute {_ms(e.compute_s)}, overhead {_ms(e.overhead_s)})")
+            lines.append(
+                f"  estimate   {k.kernel:<10} {_ms(e.time_s):>10}  (static {e.label}: {e.bottleneck}; memory {_ms(e.memory_s)}, "
+                f"compute {_ms(e.compute_s)}, overhead {_ms(e.overhead_s)})"
+            )
         lines += proton_lines(result, group)
         findings = result.group_findings(group)
         primary = next((f for f in findings if f.code != "PRF301"), None)
@@ -92,7 +108,7 @@ def render_text(result: ProfileResult) -> str:
                 lines.append(f"  also       {f.code} {f.message}")
                 for e in f.evidence[:2]:
                     lines.append(f"    - {evidence_line(e)}")
-    for note in result.notes[1 if not result.timed else 0:]:
+    for note in result.notes[1 if not result.timed else 0 :]:
         lines.append(f"note: {note}")
     if result.plots:
         lines.append("plot: " + ", ".join(result.plots))

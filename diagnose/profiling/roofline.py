@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diagnose.profiling.ceilings import Ceilings
+
 # `Work` and `Roof` are records of the report (`diagnose/records.py`); this module computes with them.
 from diagnose.records import Record, Roof, Work
 

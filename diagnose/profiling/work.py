@@ -27,8 +27,14 @@ from diagnose.verify.inputs import draw, group_table
 from diagnose.verify.jobs import build_model
 
 HINT = "ROOFLINE hint"
-DTYPE_LABELS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
-                "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}
+DTYPE_LABELS = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float32": "fp32",
+    "float64": "fp64",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
+}
 
 
 def tensor_bytes(values: Any) -> int:
@@ -71,8 +77,7 @@ def count_work(module: ModuleType, model: Any, inputs: list, group: str) -> Work
     hint_bytes, hint_flops = hinted(module, "bytes", inputs), hinted(module, "flops", inputs)
     dtype = dominant_dtype(list(inputs))
     if hint_bytes is not None and hint_flops is not None:
-        return Work(group=group, bytes=hint_bytes, flops=hint_flops, dtype=dtype,
-                    bytes_source=HINT, flops_source=HINT)
+        return Work(group=group, bytes=hint_bytes, flops=hint_flops, dtype=dtype, bytes_source=HINT, flops_source=HINT)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         outputs = model(*inputs)
     state = list(model.parameters()) + list(model.buffers())

@@ -17,8 +17,14 @@ def correctness_table(verdict: Verdict) -> Table:
     for column in ("group", "seed", "result", "max abs err", "max rel err", "why"):
         table.add_column(column)
     for case in verdict.cases:
-        table.add_row(case.group, str(case.seed), "pass" if case.passed else "[red]FAIL[/red]",
-                      fmt(case.max_abs_err), fmt(case.max_rel_err), case.reason or "")
+        table.add_row(
+            case.group,
+            str(case.seed),
+            "pass" if case.passed else "[red]FAIL[/red]",
+            fmt(case.max_abs_err),
+            fmt(case.max_rel_err),
+            case.reason or "",
+        )
     return table
 
 
@@ -49,8 +55,15 @@ def timing_table(verdict: Verdict) -> Table:
                 parts.append(f"{over_compile[t.group]:.2f}x vs compile")
             speedup = ", ".join(parts)
         spread = f"{fmt(t.p20_ms, 4)}-{fmt(t.p80_ms, 4)}"
-        table.add_row(t.group, t.variant, fmt(t.median_ms, 4), spread, f"{t.cv:.3f}", str(t.reps),
-                      speedup + ("" if t.stable else " (unstable)"))
+        table.add_row(
+            t.group,
+            t.variant,
+            fmt(t.median_ms, 4),
+            spread,
+            f"{t.cv:.3f}",
+            str(t.reps),
+            speedup + ("" if t.stable else " (unstable)"),
+        )
     return table
 
 
@@ -69,6 +82,8 @@ def render_check(report: Report, console: Console) -> None:
     for note in verdict.notes:
         console.print(f"note: {note}", markup=False)
     if verdict.phases:
-        console.print("harness wall time: " + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in verdict.phases),
-                      markup=False)
+        console.print(
+            "harness wall time: " + ", ".join(f"{step} {seconds:.1f} s" for step, seconds in verdict.phases),
+            markup=False,
+        )
     console.print("[green]PASSED[/green]" if verdict.passed else "[red]FAILED[/red]")

@@ -10,10 +10,12 @@ from diagnose.records import Report
 from diagnose.report import run_view
 from diagnose.report.roofline_plot import RooflinePlot, svg_for
 
-STYLE = ("body{font-family:sans-serif;max-width:64em;margin:1em auto;padding:0 1em}"
-         "pre{background:#f6f6f6;padding:6px;overflow:auto}table{border-collapse:collapse}"
-         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.note{color:#555}"
-         ".failed{color:#b00}.src{background:#f6f6f6;padding:1px 4px}figure{margin:0}svg{max-width:100%;height:auto}")
+STYLE = (
+    "body{font-family:sans-serif;max-width:64em;margin:1em auto;padding:0 1em}"
+    "pre{background:#f6f6f6;padding:6px;overflow:auto}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.note{color:#555}"
+    ".failed{color:#b00}.src{background:#f6f6f6;padding:1px 4px}figure{margin:0}svg{max-width:100%;height:auto}"
+)
 
 
 def e(text) -> str:
@@ -42,7 +44,9 @@ def candidates_section(report: Report) -> str:
     body = "".join(
         f"<tr><td>{e(r.id)}</td><td>{e(r.rewrites)}</td><td>{e(r.answers)}</td><td>{e(r.safety)}</td>"
         f"<td class='{'passed' if r.verdict == 'passed' else 'failed'}'>{e(r.verdict)}</td>"
-        f"<td>{e(r.medians)}</td><td>{e(r.speedup)}</td></tr>" for r in rows)
+        f"<td>{e(r.medians)}</td><td>{e(r.speedup)}</td></tr>"
+        for r in rows
+    )
     diffs = "".join(f"<h3>{e(r.id)}: {e(r.verdict)}</h3><pre>{e(r.diff) or '(no diff)'}</pre>" for r in rows)
     return f"<h2>Candidates</h2><table><tr>{head}</tr>{body}</table>{diffs}"
 
@@ -52,14 +56,18 @@ def render_html(report: Report, plot: RooflinePlot | None = None, svg: str | Non
     if plot is None:
         plot, svg = svg_for(report)
     trace = "".join(f"<li><b>{e(s.level)}</b> {e(s.action)}: {e(s.reason)}</li>" for s in report.trace)
-    findings = "".join(f"<li><code>{e(f.code)}</code> line {f.location.line}: {e(f.message)}</li>"
-                       for f in report.findings) or "<li>(none)</li>"
+    findings = (
+        "".join(f"<li><code>{e(f.code)}</code> line {f.location.line}: {e(f.message)}</li>" for f in report.findings)
+        or "<li>(none)</li>"
+    )
     name = report.module or report.task
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>diagnose optimize: "
-            f"{e(name)}</title><style>{STYLE}</style></head><body>"
-            f"<h1>diagnose optimize</h1><p>{e(name)}: target {e(report.target)}, device {e(report.device)}, "
-            f"deepest level {e(report.deepest_level or '-')}</p>"
-            f"<p><b>{e(run_view.outcome(report))}</b></p><p class='note'>{e(run_view.timing_note(report))}</p>"
-            f"{roofline_section(plot, svg)}<h2>Escalation trace</h2><ol>{trace}</ol>"
-            f"<h2>Findings</h2><ul>{findings}</ul>{evidence_section(report)}{candidates_section(report)}"
-            "</body></html>\n")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>diagnose optimize: "
+        f"{e(name)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>diagnose optimize</h1><p>{e(name)}: target {e(report.target)}, device {e(report.device)}, "
+        f"deepest level {e(report.deepest_level or '-')}</p>"
+        f"<p><b>{e(run_view.outcome(report))}</b></p><p class='note'>{e(run_view.timing_note(report))}</p>"
+        f"{roofline_section(plot, svg)}<h2>Escalation trace</h2><ol>{trace}</ol>"
+        f"<h2>Findings</h2><ul>{findings}</ul>{evidence_section(report)}{candidates_section(report)}"
+        "</body></html>\n"
+    )

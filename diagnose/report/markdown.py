@@ -15,10 +15,21 @@ def cell(text: str) -> str:
 def render_markdown(report: Report, plot_link: str | None = None) -> str:
     """`plot_link`: where the roofline SVG was written (relative to the Markdown file), None when it was not."""
     plot = roofline_plot(report)
-    out = [f"# diagnose optimize: {report.module or report.task}", "",
-           f"target {report.target}, device {report.device}, deepest level {report.deepest_level or '-'}"
-           + (f", wall time {report.wall_s:g} s" if report.wall_s is not None else ""), "",
-           run_view.outcome(report), "", run_view.timing_note(report), "", "## Roofline", "", plot.note, ""]
+    out = [
+        f"# diagnose optimize: {report.module or report.task}",
+        "",
+        f"target {report.target}, device {report.device}, deepest level {report.deepest_level or '-'}"
+        + (f", wall time {report.wall_s:g} s" if report.wall_s is not None else ""),
+        "",
+        run_view.outcome(report),
+        "",
+        run_view.timing_note(report),
+        "",
+        "## Roofline",
+        "",
+        plot.note,
+        "",
+    ]
     if plot.points and plot_link:
         out += [f"![roofline]({plot_link})", ""]
     elif plot.points:
@@ -37,8 +48,10 @@ def render_markdown(report: Report, plot_link: str | None = None) -> str:
         out.append("(none proposed)")
     else:
         out += ["| id | rewrites | answers | safety | verdict | median | speedup |", "|---|---|---|---|---|---|---|"]
-        out += [f"| {cell(r.id)} | {cell(r.rewrites)} | {cell(r.answers)} | {r.safety} | {cell(r.verdict)} | {cell(r.medians)} | {r.speedup} |"
-                for r in rows]
+        out += [
+            f"| {cell(r.id)} | {cell(r.rewrites)} | {cell(r.answers)} | {r.safety} | {cell(r.verdict)} | {cell(r.medians)} | {r.speedup} |"
+            for r in rows
+        ]
     for r in rows:
         out += ["", f"### {r.id}: {r.verdict}", "", "```diff", r.diff.rstrip("\n") or "(no diff)", "```"]
     return "\n".join(out) + "\n"

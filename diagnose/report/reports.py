@@ -20,9 +20,14 @@ def environment() -> tuple[tuple[str, str], ...]:
 def check_report(task: Task, verdict: Verdict, target: str = "-") -> Report:
     """The report of `diagnose check`: one candidate, the `ModelNew` as given."""
     given = Candidate(id="given", source=task.candidate_path.read_text(), diff="", made_by=("given",))
-    return Report(task=str(task.reference_path), target=target, device=verdict.device,
-                  candidates=((given, verdict),), best="given" if verdict.passed else None,
-                  environment=environment())
+    return Report(
+        task=str(task.reference_path),
+        target=target,
+        device=verdict.device,
+        candidates=((given, verdict),),
+        best="given" if verdict.passed else None,
+        environment=environment(),
+    )
 
 
 def schema() -> dict:

@@ -32,7 +32,9 @@ class RooflinePlot:
     note: str
 
 
-def timed_points(report: Report, work: dict[str, Work], roof: Roof, groups: list[str]) -> list[tuple[str, RooflinePosition]]:
+def timed_points(
+    report: Report, work: dict[str, Work], roof: Roof, groups: list[str]
+) -> list[tuple[str, RooflinePosition]]:
     """(label, position) for the initial kernel, the baselines and every timed candidate, in `groups`."""
     points: list[tuple[str, RooflinePosition]] = []
     seen: set[tuple[str, str]] = set()
@@ -60,22 +62,37 @@ def timed_points(report: Report, work: dict[str, Work], roof: Roof, groups: list
 def roofline_plot(report: Report) -> RooflinePlot:
     data = report.roofline
     if data is None or not data.work or data.roof is None:
-        return RooflinePlot(None, (), False, "Nothing to plot: the run has no roofline data "
-                                             "(the profile level did not run, or it counted no work).")
+        return RooflinePlot(
+            None,
+            (),
+            False,
+            "Nothing to plot: the run has no roofline data (the profile level did not run, or it counted no work).",
+        )
     roof = data.roof
     work = {w.group: w for w in data.work}
     groups = [data.group] if data.group in work else sorted(work)
     points = timed_points(report, work, roof, groups)
     if points:
-        return RooflinePlot(roof, tuple(points), False,
-                            f"Measured medians on {report.device} against the {'measured' if roof.measured else 'nominal'} "
-                            f"roof, input group {', '.join(groups)}.")
+        return RooflinePlot(
+            roof,
+            tuple(points),
+            False,
+            f"Measured medians on {report.device} against the {'measured' if roof.measured else 'nominal'} "
+            f"roof, input group {', '.join(groups)}.",
+        )
     label = f"{data.profiled or 'profiled kernel'} (estimate)"
-    estimates = [(label, position(work[g], roof, ms * 1e-3, "estimate"))
-                 for g, ms in sorted(data.estimate_ms or ()) if g in work and ms > 0]
+    estimates = [
+        (label, position(work[g], roof, ms * 1e-3, "estimate"))
+        for g, ms in sorted(data.estimate_ms or ())
+        if g in work and ms > 0
+    ]
     if estimates:
-        return RooflinePlot(roof, tuple(estimates), True, "Nothing was timed: the points are the static estimates of "
-                                                         "the profiled kernel, not measurements.")
+        return RooflinePlot(
+            roof,
+            tuple(estimates),
+            True,
+            "Nothing was timed: the points are the static estimates of the profiled kernel, not measurements.",
+        )
     return RooflinePlot(None, (), False, "Nothing was timed and there is no static estimate: nothing to plot.")
 
 
@@ -83,8 +100,12 @@ def write_svg(plot: RooflinePlot, folder: str | Path, title: str) -> Path | None
     """Draw the plot into `<folder>/roofline.svg` (and `.png`); None when there is nothing to plot."""
     if not plot.points or plot.roof is None:
         return None
-    paths = plot_roofline(list(plot.points), plot.roof, Path(folder) / Path(SVG_NAME).stem,
-                          title=f"{title} ({'estimated' if plot.estimated else 'measured'})")
+    paths = plot_roofline(
+        list(plot.points),
+        plot.roof,
+        Path(folder) / Path(SVG_NAME).stem,
+        title=f"{title} ({'estimated' if plot.estimated else 'measured'})",
+    )
     return Path(next(p for p in paths if p.endswith(".svg")))
 
 

@@ -40,8 +40,8 @@ class CandidateRow:
     rewrites: str
     safety: str
     verdict: str
-    medians: str        # the candidate's median per timed group, or "not timed"
-    speedup: str        # "1.52x" measured, "2.13x (estimate)" without timings, "-" when it failed
+    medians: str  # the candidate's median per timed group, or "not timed"
+    speedup: str  # "1.52x" measured, "2.13x (estimate)" without timings, "-" when it failed
     diff: str
     answers: str = "-"  # the findings and IR evidence it answers (`CODE@file:line`), "-" when none
 
@@ -71,10 +71,14 @@ def timed(report: Report) -> bool:
 
 def timing_note(report: Report) -> str:
     if timed(report):
-        return (f"Timed on {report.device}: speedups are ratios of medians measured with one protocol "
-                "(the baselines in a worker of their own).")
-    return (f"Nothing was timed (device {report.device}): candidates are ranked by the static estimate, "
-            "and every gain shown is an estimate.")
+        return (
+            f"Timed on {report.device}: speedups are ratios of medians measured with one protocol "
+            "(the baselines in a worker of their own)."
+        )
+    return (
+        f"Nothing was timed (device {report.device}): candidates are ranked by the static estimate, "
+        "and every gain shown is an estimate."
+    )
 
 
 def source_text(path: str, line: int, files: dict[str, list[str] | None]) -> str | None:
@@ -96,8 +100,10 @@ def evidence_by_line(report: Report) -> list[SourceLine]:
         if where and item not in grouped[(where.path, where.line)]:
             grouped[(where.path, where.line)].append(item)
     files: dict[str, list[str] | None] = {}
-    return [SourceLine(path, line, source_text(path, line, files), tuple(items[:EVIDENCE_PER_LINE]))
-            for (path, line), items in sorted(grouped.items())]
+    return [
+        SourceLine(path, line, source_text(path, line, files), tuple(items[:EVIDENCE_PER_LINE]))
+        for (path, line), items in sorted(grouped.items())
+    ]
 
 
 def describe(item: Evidence) -> str:
@@ -125,8 +131,16 @@ def candidate_row(candidate: Candidate, verdict: Verdict) -> CandidateRow:
         speedup = f"{value:.2f}x"
     else:
         speedup = f"{value:.2f}x (estimate)"
-    return CandidateRow(candidate.id, ", ".join(candidate.made_by), candidate.safety, verdict_text(verdict),
-                        ", ".join(medians) or "not timed", speedup, candidate.diff, ", ".join(candidate.answers) or "-")
+    return CandidateRow(
+        candidate.id,
+        ", ".join(candidate.made_by),
+        candidate.safety,
+        verdict_text(verdict),
+        ", ".join(medians) or "not timed",
+        speedup,
+        candidate.diff,
+        ", ".join(candidate.answers) or "-",
+    )
 
 
 def candidate_rows(report: Report) -> list[CandidateRow]:

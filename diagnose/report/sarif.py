@@ -21,19 +21,29 @@ def descriptor(code: str, severity: str) -> dict[str, Any]:
     spec = PROFILE_CODES.get(code)
     if spec is None:
         return {"id": code, "shortDescription": {"text": code}, "defaultConfiguration": {"level": LEVEL[severity]}}
-    return {"id": code, "name": spec.name, "shortDescription": {"text": spec.title},
-            "help": {"text": spec.fix_title}, "defaultConfiguration": {"level": LEVEL[spec.severity]},
-            "properties": {"tags": ["performance", "profile"]}}
+    return {
+        "id": code,
+        "name": spec.name,
+        "shortDescription": {"text": spec.title},
+        "help": {"text": spec.fix_title},
+        "defaultConfiguration": {"level": LEVEL[spec.severity]},
+        "properties": {"tags": ["performance", "profile"]},
+    }
 
 
 def result(f: Finding, index: int, source: str, root: str, seen: dict[tuple[str, str], int]) -> dict[str, Any]:
     line_hash = _line_hash(f, source)
     key = (f.location.path, line_hash)
     seen[key] = seen.get(key, 0) + 1
-    return {"ruleId": f.code, "ruleIndex": index, "level": LEVEL[f.severity], "message": {"text": f.message},
-            "locations": [_location(f.location, root)],
-            "partialFingerprints": {"primaryLocationLineHash": f"{line_hash}:{seen[key]}"},
-            "properties": {"confidence": f.confidence}}
+    return {
+        "ruleId": f.code,
+        "ruleIndex": index,
+        "level": LEVEL[f.severity],
+        "message": {"text": f.message},
+        "locations": [_location(f.location, root)],
+        "partialFingerprints": {"primaryLocationLineHash": f"{line_hash}:{seen[key]}"},
+        "properties": {"confidence": f.confidence},
+    }
 
 
 def report_sarif(report: Report, root: str | Path) -> dict[str, Any]:

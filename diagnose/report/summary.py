@@ -13,7 +13,9 @@ from diagnose.report import run_view
 
 def candidates_table(report: Report) -> Table:
     timed = run_view.timed(report)
-    table = Table(title="candidates" + ("" if timed else " (nothing timed: speedups are estimates)"), title_justify="left")
+    table = Table(
+        title="candidates" + ("" if timed else " (nothing timed: speedups are estimates)"), title_justify="left"
+    )
     for column in ("id", "rewrites", "answers", "verdict", "median", "speedup"):
         table.add_column(column, overflow="fold")  # a narrow terminal folds a cell, never cuts it
     for row in run_view.candidate_rows(report):

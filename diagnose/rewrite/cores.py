@@ -32,6 +32,10 @@ def core_count_helper(ctx: RewriteContext, dot: bool) -> tuple[str, list[cst.Bas
     for a `tl.dot` kernel (the cube units), else vector cores."""
     name = unique_name(module_names(ctx.module), "_core_count")
     fallback = ctx.target.sm_count if dot or not ctx.target.vector_cores else ctx.target.vector_cores
-    text = HELPER.format(name=name, fallback=fallback, npu_unit="AI" if dot else "vector",
-                         npu_key="num_aicore" if dot else "num_vectorcore")
+    text = HELPER.format(
+        name=name,
+        fallback=fallback,
+        npu_unit="AI" if dot else "vector",
+        npu_key="num_aicore" if dot else "num_vectorcore",
+    )
     return name, statements(text)

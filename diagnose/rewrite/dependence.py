@@ -20,7 +20,14 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.source import (
-    assigned_names, int_value, is_tl_call, keyword, names, positional, program_calls, walk,
+    assigned_names,
+    int_value,
+    is_tl_call,
+    keyword,
+    names,
+    positional,
+    program_calls,
+    walk,
 )
 
 EXITS = (cst.Return, cst.Break, cst.Continue)
@@ -50,8 +57,13 @@ def reads(expr: cst.CSTNode, seed: str, axes: frozenset[int]) -> set[str]:
     return found
 
 
-def dependence(function: cst.FunctionDef, seed: str, axes: frozenset[int] = frozenset(),
-               accesses: tuple[str, ...] = (), host: bool = False) -> Dependence:
+def dependence(
+    function: cst.FunctionDef,
+    seed: str,
+    axes: frozenset[int] = frozenset(),
+    accesses: tuple[str, ...] = (),
+    host: bool = False,
+) -> Dependence:
     """What in `function` may depend on `seed`; `accesses` names the `tl` calls to report; `host`: the
     function is host code, whose `with` blocks are followed."""
     bound: dict[str, set[str]] = {}

@@ -81,9 +81,11 @@ def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
     if arg is not None:
         return call.with_deep_changes(arg, value=value)
     args = list(call.args)
-    new = cst.Arg(value=value, keyword=cst.Name(name),
-                  equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                        whitespace_after=cst.SimpleWhitespace("")))
+    new = cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
     unpacked = next((i for i, a in enumerate(args) if a.star == "**"), None)
     if unpacked is not None:  # keywords go before `**kwargs`, where a reader looks for them
         new = new.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -124,13 +126,25 @@ def fit_call(call: cst.Call, indent: int, limit: int = LINE_LIMIT, lead: int = 0
             prev = args[i - 1]
             broken_already = isinstance(getattr(prev.comma, "whitespace_after", None), cst.ParenthesizedWhitespace)
             if isinstance(prev.comma, cst.Comma) and not broken_already:
-                args[i - 1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=cst.ParenthesizedWhitespace(
-                    first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(" " * open_col))))
+                args[i - 1] = prev.with_changes(
+                    comma=prev.comma.with_changes(
+                        whitespace_after=cst.ParenthesizedWhitespace(
+                            first_line=cst.TrailingWhitespace(),
+                            indent=True,
+                            last_line=cst.SimpleWhitespace(" " * open_col),
+                        )
+                    )
+                )
                 column = indent + open_col
         if isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace):
             if hanging is None:  # an existing break stays, realigned under the paren (the grid may have grown)
-                args[i] = arg = arg.with_changes(comma=arg.comma.with_changes(
-                    whitespace_after=arg.comma.whitespace_after.with_changes(last_line=cst.SimpleWhitespace(" " * open_col))))
+                args[i] = arg = arg.with_changes(
+                    comma=arg.comma.with_changes(
+                        whitespace_after=arg.comma.whitespace_after.with_changes(
+                            last_line=cst.SimpleWhitespace(" " * open_col)
+                        )
+                    )
+                )
             column = indent + len(arg.comma.whitespace_after.last_line.value)
         else:
             column += len(text) + 2
@@ -201,30 +215,43 @@ def with_params(node: cst.FunctionDef, *params: str) -> cst.FunctionDef:
     new = []
     for index, text in enumerate(params):
         name, _, annotation = (part.strip() for part in text.partition(":"))
-        param = cst.Param(name=cst.Name(name),
-                          annotation=cst.Annotation(cst.parse_expression(annotation)) if annotation else None)
+        param = cst.Param(
+            name=cst.Name(name), annotation=cst.Annotation(cst.parse_expression(annotation)) if annotation else None
+        )
         if needs_default:
             space = cst.SimpleWhitespace(" " if annotation else "")
-            param = param.with_changes(default=cst.Integer("1"),
-                                       equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space))
+            param = param.with_changes(
+                default=cst.Integer("1"), equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space)
+            )
         if index < len(params) - 1:
             param = param.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         new.append(param)
     grown = node.with_changes(params=node.params.with_changes(params=[*old, *new]))
     if old and _header_width(grown) > LINE_LIMIT:  # the new ones on a line of their own, under the others
-        breaks = [p.comma.whitespace_after for p in old[:-1] if isinstance(p.comma, cst.Comma)
-                  and isinstance(p.comma.whitespace_after, cst.ParenthesizedWhitespace)]
+        breaks = [
+            p.comma.whitespace_after
+            for p in old[:-1]
+            if isinstance(p.comma, cst.Comma) and isinstance(p.comma.whitespace_after, cst.ParenthesizedWhitespace)
+        ]
         under = breaks[-1].last_line.value if breaks else " " * (len("def ") + len(node.name.value) + 1)
-        old[-1] = old[-1].with_changes(comma=cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
-            first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(under))))
+        old[-1] = old[-1].with_changes(
+            comma=cst.Comma(
+                whitespace_after=cst.ParenthesizedWhitespace(
+                    first_line=cst.TrailingWhitespace(), indent=True, last_line=cst.SimpleWhitespace(under)
+                )
+            )
+        )
         grown = node.with_changes(params=node.params.with_changes(params=[*old, *new]))
     return grown
 
 
 def _header_width(node: cst.FunctionDef) -> int:
     """The longest line of a function's `def` line(s), as written at column 0."""
-    header = code(node.with_changes(decorators=[], leading_lines=[],
-                                    body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])))
+    header = code(
+        node.with_changes(
+            decorators=[], leading_lines=[], body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
+        )
+    )
     return max(len(line) for line in header.split(":\n", 1)[0].splitlines())
 
 
@@ -238,8 +265,9 @@ def unique_name(taken: Iterable[str], base: str) -> str:
     return f"{base}_{i}"
 
 
-def restarted_each_iteration(body: list[cst.BaseStatement], params: Iterable[str],
-                              taken: Iterable[str]) -> tuple[list[cst.BaseStatement], list[cst.BaseStatement]]:
+def restarted_each_iteration(
+    body: list[cst.BaseStatement], params: Iterable[str], taken: Iterable[str]
+) -> tuple[list[cst.BaseStatement], list[cst.BaseStatement]]:
     """For wrapping `body` in a loop: the kernel parameters it moves (`X += row * stride`, pointer
     bumping) would start each iteration where the last one left them. Returns the statements to put
     before the loop (`X_start = X`) and at the head of each iteration (`X = X_start`); both empty when
@@ -266,8 +294,9 @@ def insert_after(module: cst.Module, anchor: cst.CSTNode, new: list[cst.BaseStat
     return module.with_changes(body=body)
 
 
-def guarded_launch(site: LaunchSite, twin: str, condition: str, twin_keywords: dict[str, str], comment: str,
-                   setup: list[str] = ()) -> cst.FlattenSentinel:
+def guarded_launch(
+    site: LaunchSite, twin: str, condition: str, twin_keywords: dict[str, str], comment: str, setup: list[str] = ()
+) -> cst.FlattenSentinel:
     """`setup; if condition: twin[grid](..., **twin_keywords) else: <the original launch>`, in place of
     the launch statement (in whatever block of its host it sits)."""
     call = rename_call(site.call, twin)
@@ -277,8 +306,10 @@ def guarded_launch(site: LaunchSite, twin: str, condition: str, twin_keywords: d
     switch = statement(f"if {condition}:\n    pass\nelse:\n    pass\n")
     switch = switch.with_changes(
         body=switch.body.with_changes(body=[relaunch(site, call, leading_lines=[])]),
-        orelse=switch.orelse.with_changes(body=switch.orelse.body.with_changes(
-            body=[site.statement.with_changes(leading_lines=[])])))
+        orelse=switch.orelse.with_changes(
+            body=switch.orelse.body.with_changes(body=[site.statement.with_changes(leading_lines=[])])
+        ),
+    )
     before = [statement(s) for s in setup]
     lead = [*site.statement.leading_lines, cst.EmptyLine(comment=cst.Comment(f"# {comment}"))]
     if before:

@@ -33,8 +33,26 @@ import libcst as cst
 from diagnose.rewrite.edit import fit_launch, replace, set_keyword
 from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.source import (
-    EFFECTS, HostBinding, Kernel, LaunchSite, calls, code, dotted, grid_coupled, host_assignments, int_value, kernels,
-    keyword, literal_binding, names, positional, resolve_grid, simple_assignment, sites_of, tl_name, walk,
+    EFFECTS,
+    HostBinding,
+    Kernel,
+    LaunchSite,
+    calls,
+    code,
+    dotted,
+    grid_coupled,
+    host_assignments,
+    int_value,
+    kernels,
+    keyword,
+    literal_binding,
+    names,
+    positional,
+    resolve_grid,
+    simple_assignment,
+    sites_of,
+    tl_name,
+    walk,
 )
 
 OPTIONS = ("num_warps", "num_stages")
@@ -103,8 +121,9 @@ def read_beyond_launch(site: LaunchSite, name: str) -> bool:
             skipped.add(id(node.keyword))
         elif isinstance(node, cst.Attribute):
             skipped.add(id(node.attr))
-    return any(isinstance(node, cst.Name) and node.value == name and id(node) not in skipped
-               for node in walk(site.host.body))
+    return any(
+        isinstance(node, cst.Name) and node.value == name and id(node) not in skipped for node in walk(site.host.body)
+    )
 
 
 def _computed_from(host: cst.FunctionDef, wanted: set[str]) -> set[str]:
@@ -148,8 +167,12 @@ def capped(binding: HostBinding, value: int) -> cst.BaseExpression:
         return cst.Integer(str(value))
     computed = binding.literal
     if isinstance(computed, cst.Call) and dotted(computed.func) == "min":
-        return computed.with_changes(args=[cst.Arg(cst.Integer(str(value)), comma=cst.Comma(
-            whitespace_after=cst.SimpleWhitespace(" "))), *computed.args])
+        return computed.with_changes(
+            args=[
+                cst.Arg(cst.Integer(str(value)), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                *computed.args,
+            ]
+        )
     return cst.parse_expression(f"min({value}, {code(computed)})")
 
 
@@ -253,19 +276,30 @@ def tuned_configs(module: cst.Module, kernel_name: str, params: tuple[str, ...])
     or why they cannot be edited (a list built elsewhere, as FlagGems' `runtime.get_tuned_config(...)`,
     or a config that leaves a tile to the launch)."""
     kernel = kernels(module)[kernel_name]
-    autotune = next((d.decorator for d in kernel.node.decorators if isinstance(d.decorator, cst.Call)
-                     and (dotted(d.decorator.func) or "").endswith("autotune")), None)
+    autotune = next(
+        (
+            d.decorator
+            for d in kernel.node.decorators
+            if isinstance(d.decorator, cst.Call) and (dotted(d.decorator.func) or "").endswith("autotune")
+        ),
+        None,
+    )
     if autotune is None:
         return "not under @triton.autotune(configs=...)"
-    configs = keyword(autotune, "configs") or (autotune.args[0] if autotune.args and autotune.args[0].keyword is None
-                                               else None)
+    configs = keyword(autotune, "configs") or (
+        autotune.args[0] if autotune.args and autotune.args[0].keyword is None else None
+    )
     if configs is None or not isinstance(configs.value, cst.List) or not configs.value.elements:
         return "its autotune configs are not a literal list of triton.Config"
     values = []
     for element in configs.value.elements:
         config = element.value
-        if not isinstance(config, cst.Call) or not (dotted(config.func) or "").endswith("Config") \
-                or not config.args or not isinstance(config.args[0].value, cst.Dict):
+        if (
+            not isinstance(config, cst.Call)
+            or not (dotted(config.func) or "").endswith("Config")
+            or not config.args
+            or not isinstance(config.args[0].value, cst.Dict)
+        ):
             return f"autotune config {code(config)} is not triton.Config({{...}}, ...)"
         found: dict[str, int | None] = {}
         for item in config.args[0].value.elements:
@@ -303,13 +337,17 @@ def config_first(module: cst.Module, kernel_name: str, values: dict[str, int]) -
         first = elements[0].with_changes(value=cst.parse_expression(f"triton.Config({{{shown_constexprs}}}{options})"))
     if elements:
         # keep the list's separators: the new first element takes the old first one's comma
-        first = first.with_changes(comma=elements[0].comma if elements[0].comma is not cst.MaybeSentinel.DEFAULT
-                                   else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        first = first.with_changes(
+            comma=elements[0].comma
+            if elements[0].comma is not cst.MaybeSentinel.DEFAULT
+            else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
     return replace(module, {tuned.configs: tuned.configs.with_changes(elements=[first, *elements])})
 
 
-def first_tuned_values(module: cst.Module, kernel_name: str, site: LaunchSite, params: tuple[str, ...],
-                       grid_tiles: tuple[str, ...]) -> dict[str, int | None] | str:
+def first_tuned_values(
+    module: cst.Module, kernel_name: str, site: LaunchSite, params: tuple[str, ...], grid_tiles: tuple[str, ...]
+) -> dict[str, int | None] | str:
     """What a tile codemod reads of an autotuned kernel before it puts its shape first in the configs:
     the first config's values of `params`, or why its configs cannot take a new first one (not a
     literal list, or a grid that does not read `grid_tiles` from its meta-parameters)."""

@@ -99,6 +99,12 @@ def dot_tiles(kernel: Kernel) -> DotTiles | None:
     m, k, k2, n = size(a_rows), size(a_cols), size(b_rows), size(b_cols)
     if None in (m, n, k) or k != k2:
         return None
-    loop = next((node for node in walk(kernel.node.body) if isinstance(node, cst.For)
-                 and any(c is dot for c in walk(node.body))), None)
+    loop = next(
+        (
+            node
+            for node in walk(kernel.node.body)
+            if isinstance(node, cst.For) and any(c is dot for c in walk(node.body))
+        ),
+        None,
+    )
     return DotTiles(m, n, k, dot, loop)

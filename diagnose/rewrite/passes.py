@@ -94,7 +94,8 @@ def share_loads(stmts: list[cst.BaseStatement], taken: set[str]) -> list[cst.Bas
         first_index, first_call = uses[0]
         target, value = simple_assignment(stmts[first_index])
         reusable = value is first_call and all(
-            before[i].get(target, 0) == before[first_index + 1].get(target, 0) for i, _ in uses[1:])
+            before[i].get(target, 0) == before[first_index + 1].get(target, 0) for i, _ in uses[1:]
+        )
         stmts = list(stmts)
         if reusable:
             name = target
@@ -103,8 +104,10 @@ def share_loads(stmts: list[cst.BaseStatement], taken: set[str]) -> list[cst.Bas
             name = unique_name(taken, _tile_name(first_call))
             taken.add(name)
             rest = uses
-            stmts.insert(first_index, statement(f"{name} = {code(first_call)}").with_changes(
-                leading_lines=stmts[first_index].leading_lines))
+            stmts.insert(
+                first_index,
+                statement(f"{name} = {code(first_call)}").with_changes(leading_lines=stmts[first_index].leading_lines),
+            )
             stmts[first_index + 1] = stmts[first_index + 1].with_changes(leading_lines=[])
         shift = 0 if reusable else 1
         for i, call in rest:

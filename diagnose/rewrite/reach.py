@@ -34,8 +34,8 @@ def _entry(name: str, known: dict[str, cst.FunctionDef]) -> str | None:
     """The function a call of `name` runs: `Cls.apply` of an autograd function runs `Cls.forward`."""
     if name in known:
         return name
-    if name.endswith(".apply") and f"{name[:-len('.apply')]}.forward" in known:
-        return f"{name[:-len('.apply')]}.forward"
+    if name.endswith(".apply") and f"{name[: -len('.apply')]}.forward" in known:
+        return f"{name[: -len('.apply')]}.forward"
     return None
 
 
@@ -69,11 +69,14 @@ def reached_sites(module: cst.Module, targets: tuple[str, ...] | None) -> list[L
         if name in seen:
             continue
         seen.add(name)
-        out += [s for s in sites if (s.host_name == name or s.host_name.startswith(f"{name}.<locals>."))
-                and not any(s.statement is o.statement for o in out)]
+        out += [
+            s
+            for s in sites
+            if (s.host_name == name or s.host_name.startswith(f"{name}.<locals>."))
+            and not any(s.statement is o.statement for o in out)
+        ]
         pending += [c for c in _callees(name, known[name], known) if c not in seen]
     return out
-
 
 
 def reached_kernels(module: cst.Module, targets: tuple[str, ...] | None) -> tuple[str, ...] | None:

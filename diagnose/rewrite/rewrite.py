@@ -53,8 +53,14 @@ class Precondition:
         return cls(True, reason, tuple(kernels), plan)
 
     @classmethod
-    def first_kernel(cls, kernels: Iterable[Any], plan_of: Callable[[Any], Any], holds: type,
-                     describe: Callable[[Any], str], nothing: str) -> Precondition:
+    def first_kernel(
+        cls,
+        kernels: Iterable[Any],
+        plan_of: Callable[[Any], Any],
+        holds: type,
+        describe: Callable[[Any], str],
+        nothing: str,
+    ) -> Precondition:
         """The first kernel whose `plan_of(kernel)` is a `holds` plan, described; else every kernel's
         reason why not (a string plan; `None` for a kernel with nothing to say) joined, or `nothing`."""
         reasons = []
@@ -67,9 +73,15 @@ class Precondition:
         return cls.no("; ".join(reasons) or nothing)
 
     @classmethod
-    def first_site(cls, sites: Iterable[Any], plan_of: Callable[[Any], Any], holds: type,
-                   describe: Callable[[Any], str], targets: tuple[str, ...] | None,
-                   reasons: Iterable[str] = ()) -> Precondition:
+    def first_site(
+        cls,
+        sites: Iterable[Any],
+        plan_of: Callable[[Any], Any],
+        holds: type,
+        describe: Callable[[Any], str],
+        targets: tuple[str, ...] | None,
+        reasons: Iterable[str] = (),
+    ) -> Precondition:
         """The first launch site (`source.LaunchSite`, in the order the replay reaches them) whose
         `plan_of(site)` is a `holds` plan, described; else `reasons` and every site's reason why not."""
         found = list(reasons)
@@ -80,8 +92,11 @@ class Precondition:
                 return cls.yes(f"{where}: {describe(plan)}", (site.kernel,), plan)
             found.append(f"{where}: {plan}")
         if not found:
-            return cls.no("no launch of a kernel in the module" if targets is None
-                          else f"the replayed call ({', '.join(targets)}) reaches no launch in the module")
+            return cls.no(
+                "no launch of a kernel in the module"
+                if targets is None
+                else f"the replayed call ({', '.join(targets)}) reaches no launch in the module"
+            )
         return cls.no("; ".join(dict.fromkeys(found)))
 
 
@@ -180,8 +195,14 @@ class Rewrite:
 
     @classmethod
     def summary(cls) -> dict[str, Any]:
-        return {"id": cls.id, "title": cls.title, "safety": cls.safety, "codes": list(cls.codes),
-                "evidence": list(cls.evidence), "backends": list(cls.backends)}
+        return {
+            "id": cls.id,
+            "title": cls.title,
+            "safety": cls.safety,
+            "codes": list(cls.codes),
+            "evidence": list(cls.evidence),
+            "backends": list(cls.backends),
+        }
 
 
 def missed(evidence: Evidence, name: str, *reasons: str) -> bool:

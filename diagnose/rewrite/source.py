@@ -28,12 +28,51 @@ from diagnose.jit import is_triton_jit
 
 TL = ("tl", "triton.language", "tl.math", "triton.language.math")  # `tl.math.exp2` is `tl.exp2`
 # tl functions that read or write memory or have effects: never duplicated, moved or dropped.
-EFFECTS = ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
-           "atomic_xchg", "atomic_cas", "device_print", "device_assert", "debug_barrier", "inline_asm_elementwise",
-           "static_print", "static_assert")
-REDUCTIONS = ("sum", "max", "min", "reduce", "argmax", "argmin", "cumsum", "cumprod", "associative_scan", "xor_sum",
-              "dot", "dot_scaled", "sort", "histogram", "gather", "reshape", "view", "trans", "permute", "join",
-              "split", "interleave", "broadcast_to", "expand_dims", "cat", "flip")
+EFFECTS = (
+    "store",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+    "atomic_xchg",
+    "atomic_cas",
+    "device_print",
+    "device_assert",
+    "debug_barrier",
+    "inline_asm_elementwise",
+    "static_print",
+    "static_assert",
+)
+REDUCTIONS = (
+    "sum",
+    "max",
+    "min",
+    "reduce",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "associative_scan",
+    "xor_sum",
+    "dot",
+    "dot_scaled",
+    "sort",
+    "histogram",
+    "gather",
+    "reshape",
+    "view",
+    "trans",
+    "permute",
+    "join",
+    "split",
+    "interleave",
+    "broadcast_to",
+    "expand_dims",
+    "cat",
+    "flip",
+)
 
 PURE_BUILTINS = ("float", "int", "bool", "min", "max", "abs", "len", "range", "round")
 
@@ -130,9 +169,14 @@ def int_value(node: cst.CSTNode | None) -> int | None:
     return _int(_ast(code(node)).body if isinstance(node, cst.BaseExpression) else None)
 
 
-_INT_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-            ast.FloorDiv: lambda a, b: a // b if b else None, ast.Pow: lambda a, b: a**b if 0 <= b < 64 else None,
-            ast.LShift: lambda a, b: a << b if 0 <= b < 64 else None}
+_INT_OPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b if b else None,
+    ast.Pow: lambda a, b: a**b if 0 <= b < 64 else None,
+    ast.LShift: lambda a, b: a << b if 0 <= b < 64 else None,
+}
 
 
 def _int(tree: ast.AST | None) -> int | None:
@@ -292,7 +336,9 @@ def simple_assignment(stmt: cst.CSTNode) -> tuple[str | None, cst.BaseExpression
 def coupled_by_axis(kernel: Kernel, bound: dict[str, int] | None = None) -> dict[int, set[str]]:
     """Constexprs that multiply a value derived from `tl.program_id(axis)`, per axis; `bound`: more names
     known to hold a program id (name -> axis), bound through a library's own helper."""
-    derived: dict[str, set[int]] = {name: {axis} for name, axis in {**program_id_names(kernel), **(bound or {})}.items()}
+    derived: dict[str, set[int]] = {
+        name: {axis} for name, axis in {**program_id_names(kernel), **(bound or {})}.items()
+    }
     for stmt in kernel.statements:
         target, value = simple_assignment(stmt)
         if target and value is not None:
@@ -326,8 +372,11 @@ def grid_coupled(kernel: Kernel) -> set[str]:
             sides = [node.left, node.right]
             for mine, other in (sides, sides[::-1]):
                 other_names = names(other)
-                if isinstance(mine, cst.Name) and mine.value in kernel.constexprs and (
-                        other_names & derived or program_calls(other, "program_id")):
+                if (
+                    isinstance(mine, cst.Name)
+                    and mine.value in kernel.constexprs
+                    and (other_names & derived or program_calls(other, "program_id"))
+                ):
                     out.add(mine.value)
     return out
 
@@ -347,7 +396,7 @@ class LaunchSite:
     grid: cst.BaseExpression
     host: cst.FunctionDef
     host_name: str  # qualified as Python does: `rms_norm_forward`, `RMSNormFunction.forward`, `op.<locals>.run`
-    indent: int     # the column the statement starts at
+    indent: int  # the column the statement starts at
 
     def arg(self, kernel: Kernel, param: str) -> cst.Arg | None:
         """The argument the launch passes for `param` (positional or keyword); None where it passes none,
@@ -373,7 +422,7 @@ class LaunchSite:
         """The width of what comes before the call on its line: `out = ` for an assignment, else 0."""
         small = code(self.statement.body[0])
         call = code(self.call)
-        return len(small) - len(call) if small.endswith(call) and "\n" not in small[:-len(call)] else 0
+        return len(small) - len(call) if small.endswith(call) and "\n" not in small[: -len(call)] else 0
 
     @property
     def assigns(self) -> bool:
@@ -420,14 +469,19 @@ def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> 
     return out
 
 
-def _launch(node: cst.SimpleStatementLine, known: dict[str, Kernel], host: cst.FunctionDef, host_name: str,
-            indent: int) -> LaunchSite | None:
+def _launch(
+    node: cst.SimpleStatementLine, known: dict[str, Kernel], host: cst.FunctionDef, host_name: str, indent: int
+) -> LaunchSite | None:
     if len(node.body) != 1 or not isinstance(node.body[0], (cst.Expr, cst.Assign)):
         return None
     call = node.body[0].value
-    if (isinstance(call, cst.Call) and isinstance(call.func, cst.Subscript)
-            and isinstance(call.func.value, cst.Name) and call.func.value.value in known
-            and all(isinstance(e.slice, cst.Index) for e in call.func.slice)):
+    if (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Subscript)
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value in known
+        and all(isinstance(e.slice, cst.Index) for e in call.func.slice)
+    ):
         return LaunchSite(call.func.value.value, node, call, subscript_grid(call.func), host, host_name, indent)
     return None
 
@@ -561,8 +615,14 @@ def grid_shared(module: cst.Module, site: LaunchSite) -> bool:
     use too: changing it would change theirs."""
     if not isinstance(site.grid, cst.Name):
         return False
-    return sum(1 for s in launch_sites(module) if within(site, s)
-               and isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value) > 1
+    return (
+        sum(
+            1
+            for s in launch_sites(module)
+            if within(site, s) and isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value
+        )
+        > 1
+    )
 
 
 def bound_before(site: LaunchSite, statement: cst.CSTNode) -> set[str] | None:
@@ -627,7 +687,11 @@ def cdiv_parts(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseEx
         return a.value, b.value
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.FloorDivide):
         num = expr.left
-        if isinstance(num, cst.BinaryOperation) and isinstance(num.operator, cst.Subtract) and int_value(num.right) == 1:
+        if (
+            isinstance(num, cst.BinaryOperation)
+            and isinstance(num.operator, cst.Subtract)
+            and int_value(num.right) == 1
+        ):
             inner = num.left
             added = isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Add)
             if added and same(inner.right, expr.right):
@@ -638,10 +702,17 @@ def cdiv_parts(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseEx
 def module_names(module: cst.Module) -> set[str]:
     """Every name the module mentions, the names its imports bind included."""
     tree = syntax.parse(module.code)
-    bound = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-             for a in n.names}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | bound | {
-        n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    bound = {
+        (a.asname or a.name).split(".")[0]
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    return (
+        {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        | bound
+        | {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    )
 
 
 def pointer_params(kernel: Kernel) -> list[str]:

@@ -147,11 +147,21 @@ def _capability(target) -> tuple[int, int]:
 def _properties(target) -> SimpleNamespace:
     major, minor = _capability(target)
     return SimpleNamespace(
-        name=STANDIN_NAME, major=major, minor=minor, multi_processor_count=target.sm_count,
-        total_memory=80 * 2**30, warp_size=target.warp_size or 32, max_threads_per_multi_processor=2048,
-        regs_per_multiprocessor=target.regs_per_sm or 65536, max_shared_memory_per_block_optin=target.shared_per_block,
-        L2_cache_size=target.l2_bytes, is_integrated=False, is_multi_gpu_board=False, uuid="diagnose-cpu-standin",
-        gcnArchName=target.arch if target.is_amd else "")
+        name=STANDIN_NAME,
+        major=major,
+        minor=minor,
+        multi_processor_count=target.sm_count,
+        total_memory=80 * 2**30,
+        warp_size=target.warp_size or 32,
+        max_threads_per_multi_processor=2048,
+        regs_per_multiprocessor=target.regs_per_sm or 65536,
+        max_shared_memory_per_block_optin=target.shared_per_block,
+        L2_cache_size=target.l2_bytes,
+        is_integrated=False,
+        is_multi_gpu_board=False,
+        uuid="diagnose-cpu-standin",
+        gcnArchName=target.arch if target.is_amd else "",
+    )
 
 
 def patch_torch_cuda(target) -> None:
@@ -203,9 +213,15 @@ def standin_driver(target):
 
     class Utils:
         def get_device_properties(self, device=None) -> dict:
-            return {"multiprocessor_count": target.sm_count, "max_shared_mem": target.shared_per_block,
-                    "max_num_regs": target.regs_per_sm or 65536, "warpSize": target.warp_size or 32,
-                    "sm_clock_rate": 1980000, "mem_clock_rate": 2619000, "mem_bus_width": 5120}
+            return {
+                "multiprocessor_count": target.sm_count,
+                "max_shared_mem": target.shared_per_block,
+                "max_num_regs": target.regs_per_sm or 65536,
+                "warpSize": target.warp_size or 32,
+                "sm_clock_rate": 1980000,
+                "mem_clock_rate": 2619000,
+                "mem_bus_width": 5120,
+            }
 
     class StandInDriver(DriverBase):
         def __init__(self):

@@ -34,8 +34,15 @@ from triton.runtime.jit import JITFunction
 from diagnose.runtime.interpreter_semantics import CompiledSemanticsRewriter
 
 # Options `triton.jit` passes to the interpreter's class; `JITFunction.__init__` takes the same ones.
-JIT_OPTIONS = ("version", "do_not_specialize", "do_not_specialize_on_alignment", "debug", "noinline", "repr",
-               "launch_metadata")
+JIT_OPTIONS = (
+    "version",
+    "do_not_specialize",
+    "do_not_specialize_on_alignment",
+    "debug",
+    "noinline",
+    "repr",
+    "launch_metadata",
+)
 
 
 @dataclass(frozen=True, eq=False)  # a kernel is itself, as a compiled one is (and its constants are a dict)
@@ -115,8 +122,9 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
         `get_dtype_min(dtype)`: `dtype.value.is_floating()`); the interpreter passes the bare
         `tl.dtype`. Dtypes are passed as the compiler passes them (other values stay as they were:
         the interpreter's own arithmetic on them is what kernels rely on)."""
-        return InterpretedFunction.__call__(self, *map(_as_compiled, args),
-                                            **{k: _as_compiled(v) for k, v in kwargs.items()})
+        return InterpretedFunction.__call__(
+            self, *map(_as_compiled, args), **{k: _as_compiled(v) for k, v in kwargs.items()}
+        )
 
     def run(self, *args, grid, warmup, **kwargs):
         _launch(self, *args, grid=_tuple_grid(grid), warmup=warmup, **kwargs)
@@ -124,12 +132,16 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
 
     def _constants(self, args: tuple, kwargs: dict) -> dict[str, Any]:
         """The constexpr parameters' values in a launch (given, from a config, or defaults)."""
-        bound = self.signature.bind_partial(*args, **{k: v for k, v in kwargs.items()
-                                                       if k in self.signature.parameters})
+        bound = self.signature.bind_partial(
+            *args, **{k: v for k, v in kwargs.items() if k in self.signature.parameters}
+        )
         bound.apply_defaults()
         values = bound.arguments
-        return {p.name: values[p.name] for p in self.params
-                if p.is_constexpr and p.name in values and values[p.name] is not inspect.Parameter.empty}
+        return {
+            p.name: values[p.name]
+            for p in self.params
+            if p.is_constexpr and p.name in values and values[p.name] is not inspect.Parameter.empty
+        }
 
 
 def _tuple_grid(grid):

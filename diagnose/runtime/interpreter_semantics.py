@@ -55,9 +55,11 @@ def not_(value: Any) -> Any:
 def _helper(name: str) -> ast.expr:
     """`__import__(MODULE, fromlist=["_"]).name`: reachable from the kernel's code without adding a name
     to the module the kernel was defined in."""
-    module = ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()), args=[ast.Constant(MODULE)],
-                      keywords=[ast.keyword(arg="fromlist", value=ast.List(elts=[ast.Constant("_")],
-                                                                          ctx=ast.Load()))])
+    module = ast.Call(
+        func=ast.Name(id="__import__", ctx=ast.Load()),
+        args=[ast.Constant(MODULE)],
+        keywords=[ast.keyword(arg="fromlist", value=ast.List(elts=[ast.Constant("_")], ctx=ast.Load()))],
+    )
     return ast.Attribute(value=module, attr=name, ctx=ast.Load())
 
 
@@ -70,11 +72,14 @@ class CompiledBoolOps(ASTTransformer):
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
         self.generic_visit(node)
-        thunks = [ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-                             body=value) for value in node.values]
+        thunks = [
+            ast.Lambda(
+                args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]), body=value
+            )
+            for value in node.values
+        ]
         op = "and" if isinstance(node.op, ast.And) else "or"
-        return ast.copy_location(ast.Call(func=_helper("bool_op"), args=[ast.Constant(op), *thunks], keywords=[]),
-                                 node)
+        return ast.copy_location(ast.Call(func=_helper("bool_op"), args=[ast.Constant(op), *thunks], keywords=[]), node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
         self.generic_visit(node)

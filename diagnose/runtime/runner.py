@@ -112,8 +112,14 @@ def call(
         request, result, log_path = Path(tmp, "request.json"), Path(tmp, "result.json"), Path(tmp, "log")
         request.write_text(json.dumps({"entry": entry, "payload": payload}))
         start = time.monotonic()
-        proc = start_worker(request, result, log_path, worker_env(interpret, env), python,
-                            warm=knobs.fork_workers and python in (None, sys.executable))
+        proc = start_worker(
+            request,
+            result,
+            log_path,
+            worker_env(interpret, env),
+            python,
+            warm=knobs.fork_workers and python in (None, sys.executable),
+        )
         try:
             failure = watch(proc, timeout_s, memory_limit)
         except BaseException:
@@ -136,8 +142,7 @@ def call(
         return WorkerResult(False, failure=failure, wall_s=wall, log=log_text)
 
 
-def start_worker(request: Path, result: Path, log_path: Path, env: dict[str, str], python: str | None,
-                 warm: bool):
+def start_worker(request: Path, result: Path, log_path: Path, env: dict[str, str], python: str | None, warm: bool):
     """The worker process of one job: forked from a warm zygote of this environment (`zygote.py`) when
     `warm`, else started from scratch; either way a fresh process leading its own group."""
     if warm:

@@ -110,14 +110,23 @@ def end_with_parent(parent: int) -> None:
 
 
 # Entries that run user code written for NVIDIA or AMD GPUs (the Ascend toolchain's have a stand-in of their own).
-STANDIN_ENTRIES = ("diagnose.verify.", "diagnose.ir.", "diagnose.profiling.", "diagnose.optimizer.", "diagnose.capture.")
+STANDIN_ENTRIES = (
+    "diagnose.verify.",
+    "diagnose.ir.",
+    "diagnose.profiling.",
+    "diagnose.optimizer.",
+    "diagnose.capture.",
+)
 
 
 # Entries that only compile offline: they run the user's host code on CPU or `meta` tensors to record its
 # launches, so a device query on such a tensor (`torch.cuda.get_device_properties(x.device)`) fails even
 # where a GPU is visible; the stand-in answers it as the target would.
-OFFLINE_ENTRIES = ("diagnose.optimizer.jobs:static_batch", "diagnose.profiling.jobs:static_job",
-                   "diagnose.ir.inspect:inspect_file")
+OFFLINE_ENTRIES = (
+    "diagnose.optimizer.jobs:static_batch",
+    "diagnose.profiling.jobs:static_job",
+    "diagnose.ir.inspect:inspect_file",
+)
 
 
 def install_standin(entry: str) -> None:

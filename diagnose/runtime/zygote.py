@@ -85,9 +85,14 @@ class Zygote:
     """One zygote process (parent side) and what it has reported."""
 
     def __init__(self, env: dict[str, str]):
-        self.proc = subprocess.Popen([sys.executable, "-m", "diagnose.runtime.zygote"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "diagnose.runtime.zygote"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         self.ids = itertools.count()
         self.write_lock = threading.Lock()
         self.changed = threading.Condition()
@@ -111,8 +116,9 @@ class Zygote:
 
     def spawn(self, request: Path, result: Path, log: Path, env: dict[str, str]) -> ForkedWorker:
         job = next(self.ids)
-        line = json.dumps({"id": job, "request": str(request), "result": str(result), "log": str(log),
-                           "env": env}) + "\n"
+        line = (
+            json.dumps({"id": job, "request": str(request), "result": str(result), "log": str(log), "env": env}) + "\n"
+        )
         with self.write_lock:
             self.proc.stdin.write(line.encode())
             self.proc.stdin.flush()
@@ -147,8 +153,13 @@ class Pool:
         atexit.register(self.close)
 
     def spawn(self, env: dict[str, str], request: Path, result: Path, log: Path) -> ForkedWorker:
-        key = tuple(sorted((name, value) for name, value in env.items()
-                           if not name.startswith(OWN_VARIABLES) and name not in VOLATILE_VARIABLES))
+        key = tuple(
+            sorted(
+                (name, value)
+                for name, value in env.items()
+                if not name.startswith(OWN_VARIABLES) and name not in VOLATILE_VARIABLES
+            )
+        )
         with self.lock:
             zygote = self.zygotes.pop(key, None)
             if zygote is None or not zygote.alive:

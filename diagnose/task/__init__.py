@@ -19,12 +19,27 @@ from diagnose.knobs import cache_root
 from diagnose.task.harness import header
 from diagnose.task.kernel_module import module_task
 from diagnose.task.kernelbench import (
-    CANDIDATE_NAME, REFERENCE_NAMES, Task, import_task_file, jit_kernels, load_task_file, parse_file, top_level_names,
+    CANDIDATE_NAME,
+    REFERENCE_NAMES,
+    Task,
+    import_task_file,
+    jit_kernels,
+    load_task_file,
+    parse_file,
+    top_level_names,
 )
 from diagnose.task.specs import Inputs
 
-__all__ = ["Inputs", "Task", "import_task_file", "is_task_format", "jit_kernels", "load_task", "parse_file",
-           "top_level_names"]
+__all__ = [
+    "Inputs",
+    "Task",
+    "import_task_file",
+    "is_task_format",
+    "jit_kernels",
+    "load_task",
+    "parse_file",
+    "top_level_names",
+]
 
 
 def is_task_format(path: str | Path) -> bool:
@@ -37,8 +52,9 @@ def is_task_format(path: str | Path) -> bool:
     return any(n in names for n in (*REFERENCE_NAMES, CANDIDATE_NAME))
 
 
-def load_task(path: str | Path, candidate: str | Path | None = None, inputs: Inputs | None = None,
-              cache: Path | None = None) -> Task:
+def load_task(
+    path: str | Path, candidate: str | Path | None = None, inputs: Inputs | None = None, cache: Path | None = None
+) -> Task:
     """The task of a file: in the task format as it is, a kernel module through its replayed launches.
 
     `inputs` says where a kernel module's inputs come from (`--call`, `--launch`, `--reference`);
@@ -47,8 +63,10 @@ def load_task(path: str | Path, candidate: str | Path | None = None, inputs: Inp
     path = Path(path)
     if is_task_format(path):
         if inputs and (inputs.calls or inputs.reference or inputs.launch is not None):
-            raise UsageError(f"{path}: --call, --launch and --reference are for kernel modules; "
-                             "this file is in the task format (Model, get_inputs, ModelNew)")
+            raise UsageError(
+                f"{path}: --call, --launch and --reference are for kernel modules; "
+                "this file is in the task format (Model, get_inputs, ModelNew)"
+            )
         return load_task_file(path, candidate)
 
     if cache is None:

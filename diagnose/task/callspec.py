@@ -110,8 +110,9 @@ def _tensor(node: ast.AST, text: str) -> TensorSpec:
             raise UsageError(f"call spec {text!r}: tensor options are named: {ast.unparse(node)!r}")
         for keyword in node.keywords:
             if keyword.arg not in TENSOR_OPTIONS:
-                raise UsageError(f"call spec {text!r}: unknown tensor option {keyword.arg!r}; "
-                                 f"options: {', '.join(TENSOR_OPTIONS)}")
+                raise UsageError(
+                    f"call spec {text!r}: unknown tensor option {keyword.arg!r}; options: {', '.join(TENSOR_OPTIONS)}"
+                )
             options[keyword.arg] = keyword.value
         node = node.func
     assert isinstance(node, ast.Subscript)

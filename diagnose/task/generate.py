@@ -27,13 +27,29 @@ import re
 from diagnose.task.module import is_jit_decorator
 from diagnose.task.specs import CallSpec, DtypeValue, TensorSpec
 
-POINTER_CALLS = ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
-                 "atomic_xor", "atomic_xchg", "atomic_cas")
-INDEX_NAME = re.compile(r"(^|_)(idx|index|indices|ids?|labels?|targets?|offsets|offs|lens|seqlens?|positions|perm|"
-                        r"expert_ids|token_ids|block_table|slot_mapping)(_|$|ptr)", re.I)
-FLOAT_NAME = re.compile(r"^(eps|epsilon|scale|sm_scale|alpha|beta|gamma|p|prob|dropout_p|momentum|lr|"
-                        r"weight_decay|temperature|softcap|margin|threshold|negative_slope|lambd|offset|"
-                        r"label_smoothing|beta1|beta2|value|fill_value|min_val|max_val|lo|hi)$", re.I)
+POINTER_CALLS = (
+    "load",
+    "store",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+    "atomic_xchg",
+    "atomic_cas",
+)
+INDEX_NAME = re.compile(
+    r"(^|_)(idx|index|indices|ids?|labels?|targets?|offsets|offs|lens|seqlens?|positions|perm|"
+    r"expert_ids|token_ids|block_table|slot_mapping)(_|$|ptr)",
+    re.I,
+)
+FLOAT_NAME = re.compile(
+    r"^(eps|epsilon|scale|sm_scale|alpha|beta|gamma|p|prob|dropout_p|momentum|lr|"
+    r"weight_decay|temperature|softcap|margin|threshold|negative_slope|lambd|offset|"
+    r"label_smoothing|beta1|beta2|value|fill_value|min_val|max_val|lo|hi)$",
+    re.I,
+)
 LAST_AXIS_STRIDE = re.compile(r"stride_?[a-z]?(n|1|d|col|cols|w|last)$|^(col|last|inner)_?stride", re.I)
 TENSOR_ELEMENTS = 1 << 20
 
@@ -70,15 +86,19 @@ def _assignments(kernel: ast.FunctionDef) -> dict[str, list[ast.AST]]:
     for node in ast.walk(kernel):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                names = [target] if isinstance(target, ast.Name) else \
-                    [e for e in getattr(target, "elts", []) if isinstance(e, ast.Name)]
+                names = (
+                    [target]
+                    if isinstance(target, ast.Name)
+                    else [e for e in getattr(target, "elts", []) if isinstance(e, ast.Name)]
+                )
                 for name in names:
                     out.setdefault(name.id, []).append(node.value)
     return out
 
 
-def pointer_params(kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef] | None = None,
-                   depth: int = 0) -> set[str]:
+def pointer_params(
+    kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef] | None = None, depth: int = 0
+) -> set[str]:
     """Parameters that are read or written through, here or in a `@triton.jit` function of the module
     the kernel hands them to (`functions`: the module's jit functions by name; FlagGems' kernels pass
     their pointers to an `_impl` helper that loads)."""
@@ -86,10 +106,16 @@ def pointer_params(kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef
     locals_ = _assignments(kernel)
     found: set[str] = set()
     for node in ast.walk(kernel):
-        if isinstance(node, ast.Call) and _attr(node.func) in (*POINTER_CALLS, "make_block_ptr",
-                                                               "make_tensor_descriptor"):
-            first = node.args[0] if node.args else next(
-                (k.value for k in node.keywords if k.arg in ("pointer", "base", "ptr")), None)
+        if isinstance(node, ast.Call) and _attr(node.func) in (
+            *POINTER_CALLS,
+            "make_block_ptr",
+            "make_tensor_descriptor",
+        ):
+            first = (
+                node.args[0]
+                if node.args
+                else next((k.value for k in node.keywords if k.arg in ("pointer", "base", "ptr")), None)
+            )
             if first is not None:
                 found |= _base(first, locals_)
         callee = (functions or {}).get(_attr(node.func)) if isinstance(node, ast.Call) else None
@@ -153,15 +179,19 @@ def _constexpr_value(name: str, kernel: ast.FunctionDef):
         if isinstance(node, ast.Call):
             func = _attr(node.func)
             args = [*node.args, *(k.value for k in node.keywords)]
-            if func in ("arange", "zeros", "full", "range", "static_range", "reshape", "view", "broadcast_to") \
-                    and any(name in _names(a) for a in args):
+            if func in ("arange", "zeros", "full", "range", "static_range", "reshape", "view", "broadcast_to") and any(
+                name in _names(a) for a in args
+            ):
                 size = True
             if func in ("to", "cast") and any(isinstance(a, ast.Name) and a.id == name for a in args):
                 dtype = True
             if any(k.arg == "dtype" and isinstance(k.value, ast.Name) and k.value.id == name for k in node.keywords):
                 dtype = True
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.FloorDiv, ast.Mod)) \
-                and name in _names(node):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, (ast.Mult, ast.FloorDiv, ast.Mod))
+            and name in _names(node)
+        ):
             size = True
     if dtype:
         return DtypeValue("tl.float32")
@@ -193,7 +223,7 @@ def guess_launch(kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef] 
     """A launch spec for `kernel` (a `@triton.jit` function's AST), from its code and that of the module's
     other jit functions it calls (`functions`, by name)."""
     args = kernel.args.args
-    defaults = dict(zip([a.arg for a in args][len(args) - len(kernel.args.defaults):], kernel.args.defaults))
+    defaults = dict(zip([a.arg for a in args][len(args) - len(kernel.args.defaults) :], kernel.args.defaults))
     pointers = pointer_params(kernel, functions)
     indices = index_pointers(kernel, pointers)
     values = []
@@ -205,8 +235,17 @@ def guess_launch(kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef] 
             values.append((name, _constexpr_value(name, kernel)))
         elif name in pointers:
             dtype = "i64" if INDEX_NAME.search(name) or name in indices else "f32"
-            values.append((name, TensorSpec(dtype, (TENSOR_ELEMENTS,), low=0 if dtype == "i64" else None,
-                                            high=64 if dtype == "i64" else None)))
+            values.append(
+                (
+                    name,
+                    TensorSpec(
+                        dtype,
+                        (TENSOR_ELEMENTS,),
+                        low=0 if dtype == "i64" else None,
+                        high=64 if dtype == "i64" else None,
+                    ),
+                )
+            )
         elif FLOAT_NAME.match(name):
             values.append((name, 0.5))
         elif "stride" in name.lower():
@@ -219,6 +258,7 @@ def guess_launch(kernel: ast.FunctionDef, functions: dict[str, ast.FunctionDef] 
 def returns_value(kernel: ast.FunctionDef) -> bool:
     """A `@triton.jit` function that returns a value is a device function (a helper, a `tl.reduce`
     combine function): it is compiled inside the kernels that call it and is never launched."""
+
     def walk(node: ast.AST):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -237,5 +277,8 @@ def guessed_launches(tree: ast.Module) -> list[CallSpec]:
 
 def jit_definitions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     """The module-level `@triton.jit` functions of a module, by name."""
-    return {node.name: node for node in tree.body
-            if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)}
+    return {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)
+    }

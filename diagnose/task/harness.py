@@ -52,26 +52,33 @@ class Header:
     root: Path
 
 
-def section(identity: ModuleIdentity, groups: dict[str, str], primary: str, reference: str | None,
-            unseen: dict[str, str] | None = None) -> str:
+def section(
+    identity: ModuleIdentity,
+    groups: dict[str, str],
+    primary: str,
+    reference: str | None,
+    unseen: dict[str, str] | None = None,
+) -> str:
     spec = {"groups": groups, "primary": primary, "reference": reference, **({"unseen": unseen} if unseen else {})}
-    return "\n".join([
-        f"{MARK} (generated from {identity.path.name}; not part of it, never patched) ----",
-        f"# diagnose-origin: {identity.path}",
-        f"# diagnose-module: {identity.name}",
-        f"# diagnose-root: {identity.root}",
-        "from diagnose.task.replay import Harness as _DiagnoseHarness  # noqa: E402",
-        "",
-        f"_diagnose = _DiagnoseHarness(globals(), {pprint.pformat(spec, width=110, sort_dicts=False)})",
-        "Model = _diagnose.Model",
-        "ModelNew = _diagnose.ModelNew",
-        "get_inputs = _diagnose.get_inputs",
-        "get_init_inputs = _diagnose.get_init_inputs",
-        "get_input_groups = _diagnose.get_input_groups",
-        *(["get_unseen_shape_groups = _diagnose.get_unseen_shape_groups"] if unseen else []),
-        "ROOFLINE = _diagnose.roofline",
-        "",
-    ])
+    return "\n".join(
+        [
+            f"{MARK} (generated from {identity.path.name}; not part of it, never patched) ----",
+            f"# diagnose-origin: {identity.path}",
+            f"# diagnose-module: {identity.name}",
+            f"# diagnose-root: {identity.root}",
+            "from diagnose.task.replay import Harness as _DiagnoseHarness  # noqa: E402",
+            "",
+            f"_diagnose = _DiagnoseHarness(globals(), {pprint.pformat(spec, width=110, sort_dicts=False)})",
+            "Model = _diagnose.Model",
+            "ModelNew = _diagnose.ModelNew",
+            "get_inputs = _diagnose.get_inputs",
+            "get_init_inputs = _diagnose.get_init_inputs",
+            "get_input_groups = _diagnose.get_input_groups",
+            *(["get_unseen_shape_groups = _diagnose.get_unseen_shape_groups"] if unseen else []),
+            "ROOFLINE = _diagnose.roofline",
+            "",
+        ]
+    )
 
 
 def module_part(module_source: str) -> str:
@@ -87,8 +94,14 @@ def module_part(module_source: str) -> str:
     return without_import_time_work(body, tree)
 
 
-def task_source(module_source: str, identity: ModuleIdentity, groups: dict[str, str], primary: str,
-                reference: str | None = None, unseen: dict[str, str] | None = None) -> str:
+def task_source(
+    module_source: str,
+    identity: ModuleIdentity,
+    groups: dict[str, str],
+    primary: str,
+    reference: str | None = None,
+    unseen: dict[str, str] | None = None,
+) -> str:
     return f"{module_part(module_source)}\n\n{section(identity, groups, primary, reference, unseen)}"
 
 
@@ -121,7 +134,7 @@ def replay_targets(task_text: str) -> tuple[str, ...] | None:
     if at < 0:
         return None
     try:
-        tree = syntax.parse(task_text[at + 1:])
+        tree = syntax.parse(task_text[at + 1 :])
     except SyntaxError:
         return None
     for node in ast.walk(tree):
@@ -136,8 +149,15 @@ def replay_targets(task_text: str) -> tuple[str, ...] | None:
     return None
 
 
-def write_task(cache: Path, identity: ModuleIdentity, module_source: str, groups: dict[str, str], primary: str,
-               reference: str | None = None, unseen: dict[str, str] | None = None) -> Path:
+def write_task(
+    cache: Path,
+    identity: ModuleIdentity,
+    module_source: str,
+    groups: dict[str, str],
+    primary: str,
+    reference: str | None = None,
+    unseen: dict[str, str] | None = None,
+) -> Path:
     """Write the task file of a module into `cache/tasks/<stem>-<hash>/<stem>.py` (the same content gives
     the same file); return its path. `unseen`: calls checked as unseen-shape cases (label -> call text)."""
     text = task_source(module_source, identity, groups, primary, reference, unseen)

@@ -45,7 +45,7 @@ def module_task(path: Path, cache: Path, inputs: Inputs = Inputs(), candidate: P
     kernels = jit_functions(tree)
     if not kernels:
         raise UsageError(f"{path}: no @triton.jit kernels (and no Model, get_inputs, get_init_inputs, ModelNew)")
-    groups, primary = (_from_calls(path, tree, inputs) if inputs.calls else _from_launches(path, inputs))
+    groups, primary = _from_calls(path, tree, inputs) if inputs.calls else _from_launches(path, inputs)
     reference = _check_reference(inputs.reference) if inputs.reference else None
     module = identity(path)
     source = path.read_text(encoding="utf-8")
@@ -99,11 +99,14 @@ def _from_launches(path: Path, inputs: Inputs) -> tuple[dict[str, str], str]:
     if not records:
         raise NoLaunches(
             f"{path}: no launches to replay; capture them from your tests (`diagnose capture -- pytest tests/...`) "
-            f"or give a call (`--call 'fn(x=f16[4096,4096], eps=1e-6)'`)")
+            f"or give a call (`--call 'fn(x=f16[4096,4096], eps=1e-6)'`)"
+        )
     listed = launches.listing(records)
     if inputs.launch is not None and not 0 <= inputs.launch < len(listed):
-        raise UsageError(f"--launch {inputs.launch}: {len(listed)} launches were captured from {path.name} "
-                         f"(0 to {len(listed) - 1}; `diagnose capture --list {path}` lists them)")
+        raise UsageError(
+            f"--launch {inputs.launch}: {len(listed)} launches were captured from {path.name} "
+            f"(0 to {len(listed) - 1}; `diagnose capture --list {path}` lists them)"
+        )
     chosen = listed[inputs.launch or 0]
     target = parse_call(chosen.replay).target
     calls: dict[str, CallSpec] = {}
@@ -164,8 +167,11 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
                 raise UsageError(f"--launch {inputs.launch}: {len(listed)} launches were captured from {path.name}")
             listed = [listed[inputs.launch]]
             kernels = [listed[0].kernel]
-        nodes = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)
-                 and any(is_jit_decorator(d) for d in n.decorator_list)}
+        nodes = {
+            n.name: n
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef) and any(is_jit_decorator(d) for d in n.decorator_list)
+        }
         groups = {}
         for kernel in kernels:
             if inputs.kernel and kernel != inputs.kernel:

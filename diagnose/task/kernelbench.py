@@ -106,8 +106,7 @@ def _require(path: Path, names: dict[str, int], wanted: tuple[str, ...], role: s
         listed = ", ".join(f"`{n}`" for n in missing)
         last = max(names.values(), default=1)
         raise UsageError(
-            f"{path}:{last}: the {role} has no {listed} (a task needs Model, get_inputs, "
-            f"get_init_inputs and ModelNew)"
+            f"{path}:{last}: the {role} has no {listed} (a task needs Model, get_inputs, get_init_inputs and ModelNew)"
         )
 
 

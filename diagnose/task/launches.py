@@ -101,8 +101,12 @@ def _merge_locked(project: Path, folder: Path, by_module: dict[str, list[LaunchR
             if key in merged:
                 record = LaunchRecord(**{**asdict(record), "count": merged[key].count + record.count})
             merged[key] = record
-        data = {"schema": SCHEMA, "module": module.name, "path": _relative(module.path, project),
-                "launches": [r.to_json(project) for r in merged.values()]}
+        data = {
+            "schema": SCHEMA,
+            "module": module.name,
+            "path": _relative(module.path, project),
+            "launches": [r.to_json(project) for r in merged.values()],
+        }
         path.write_text(json.dumps(data, indent=1) + "\n")
         written.append(path)
     return written
@@ -187,5 +191,6 @@ def listing(records: list[LaunchRecord]) -> list[LaunchRecord]:
     to edit and its launch options are fixed. A module whose largest launch is such a backward (the
     tutorial's layer norm: `_layer_norm_bwd_dx_fused` moves more bytes than the forward) would then be
     optimized where nothing can change, while its forward, through `LayerNorm.apply`, can."""
-    return sorted(records, key=lambda r: (parse_call(r.replay).is_launch, -parse_call(r.replay).nbytes,
-                                          r.kernel, r.replay))
+    return sorted(
+        records, key=lambda r: (parse_call(r.replay).is_launch, -parse_call(r.replay).nbytes, r.kernel, r.replay)
+    )

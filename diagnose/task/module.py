@@ -33,8 +33,7 @@ def identity(path: Path) -> ModuleIdentity:
     folder = path.parent
     # A folder without `__init__.py` inside a package is a namespace subpackage of it (Liger's
     # `ops/experimental/`): it is part of the dotted name too.
-    while ((folder / "__init__.py").exists() or (folder.parent / "__init__.py").exists()) \
-            and folder.parent != folder:
+    while ((folder / "__init__.py").exists() or (folder.parent / "__init__.py").exists()) and folder.parent != folder:
         parts.insert(0, folder.name)
         folder = folder.parent
     return ModuleIdentity(path, ".".join(parts), folder)
@@ -48,9 +47,12 @@ def is_jit_decorator(decorator: ast.expr) -> bool:
 
 def jit_functions(tree: ast.Module) -> tuple[str, ...]:
     """Names of every function decorated with `triton.jit`, at any depth."""
-    return tuple(node.name for node in ast.walk(tree)
-                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and any(is_jit_decorator(d) for d in node.decorator_list))
+    return tuple(
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any(is_jit_decorator(d) for d in node.decorator_list)
+    )
 
 
 def _root(node: ast.AST) -> str | None:
@@ -95,12 +97,14 @@ def import_time_work(tree: ast.Module) -> list[tuple[int, int]]:
     (`_KERNEL = make_kernel()`, read by a host function, stays). `if __name__ == "__main__":` never runs
     on import and is left alone."""
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    read_in_definitions = set().union(*(_free_reads(d) for d in tree.body
-                                        if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))))
+    read_in_definitions = set().union(
+        *(_free_reads(d) for d in tree.body if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    )
 
     def runs_module_code(node: ast.AST) -> bool:
-        return any(isinstance(c, ast.Call) and (_root(c.func) in defined or _root(c.func) == "print")
-                   for c in ast.walk(node))
+        return any(
+            isinstance(c, ast.Call) and (_root(c.func) in defined or _root(c.func) == "print") for c in ast.walk(node)
+        )
 
     out, left_out = [], set()
     for node in tree.body:
@@ -108,8 +112,9 @@ def import_time_work(tree: ast.Module) -> list[tuple[int, int]]:
             continue
         if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
             continue
-        reads_left_out = any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in left_out
-                             for n in ast.walk(node))
+        reads_left_out = any(
+            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in left_out for n in ast.walk(node)
+        )
         if not runs_module_code(node) and not reads_left_out:
             continue
         bound = _bound(node)

@@ -88,8 +88,10 @@ def _rebase(base: str, started: str, best: str) -> str:
             continue
         start = where.get(i1) if i1 < i2 else (where[i1 - 1] + 1 if i1 > 0 and i1 - 1 in where else where.get(i1))
         if start is None or any(where.get(i1 + k) != start + k for k in range(i2 - i1)):
-            raise UsageError("the module changed since the run read it, where the candidate edits it; "
-                             "run `diagnose optimize` again on the module as it is now")
+            raise UsageError(
+                "the module changed since the run read it, where the candidate edits it; "
+                "run `diagnose optimize` again on the module as it is now"
+            )
         edits.append((start, start + (i2 - i1), new[j1:j2]))
     for start, end, lines in reversed(edits):
         out[start:end] = lines

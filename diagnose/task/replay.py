@@ -183,8 +183,10 @@ def invoke(fn: Callable, call: CallSpec, args: list, kwargs: dict):
         from triton.runtime.jit import KernelInterface  # deferred: triton is heavy
 
         if not isinstance(fn, KernelInterface):
-            raise TypeError(f"{call.target} is a {type(fn).__name__}, not a Triton kernel: it is launched through "
-                            f"code of its own (capture a launch of it)")
+            raise TypeError(
+                f"{call.target} is a {type(fn).__name__}, not a Triton kernel: it is launched through "
+                f"code of its own (capture a launch of it)"
+            )
         # A guessed launch may pass what the kernel's autotuner or heuristics set (Triton refuses a
         # conflicting meta-parameter): the wrappers decide those.
         decided = decided_by(fn)
@@ -193,7 +195,7 @@ def invoke(fn: Callable, call: CallSpec, args: list, kwargs: dict):
         # positional arguments to its `early_config_prune` and `perf_model` (FlagGems' read them there).
         names = list(getattr(fn, "arg_names", ()))
         args = list(args)
-        for name in names[len(args):]:
+        for name in names[len(args) :]:
             if name not in kwargs:
                 break
             args.append(kwargs.pop(name))
@@ -230,7 +232,12 @@ def tensors_of(value: Any, numbers: bool = False) -> list:
 
     if isinstance(value, torch.Tensor):
         return [value]
-    if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", None) in ("b", "i", "u", "f"):
+    if type(value).__module__ == "numpy" and getattr(getattr(value, "dtype", None), "kind", None) in (
+        "b",
+        "i",
+        "u",
+        "f",
+    ):
         # an array or a NumPy scalar of numbers (no numpy import here: torch reads either)
         return [torch.as_tensor(value)] if numbers or value.ndim else []
     if numbers and isinstance(value, (bool, int, float)):
@@ -282,8 +289,9 @@ class recording:
     def __enter__(self):
         self.kernels = user_kernels()
         for kernel in self.kernels:
-            kernel.run = (lambda *args, _k=kernel, grid=None, warmup=False, **kwargs:
-                          None if warmup else self.record(_k, args, kwargs))
+            kernel.run = lambda *args, _k=kernel, grid=None, warmup=False, **kwargs: (
+                None if warmup else self.record(_k, args, kwargs)
+            )
         return self
 
     def __exit__(self, *exc):
@@ -360,11 +368,12 @@ class Harness:
                 with torch.set_grad_enabled(not layout.owners or torch.is_grad_enabled()):
                     result = invoke(self.target(layout.call), layout.call, args, kwargs)
                 if first:
-                    self.written[key] = [i for i, (b, s) in enumerate(zip(before, storages))
-                                         if not torch.equal(b, s)]
+                    self.written[key] = [i for i, (b, s) in enumerate(zip(before, storages)) if not torch.equal(b, s)]
                     del before
-                outputs = (*(t.detach() for t in tensors_of(result, numbers=not layout.owners)),
-                           *(storages[i] for i in self.written[key]))
+                outputs = (
+                    *(t.detach() for t in tensors_of(result, numbers=not layout.owners)),
+                    *(storages[i] for i in self.written[key]),
+                )
                 if not outputs and not layout.owners:
                     # A test that checks itself (`assert_close` inside, nothing returned): its assertions
                     # are the comparison, and its output is that it ran to its end.
@@ -392,8 +401,11 @@ class Harness:
         storages of the same sizes, by the call index that travels as the last input (reading it
         waits for the device, so it is read only then)."""
         shapes = [tuple(s.shape) for s in storages]
-        matches = [layout for layout in self.layouts.values()
-                   if len(layout.sizes) == len(shapes) and all(s == (n,) for s, n in zip(shapes, layout.sizes))]
+        matches = [
+            layout
+            for layout in self.layouts.values()
+            if len(layout.sizes) == len(shapes) and all(s == (n,) for s, n in zip(shapes, layout.sizes))
+        ]
         if len(matches) == 1:
             return matches[0]
         if not matches:
@@ -425,8 +437,7 @@ class Harness:
         *given, which = inputs
         # Copies of the drawn values (host code may check them: `assert target.max() < V`); on `meta`, where
         # there are none, uninitialised storages (a host check then fails, and the caller counts on CPU).
-        storages = [torch.empty(tuple(t.shape), dtype=t.dtype) if t.device.type == "meta" else t.clone()
-                    for t in given]
+        storages = [torch.empty(tuple(t.shape), dtype=t.dtype) if t.device.type == "meta" else t.clone() for t in given]
         # the call index, as a value (a meta tensor has none: the storages' sizes tell the call then)
         index = torch.tensor([-1 if which.device.type == "meta" else int(which.reshape(-1)[0])])
         seen: dict[int, int] = {}
@@ -445,13 +456,17 @@ class Harness:
         return float(sum(seen.values())), flops
 
     def get_input_groups(self) -> dict:
-        return {name: self._drawer(i, layout) for i, (name, layout) in enumerate(self.layouts.items())
-                if name in self.calls}
+        return {
+            name: self._drawer(i, layout) for i, (name, layout) in enumerate(self.layouts.items()) if name in self.calls
+        }
 
     def get_unseen_shape_groups(self) -> dict:
         """label -> inputs of each unseen call (`diagnose/task/shrink.py`), for `diagnose/verify/jobs.py`."""
-        return {name: self._drawer(i, layout) for i, (name, layout) in enumerate(self.layouts.items())
-                if name in self.unseen}
+        return {
+            name: self._drawer(i, layout)
+            for i, (name, layout) in enumerate(self.layouts.items())
+            if name in self.unseen
+        }
 
     @staticmethod
     def _drawer(index: int, layout: Layout) -> Callable[[], list]:

@@ -65,16 +65,19 @@ def shrunk(call: CallSpec, limit: int) -> Shrunk | None:
             return type(value)(cut(v) for v in value)
         return value
 
-    cut_call = replace(call, args=tuple(cut(v) for v in call.args),
-                       kwargs=tuple((k, cut(v)) for k, v in call.kwargs))
+    cut_call = replace(call, args=tuple(cut(v) for v in call.args), kwargs=tuple((k, cut(v)) for k, v in call.kwargs))
     return Shrunk(cut_call, n, rows)
 
 
 def _plain(t: TensorSpec) -> bool:
     """Contiguous, at offset 0, owning its storage: cutting rows keeps it a valid tensor (its values are drawn
     per element, from a range or a few values, whatever its shape)."""
-    return ((t.stride is None or tuple(t.stride) == contiguous_strides(t.shape)) and not t.offset and not t.base
-            and (t.storage is None or t.storage == t.span()))
+    return (
+        (t.stride is None or tuple(t.stride) == contiguous_strides(t.shape))
+        and not t.offset
+        and not t.base
+        and (t.storage is None or t.storage == t.span())
+    )
 
 
 def _scalars(values: list[Value]) -> list[Value]:

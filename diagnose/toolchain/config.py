@@ -84,5 +84,7 @@ def save_record(record: ToolchainRecord, root: Path | None = None) -> Path:
     records = load_records(root)
     records[record.name] = record
     path = config_path(root)
-    write_json_atomic(path, {"version": CONFIG_VERSION, "toolchains": {k: v.to_dict() for k, v in sorted(records.items())}})
+    write_json_atomic(
+        path, {"version": CONFIG_VERSION, "toolchains": {k: v.to_dict() for k, v in sorted(records.items())}}
+    )
     return path

@@ -96,8 +96,7 @@ def installed_distributions(python: Path, names: tuple[str, ...]) -> list[str]:
 
 def probe(spec: ToolchainSpec, python: str) -> dict:
     """Run the spec's probe in the environment; its report, or `ToolchainError` saying why not."""
-    result = call(spec.probe, {}, python=python, timeout_s=PROBE_TIMEOUT_S, env=dict(spec.worker_env),
-                  user_code=False)
+    result = call(spec.probe, {}, python=python, timeout_s=PROBE_TIMEOUT_S, env=dict(spec.worker_env), user_code=False)
     if not result.ok:
         raise ToolchainError(
             f"toolchain {spec.name}: the probe failed in {python} ({result.failure.kind}): {result.failure.message}\n"
@@ -120,12 +119,16 @@ def create(spec: ToolchainSpec, root: Path | None = None) -> ToolchainRecord:
     run_step(pip + list(wanted), PIP_TIMEOUT_S, f"pip install {' '.join(wanted)}")
     foreign = installed_distributions(python, spec.foreign_distributions)
     if foreign:
-        run_step([str(python), "-m", "pip", "uninstall", "-y", *foreign], PIP_TIMEOUT_S, f"pip uninstall {' '.join(foreign)}")
+        run_step(
+            [str(python), "-m", "pip", "uninstall", "-y", *foreign], PIP_TIMEOUT_S, f"pip uninstall {' '.join(foreign)}"
+        )
         main = next(r for r in wanted if r.startswith(spec.main_distribution))
         run_step(pip + ["--no-deps", "--force-reinstall", main], PIP_TIMEOUT_S, f"reinstalling {main}")
     report = probe(spec, str(python))
     if not report.get("ok"):
-        raise ToolchainError(f"toolchain {spec.name} was installed but does not work: {'; '.join(report.get('problems', []))}")
+        raise ToolchainError(
+            f"toolchain {spec.name} was installed but does not work: {'; '.join(report.get('problems', []))}"
+        )
     record = ToolchainRecord(
         name=spec.name,
         python=str(python),

@@ -15,12 +15,27 @@ from diagnose.runtime.runner import DEFAULT_MEMORY_LIMIT, DEFAULT_TIMEOUT_S, Wor
 from diagnose.runtime.runner import call as runtime_call
 
 
-def call(entry: str, payload: dict, python: str, timeout_s: float = DEFAULT_TIMEOUT_S, interpret: bool = False,
-         memory_limit: int = DEFAULT_MEMORY_LIMIT, env: dict[str, str] | None = None,
-         user_code: bool = True) -> WorkerResult:
+def call(
+    entry: str,
+    payload: dict,
+    python: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    interpret: bool = False,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    env: dict[str, str] | None = None,
+    user_code: bool = True,
+) -> WorkerResult:
     """Run `entry` ("module:function") on `payload` in a fresh worker of the interpreter `python`
     (`user_code`: as in `diagnose.runtime.runner.call`)."""
     if not Path(python).exists():
         return WorkerResult(False, failure=Failure("load_error", f"cannot start {python}: no such interpreter"))
-    return runtime_call(entry, payload, timeout_s=timeout_s, interpret=interpret, memory_limit=memory_limit,
-                        env=env, python=python, user_code=user_code)
+    return runtime_call(
+        entry,
+        payload,
+        timeout_s=timeout_s,
+        interpret=interpret,
+        memory_limit=memory_limit,
+        env=env,
+        python=python,
+        user_code=user_code,
+    )

@@ -23,9 +23,15 @@ DEFAULT_TARGET = "cuda:sm90"
 SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages"}
 
 
-def triage_command(paths: list[str], target: str | None = None, fmt: str = "text",
-                   select: list[str] | None = None, ignore: list[str] | None = None,
-                   fail_on: str = "warning", config_root: str | None = None) -> tuple[int, str]:
+def triage_command(
+    paths: list[str],
+    target: str | None = None,
+    fmt: str = "text",
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    fail_on: str = "warning",
+    config_root: str | None = None,
+) -> tuple[int, str]:
     """Triage files and folders; returns (exit code, text for stdout).
 
     `target=None` means "from [tool.diagnose], else cuda:sm90"; a given target, select or ignore
@@ -49,9 +55,12 @@ def triage_command(paths: list[str], target: str | None = None, fmt: str = "text
         source = read_source(file)
         sources[file] = source
         findings += triage_source(
-            source, file, target or settings.target or DEFAULT_TARGET,
+            source,
+            file,
+            target or settings.target or DEFAULT_TARGET,
             select=select if select is not None else settings.select,
-            ignore=ignore if ignore is not None else _config_ignore(settings.ignore, select))
+            ignore=ignore if ignore is not None else _config_ignore(settings.ignore, select),
+        )
     code = EXIT_FAILED if at_or_above(findings, fail_on) else EXIT_OK
     if fmt == "json":
         return code, json.dumps([f.to_dict() for f in findings], indent=2) + "\n"
@@ -78,8 +87,12 @@ def collect_files(paths: list[str]) -> list[str]:
         if p.is_file():
             files.append(str(p))
         elif p.is_dir():
-            files += sorted(str(f) for f in p.rglob("*.py") if f.is_file() and not any(
-                part.startswith(".") or part in SKIP_DIRS for part in f.relative_to(p).parts[:-1]))
+            files += sorted(
+                str(f)
+                for f in p.rglob("*.py")
+                if f.is_file()
+                and not any(part.startswith(".") or part in SKIP_DIRS for part in f.relative_to(p).parts[:-1])
+            )
         else:
             raise UsageError(f"{path}: no such file or folder")
     return list(dict.fromkeys(files))

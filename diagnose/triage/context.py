@@ -18,8 +18,7 @@ from diagnose import syntax
 from diagnose.jit import is_triton_jit
 from diagnose.records import Location
 from diagnose.targets import Target
-from diagnose.triage.hosteval import (UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec, _OutOfBudget,
-                                      _Return)
+from diagnose.triage.hosteval import UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec, _OutOfBudget, _Return
 from diagnose.triage.imports import import_map, qualname
 from diagnose.triage.kernel import Config, Kernel
 
@@ -147,9 +146,13 @@ class Context:
     def location(self, node: ast.AST) -> Location:
         line = getattr(node, "lineno", 1) or 1
         end_line = getattr(node, "end_lineno", None)
-        return Location(self.path, line, self.char_col(line, getattr(node, "col_offset", 0)) or 0,
-                        end_line, self.char_col(end_line, getattr(node, "end_col_offset", None))
-                        if end_line else None)
+        return Location(
+            self.path,
+            line,
+            self.char_col(line, getattr(node, "col_offset", 0)) or 0,
+            end_line,
+            self.char_col(end_line, getattr(node, "end_col_offset", None)) if end_line else None,
+        )
 
     def qualname(self, node: ast.AST) -> str | None:
         return qualname(node, self.names)
@@ -200,8 +203,11 @@ class Context:
             grid = self.evaluator.value(grid.node.body, {**grid.env, **_lambda_args(grid, [meta])})
         if isinstance(grid, int) and not isinstance(grid, bool):
             grid = (grid,)
-        if isinstance(grid, (tuple, list)) and grid and all(
-                isinstance(g, int) and not isinstance(g, bool) for g in grid):
+        if (
+            isinstance(grid, (tuple, list))
+            and grid
+            and all(isinstance(g, int) and not isinstance(g, bool) for g in grid)
+        ):
             return tuple(grid)
         return None
 
@@ -251,17 +257,19 @@ def _kernel(fn: ast.FunctionDef, ctx: Context, module_defs) -> Kernel | None:
         return None
     args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
     params = tuple(a.arg for a in args)
-    constexprs = frozenset(a.arg for a in args if a.annotation is not None
-                           and (ctx.qualname(a.annotation) or "").endswith("constexpr"))
+    constexprs = frozenset(
+        a.arg for a in args if a.annotation is not None and (ctx.qualname(a.annotation) or "").endswith("constexpr")
+    )
     defaults: dict[str, tuple[Any, ast.AST]] = {}
     positional = fn.args.posonlyargs + fn.args.args
-    for a, d in zip(positional[len(positional) - len(fn.args.defaults):], fn.args.defaults):
+    for a, d in zip(positional[len(positional) - len(fn.args.defaults) :], fn.args.defaults):
         defaults[a.arg] = (ctx.evaluator.value(d, {}), d)
     for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults):
         if d is not None:
             defaults[a.arg] = (ctx.evaluator.value(d, {}), d)
-    kernel = Kernel(fn.name, fn, ctx.names, params, constexprs,
-                    {k: v for k, v in defaults.items() if v[0] is not UNKNOWN})
+    kernel = Kernel(
+        fn.name, fn, ctx.names, params, constexprs, {k: v for k, v in defaults.items() if v[0] is not UNKNOWN}
+    )
     for name, deco in decorators:
         if not isinstance(deco, ast.Call):
             continue
@@ -271,7 +279,9 @@ def _kernel(fn: ast.FunctionDef, ctx: Context, module_defs) -> Kernel | None:
             if isinstance(spec, (list, tuple)):
                 kernel.do_not_specialize = frozenset(
                     params[s] if isinstance(s, int) and 0 <= s < len(params) else s
-                    for s in spec if isinstance(s, (str, int)))
+                    for s in spec
+                    if isinstance(s, (str, int))
+                )
         elif name == "triton.heuristics":
             values = kw.get("values") or (deco.args[0] if deco.args else None)
             if isinstance(values, ast.Dict):
@@ -293,7 +303,8 @@ def _configs(expr: ast.AST, ctx: Context, module_defs, depth: int, env=None) -> 
         return [c for e in expr.elts for c in _configs(e, ctx, module_defs, depth + 1, env)]
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
         return _configs(expr.left, ctx, module_defs, depth + 1, env) + _configs(
-            expr.right, ctx, module_defs, depth + 1, env)
+            expr.right, ctx, module_defs, depth + 1, env
+        )
     if isinstance(expr, ast.Name):
         value = _module_assignment(ctx.tree, expr.id)
         return _configs(value, ctx, module_defs, depth + 1, env) if value is not None else []
@@ -454,8 +465,14 @@ def _caller_records(ctx: Context) -> dict[int, list[LaunchRecord] | None]:
     forwards = [h for h in ctx.functions if h.is_forward]
     evaluated = {id(h.node) for h in forwards} if ctx.inputs else set()
     launching = {id(h.node) for h in ctx.functions if h.launches}
-    calls = {name: {n.func.id for n in ast.walk(f) if isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Name) and n.func.id in defs} for name, f in defs.items()}
+    calls = {
+        name: {
+            n.func.id
+            for n in ast.walk(f)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in defs
+        }
+        for name, f in defs.items()
+    }
     reach: dict[str, bool] = {}
 
     def reaches(name: str) -> bool:
@@ -464,15 +481,18 @@ def _caller_records(ctx: Context) -> dict[int, list[LaunchRecord] | None]:
             reach[name] = False
             reach[name] = id(defs[name]) in launching or any(reaches(c) for c in calls[name])
         return reach[name]
+
     complete: dict[str, bool] = {}
 
     def followed(name: str) -> bool:
         if name not in complete:
             complete[name] = False  # a cycle counts as not followed
             complete[name] = name not in escaped and all(
-                scope is None or id(scope) in evaluated
+                scope is None
+                or id(scope) in evaluated
                 or (id(scope) in module_nodes and followed(module_nodes[id(scope)]))
-                for scope in callers.get(name, ()))
+                for scope in callers.get(name, ())
+            )
         return complete[name]
 
     ev = _CallerEvaluator(ctx.names, ctx.constants, dict(defs), {id(launch.node) for launch in ctx.launches})

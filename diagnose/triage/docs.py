@@ -11,8 +11,10 @@ from diagnose.triage.codes import RULES
 def rule_table() -> str:
     rows = ["| code | name | targets | severity | what it finds |", "|---|---|---|---|---|"]
     for code, rule in RULES.items():
-        rows.append(f"| {code} | `{rule.name}` | {', '.join(rule.targets)} | {rule.severity} | "
-                    f"{rule.summary().replace('|', '/')} |")
+        rows.append(
+            f"| {code} | `{rule.name}` | {', '.join(rule.targets)} | {rule.severity} | "
+            f"{rule.summary().replace('|', '/')} |"
+        )
     return "\n".join(rows)
 
 

@@ -19,8 +19,13 @@ SUPPRESSION = re.compile(r"#\s*diagnose:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
-def triage_source(source: str, path: str, target: str | Target = "cuda:sm90",
-                  select: Iterable[str] | None = None, ignore: Iterable[str] | None = None) -> list[Finding]:
+def triage_source(
+    source: str,
+    path: str,
+    target: str | Target = "cuda:sm90",
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+) -> list[Finding]:
     """Findings for one file's text, sorted by position. Never raises on any input text; raises
     `UsageError` only for a bad target or an unknown code in `select`/`ignore`."""
     tgt = lookup(target) if isinstance(target, str) else target
@@ -30,8 +35,12 @@ def triage_source(source: str, path: str, target: str | Target = "cuda:sm90",
         findings = [_finding(rule, hit, ctx) for rule in rules for hit in rule.check(ctx)]
     except RecursionError:
         # Nesting deeper than the interpreter's stack: say so once rather than crash the editor.
-        ctx = Context(path=path, source=source, target=tgt,
-                      syntax_error=SyntaxError("too deeply nested to analyse", (path, 1, 1, "", 1, 1)))
+        ctx = Context(
+            path=path,
+            source=source,
+            target=tgt,
+            syntax_error=SyntaxError("too deeply nested to analyse", (path, 1, 1, "", 1, 1)),
+        )
         findings = [_finding(r, h, ctx) for r in rules if r.code == "TRI000" for h in r.check(ctx)]
     findings = _dedupe(f for f in findings if not _suppressed(f, ctx))
     return sorted(findings, key=lambda f: (f.location.line, f.location.col, f.code))
@@ -40,12 +49,24 @@ def triage_source(source: str, path: str, target: str | Target = "cuda:sm90",
 def _finding(rule: Rule, hit: Hit, ctx: Context) -> Finding:
     loc = _location(hit.node, ctx)
     evidence = Evidence(
-        stage="triage", source="ast", name=type(rule).__name__, kind=rule.evidence_kind,
-        location=loc, args=hit.args, raw=ctx.line(loc.line).strip() or None)
+        stage="triage",
+        source="ast",
+        name=type(rule).__name__,
+        kind=rule.evidence_kind,
+        location=loc,
+        args=hit.args,
+        raw=ctx.line(loc.line).strip() or None,
+    )
     return Finding(
-        code=rule.code, message=hit.message, severity=hit.severity or rule.severity,
-        confidence=hit.confidence or rule.confidence, location=loc, evidence=(evidence,),
-        secondary=tuple(_location(n, ctx) for n in hit.secondary), rewrites=REWRITE_IDS.get(rule.code, ()))
+        code=rule.code,
+        message=hit.message,
+        severity=hit.severity or rule.severity,
+        confidence=hit.confidence or rule.confidence,
+        location=loc,
+        evidence=(evidence,),
+        secondary=tuple(_location(n, ctx) for n in hit.secondary),
+        rewrites=REWRITE_IDS.get(rule.code, ()),
+    )
 
 
 def _location(node: ast.AST | Span, ctx: Context) -> Location:

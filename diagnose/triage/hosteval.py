@@ -29,9 +29,24 @@ MAX_ITEMS = 64  # longer tuples, lists and dicts become UNKNOWN
 BUDGET = 20000  # expression evaluations per entry point
 
 DTYPE_BYTES = {
-    "float16": 2, "half": 2, "bfloat16": 2, "float32": 4, "float": 4, "float64": 8, "double": 8,
-    "int8": 1, "uint8": 1, "int16": 2, "int32": 4, "int": 4, "int64": 8, "long": 8, "bool": 1,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "complex64": 8,
+    "float16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float": 4,
+    "float64": 8,
+    "double": 8,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int": 4,
+    "int64": 8,
+    "long": 8,
+    "bool": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "complex64": 8,
 }
 
 
@@ -119,13 +134,25 @@ def _shift(a, b):
 
 
 BINOPS: dict[type, Callable] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod, ast.Div: operator.truediv, ast.Pow: _pow, ast.LShift: _shift,
-    ast.RShift: operator.rshift, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Div: operator.truediv,
+    ast.Pow: _pow,
+    ast.LShift: _shift,
+    ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
 }
 COMPARES: dict[type, Callable] = {
-    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
 }
 TENSOR_MAKERS = {"randn", "rand", "empty", "zeros", "ones", "full", "randint", "arange", "normal"}
 LIKE_MAKERS = {"randn_like", "rand_like", "empty_like", "zeros_like", "ones_like", "full_like"}
@@ -140,8 +167,13 @@ class Evaluator:
 
     max_depth = 3  # nested function calls followed; deeper calls are UNKNOWN
 
-    def __init__(self, names: dict[str, str], globals_: dict[str, Any],
-                 functions: dict[str, ast.FunctionDef], launch_nodes: set[int]):
+    def __init__(
+        self,
+        names: dict[str, str],
+        globals_: dict[str, Any],
+        functions: dict[str, ast.FunctionDef],
+        launch_nodes: set[int],
+    ):
         self.names = names
         self.globals = globals_
         self.functions = functions
@@ -260,8 +292,7 @@ class Evaluator:
             if any(isinstance(e, ast.Starred) for e in elts):
                 ok = False
             for i, elt in enumerate(elts):
-                self.assign(elt.value if isinstance(elt, ast.Starred) else elt,
-                            value[i] if ok else UNKNOWN, env)
+                self.assign(elt.value if isinstance(elt, ast.Starred) else elt, value[i] if ok else UNKNOWN, env)
 
     # expressions ------------------------------------------------------------------------------
 
@@ -469,7 +500,7 @@ class Evaluator:
                 return shape
             return shape[args[0]] if _is_int(args[0]) and -len(shape) <= args[0] < len(shape) else UNKNOWN
         if attr == "stride" and args and _is_int(args[0]) and -len(shape) <= args[0] < len(shape):
-            return _prod(shape[args[0]:][1:]) if args[0] >= 0 else _prod(shape[len(shape) + args[0]:][1:])
+            return _prod(shape[args[0] :][1:]) if args[0] >= 0 else _prod(shape[len(shape) + args[0] :][1:])
         if attr in ("dim", "ndimension"):
             return len(shape)
         if attr == "element_size":

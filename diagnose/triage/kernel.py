@@ -13,12 +13,31 @@ from typing import Any, Iterator
 from diagnose.triage.imports import qualname
 
 TL = "triton.language."
-REDUCTIONS = {TL + n for n in ("sum", "max", "min", "reduce", "argmax", "argmin", "xor_sum", "cumsum",
-                               "cumprod", "associative_scan")}
+REDUCTIONS = {
+    TL + n
+    for n in ("sum", "max", "min", "reduce", "argmax", "argmin", "xor_sum", "cumsum", "cumprod", "associative_scan")
+}
 # Calls whose result is a block (a tensor with a shape), as opposed to a scalar.
-BLOCK_MAKERS = {TL + n for n in ("arange", "zeros", "full", "zeros_like", "full_like", "make_block_ptr",
-                                 "broadcast_to", "make_tensor_descriptor", "reshape", "view", "rand",
-                                 "randn", "randint", "cat", "join")}
+BLOCK_MAKERS = {
+    TL + n
+    for n in (
+        "arange",
+        "zeros",
+        "full",
+        "zeros_like",
+        "full_like",
+        "make_block_ptr",
+        "broadcast_to",
+        "make_tensor_descriptor",
+        "reshape",
+        "view",
+        "rand",
+        "randn",
+        "randint",
+        "cat",
+        "join",
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -198,8 +217,9 @@ class Kernel:
     def loaded_names(self) -> set[str]:
         """Names assigned (somewhere) from an expression containing a `tl.load`: data, not indices."""
         loads = {id(c) for c in self.calls("load")}
-        return {name for name, values in self.assigns.items()
-                if any(id(n) in loads for v in values for n in ast.walk(v))}
+        return {
+            name for name, values in self.assigns.items() if any(id(n) in loads for v in values for n in ast.walk(v))
+        }
 
 
 def _bindings(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, ast.expr]]:

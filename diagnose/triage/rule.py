@@ -20,7 +20,15 @@ if TYPE_CHECKING:
     from diagnose.triage.context import Context
     from diagnose.targets import Target
 
-SECTIONS = ("What it finds", "Why it is slow", "Example", "Use instead", "Known false positives", "Targets", "References")
+SECTIONS = (
+    "What it finds",
+    "Why it is slow",
+    "Example",
+    "Use instead",
+    "Known false positives",
+    "Targets",
+    "References",
+)
 
 
 @dataclass(frozen=True)
@@ -61,8 +69,7 @@ class Rule:
     def check(self, ctx: Context) -> Iterator[Hit]:
         raise NotImplementedError
 
-    def hit(self, node: ast.AST | Span, *, secondary=(), confidence: Confidence | None = None,
-            **args: Any) -> Hit:
+    def hit(self, node: ast.AST | Span, *, secondary=(), confidence: Confidence | None = None, **args: Any) -> Hit:
         return Hit(node, self.message.format(**args), tuple(args.items()), tuple(secondary), confidence)
 
     @classmethod

@@ -40,21 +40,26 @@ def render_sarif(findings: list[Finding], sources: dict[str, str], root: str) ->
         if f.secondary:
             result["relatedLocations"] = [
                 {"id": i, **_location(loc, root), "message": {"text": "related"}}
-                for i, loc in enumerate(f.secondary, 1)]
+                for i, loc in enumerate(f.secondary, 1)
+            ]
         results.append(result)
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "diagnose",
-                "semanticVersion": diagnose.__version__,
-                "informationUri": INFORMATION_URI,
-                "rules": [_descriptor(code) for code in codes],
-            }},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(root).resolve().as_uri() + "/"}},
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "diagnose",
+                        "semanticVersion": diagnose.__version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": [_descriptor(code) for code in codes],
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(root).resolve().as_uri() + "/"}},
+                "results": results,
+            }
+        ],
     }
 
 

@@ -27,8 +27,13 @@ def _block(f: Finding, source: str) -> str:
     end = loc.end_col if loc.end_line == loc.line and loc.end_col is not None else len(text)
     width = max(1, end - loc.col)
     gutter = " " * len(str(loc.line))
-    out = [head, f"{gutter} |", f"{loc.line} | {text}", f"{gutter} | {' ' * loc.col}{'^' * width} {f.code}",
-           f"{gutter} |"]
+    out = [
+        head,
+        f"{gutter} |",
+        f"{loc.line} | {text}",
+        f"{gutter} | {' ' * loc.col}{'^' * width} {f.code}",
+        f"{gutter} |",
+    ]
     if rule:
         out.append(f"{gutter} = help: {rule.fix_title}")
     return "\n".join(out) + "\n"

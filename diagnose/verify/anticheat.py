@@ -44,7 +44,8 @@ def launches_triton(cases: list[dict], empty: frozenset[tuple[str, int]] = froze
 def ghost_replay(ghost_case: CaseResult | None, ghost_failure: str | None) -> CheckResult:
     if ghost_case is not None and ghost_case.passed:
         return CheckResult(
-            "ghost_replay", False,
+            "ghost_replay",
+            False,
             "output is still correct with the Triton kernels turned into no-ops: it was not computed by Triton",
         )
     how = f"ghost run failed ({ghost_failure})" if ghost_failure else f"ghost output wrong ({ghost_case.reason})"
@@ -54,13 +55,19 @@ def ghost_replay(ghost_case: CaseResult | None, ghost_failure: str | None) -> Ch
 def ghost_uninformative(count: int) -> CheckResult:
     """Every case's output is as correct with the task as given's own launches made no-ops: the replay
     cannot tell where an output came from, and holds nothing against the candidate."""
-    return CheckResult("ghost_replay", True, f"not decided: on all {count} case(s) the task as given also "
-                       "gets the output right with its Triton launches made no-ops")
+    return CheckResult(
+        "ghost_replay",
+        True,
+        f"not decided: on all {count} case(s) the task as given also "
+        "gets the output right with its Triton launches made no-ops",
+    )
 
 
 def no_reference_call(reference_calls: int) -> CheckResult:
     if reference_calls:
-        return CheckResult("no_reference_call", False, f"the reference Model was constructed or called {reference_calls} times")
+        return CheckResult(
+            "no_reference_call", False, f"the reference Model was constructed or called {reference_calls} times"
+        )
     return CheckResult("no_reference_call", True)
 
 
@@ -68,7 +75,9 @@ def input_sensitivity(pairs: list[tuple[str, bool, bool]]) -> CheckResult:
     """`pairs`: (case pair label, reference outputs differ, candidate outputs differ)."""
     frozen = [label for label, ref_differs, cand_differs in pairs if ref_differs and not cand_differs]
     if frozen:
-        return CheckResult("input_sensitivity", False, f"identical outputs for different inputs ({', '.join(frozen)}): cached")
+        return CheckResult(
+            "input_sensitivity", False, f"identical outputs for different inputs ({', '.join(frozen)}): cached"
+        )
     return CheckResult("input_sensitivity", True, f"{len(pairs)} pairs of cases compared")
 
 
@@ -101,14 +110,17 @@ def side_stream(ratios: dict[str, float], medians_ms: dict[str, float], escaped_
     for group, count in escaped_calls.items():
         if count:
             return CheckResult(
-                "side_stream", False,
+                "side_stream",
+                False,
                 f"group {group}: {count} call(s) left Triton kernels running on another stream after the timed "
-                "stream was done: work escapes the stream")
+                "stream was done: work escapes the stream",
+            )
     for group, ratio in ratios.items():
         median = medians_ms.get(group, 0.0)
         if ratio > SIDE_STREAM_RATIO and (ratio - 1.0) * median > SIDE_STREAM_MIN_MS:
             return CheckResult(
-                "side_stream", False,
+                "side_stream",
+                False,
                 f"group {group}: {ratio:.2f}x slower with a device-wide sync inside the timed region: work escapes the stream",
             )
     return CheckResult("side_stream", True)

@@ -58,8 +58,8 @@ def compare_one(ref, out, overrides: Overrides = {}) -> tuple[bool, float, float
     ref_sq = out_sq = 0.0
     finite_count = 0
     for start in range(0, ref_flat.numel(), CHUNK):
-        r = ref_flat[start:start + CHUNK].to(torch.float64)
-        o = out_flat[start:start + CHUNK].to(torch.float64)
+        r = ref_flat[start : start + CHUNK].to(torch.float64)
+        o = out_flat[start : start + CHUNK].to(torch.float64)
         if bool(torch.isfinite(r).all()) and bool(torch.isfinite(o).all()):  # the usual step: no masks to index by
             ref_sq, out_sq, finite_count = ref_sq + float(r.dot(r)), out_sq + float(o.dot(o)), finite_count + r.numel()
             diff = (o - r).abs_()
@@ -98,9 +98,15 @@ def compare_one(ref, out, overrides: Overrides = {}) -> tuple[bool, float, float
         return False, max_abs, max_rel, f"{bad} of {ref.numel()} elements outside atol={atol:g}, rtol={rtol:g}"
     blind = finite_count >= NORM_MIN_ELEMENTS and 0.0 < ref_sq < atol * atol * finite_count
     if blind and not NORM_RATIO[0] <= (out_sq / ref_sq) ** 0.5 <= NORM_RATIO[1]:
-        return False, max_abs, max_rel, (
-            f"output norm {(out_sq / ref_sq) ** 0.5:.2f}x the reference's, whose values lie below atol={atol:g}: "
-            "within tolerance element by element, but not the same result")
+        return (
+            False,
+            max_abs,
+            max_rel,
+            (
+                f"output norm {(out_sq / ref_sq) ** 0.5:.2f}x the reference's, whose values lie below atol={atol:g}: "
+                "within tolerance element by element, but not the same result"
+            ),
+        )
     return True, max_abs, max_rel, None
 
 

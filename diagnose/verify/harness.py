@@ -50,11 +50,13 @@ NOT_TIMED = "not timed: no device here (Triton interpreter on CPU)"
 
 
 # The steps of one verification, in order, and what each does (for progress lines).
-PHASES = {"reference": "running the reference (Model) on every case",
-          "candidate": "running the candidate (ModelNew) on the same inputs",
-          "compare": "comparing outputs with the reference's",
-          "ghost": "ghost replay (the Triton launches made no-ops must break the output)",
-          "timing": "timing the candidate and its baselines"}
+PHASES = {
+    "reference": "running the reference (Model) on every case",
+    "candidate": "running the candidate (ModelNew) on the same inputs",
+    "compare": "comparing outputs with the reference's",
+    "ghost": "ghost replay (the Triton launches made no-ops must break the output)",
+    "timing": "timing the candidate and its baselines",
+}
 
 
 class Phases:
@@ -98,8 +100,12 @@ def not_timed(groups: list[str], options: CheckOptions) -> tuple[Timing, ...]:
     return tuple(Timing(v, g, note=NOT_TIMED) for g in groups for v in variants)
 
 
-def verify(task: Task, options: CheckOptions = CheckOptions(), reference: Reference | None = None,
-           keep: KeptReference | None = None) -> Verdict:
+def verify(
+    task: Task,
+    options: CheckOptions = CheckOptions(),
+    reference: Reference | None = None,
+    keep: KeptReference | None = None,
+) -> Verdict:
     """Correctness, anti-cheat and (on a device) timing of the task's candidate.
 
     `reference`: a prepared reference of the same task (`prepared`) to reuse; when it does not serve
@@ -120,8 +126,9 @@ def verify(task: Task, options: CheckOptions = CheckOptions(), reference: Refere
         return verify_against(task, options, where, fresh, phases)
 
 
-def verify_against(task: Task, options: CheckOptions, where: Placement, reference: Reference,
-                   phases: Phases) -> Verdict:
+def verify_against(
+    task: Task, options: CheckOptions, where: Placement, reference: Reference, phases: Phases
+) -> Verdict:
     clock, held, tolerances = phases.clock, reference.held, dict(options.tolerances)
     versions = tuple(sorted(reference.value["versions"].items()))
     notes = tuple(reference.value["notes"])
@@ -129,16 +136,26 @@ def verify_against(task: Task, options: CheckOptions, where: Placement, referenc
     on_device = timed(options.device)
     refused: list[str] = []  # requests the vault refused, in any job of this verification
     with tempfile.TemporaryDirectory(prefix="diagnose-candidate-") as out:
-        common = {"device": options.device, "job_dir": reference.job_dir, "out_dir": out,
-                  "device_lock": options.device_lock}
+        common = {
+            "device": options.device,
+            "job_dir": reference.job_dir,
+            "out_dir": out,
+            "device_lock": options.device_lock,
+        }
         judged_cases, soak = cases + ([] if on_device else [spare]), 0 if on_device else options.soak
         with clock("candidate"):
-            cand = reference.run_job("candidate_job", {**common, "candidate": str(task.candidate_path), "mode": "check",
-                                                       "cases": judged_cases, "soak": soak},
-                                     candidate_files(judged_cases, soak), options, where, refused)
+            cand = reference.run_job(
+                "candidate_job",
+                {**common, "candidate": str(task.candidate_path), "mode": "check", "cases": judged_cases, "soak": soak},
+                candidate_files(judged_cases, soak),
+                options,
+                where,
+                refused,
+            )
         if not cand.ok:
-            return Verdict(False, options.device, failure=cand.failure, versions=versions, notes=notes,
-                           phases=phases.done())
+            return Verdict(
+                False, options.device, failure=cand.failure, versions=versions, notes=notes, phases=phases.done()
+            )
         results = [r for r in cand.value["cases"] if r["role"] != "recheck"]
         empty = empty_cases(cases, held)
         with clock("compare"):
@@ -160,24 +177,40 @@ def verify_against(task: Task, options: CheckOptions, where: Placement, referenc
                 checks.append(ghost_check(computed, reference, common, task, options, where, refused))
             if on_device:
                 with clock("timing"):
-                    timings, timing_checks, timing_notes = time_candidate(task, reference, common, options, where,
-                                                                          refused)
+                    timings, timing_checks, timing_notes = time_candidate(
+                        task, reference, common, options, where, refused
+                    )
                 checks += timing_checks
                 notes += timing_notes
             else:
                 after = next(r for r in cand.value["cases"] if r["role"] == "recheck")
-                checks.append(anticheat.recheck_after_timing(compare_held(spare, held, after["outputs"], tolerances),
-                                                             f"soak of {int(cand.value.get('soak_calls', options.soak))} calls"))
+                checks.append(
+                    anticheat.recheck_after_timing(
+                        compare_held(spare, held, after["outputs"], tolerances),
+                        f"soak of {int(cand.value.get('soak_calls', options.soak))} calls",
+                    )
+                )
         checks.append(anticheat.inputs_in_turn(refused))
     passed = correct and all(c.passed for c in checks)
-    return Verdict(passed, options.device, judged.cases, tuple(checks), timings,
-                   versions=versions, notes=notes, phases=phases.done())
+    return Verdict(
+        passed,
+        options.device,
+        judged.cases,
+        tuple(checks),
+        timings,
+        versions=versions,
+        notes=notes,
+        phases=phases.done(),
+    )
 
 
 def empty_cases(cases: list[dict], held: Held) -> frozenset[tuple[str, int]]:
     """The cases whose reference outputs hold no element at all."""
-    return frozenset((c["group"], c["seed"]) for c in cases
-                     if all(getattr(out, "numel", lambda: 1)() == 0 for out in held[key(c)][0]))
+    return frozenset(
+        (c["group"], c["seed"])
+        for c in cases
+        if all(getattr(out, "numel", lambda: 1)() == 0 for out in held[key(c)][0])
+    )
 
 
 def all_zeros(outputs) -> bool:
@@ -186,8 +219,15 @@ def all_zeros(outputs) -> bool:
     return all(getattr(out, "numel", lambda: 0)() > 0 and not bool(out.count_nonzero()) for out in outputs)
 
 
-def ghost_check(cases: list[dict], reference: Reference, common: dict, task: Task, options: CheckOptions,
-                where: Placement, refused: list[str]) -> CheckResult:
+def ghost_check(
+    cases: list[dict],
+    reference: Reference,
+    common: dict,
+    task: Task,
+    options: CheckOptions,
+    where: Placement,
+    refused: list[str],
+) -> CheckResult:
     """The candidate's Triton launches made no-ops must break its output, judged on the first of `cases`
     that can tell. A case whose output the task as given (`options.initial`) also gets right with its own
     launches made no-ops tells nothing, and the next one is tried: Liger's JSD with every label ignored
@@ -199,32 +239,55 @@ def ghost_check(cases: list[dict], reference: Reference, common: dict, task: Tas
             initial = ghost_case(options.initial, case, reference, common, options, where, refused)
             if not isinstance(initial, str) and initial.passed:
                 continue
-        return (anticheat.ghost_replay(None, candidate) if isinstance(candidate, str)
-                else anticheat.ghost_replay(candidate, None))
+        return (
+            anticheat.ghost_replay(None, candidate)
+            if isinstance(candidate, str)
+            else anticheat.ghost_replay(candidate, None)
+        )
     return anticheat.ghost_uninformative(len(cases))
 
 
-def ghost_case(path, case: dict, reference: Reference, common: dict, options: CheckOptions, where: Placement,
-               refused: list[str]):
+def ghost_case(
+    path, case: dict, reference: Reference, common: dict, options: CheckOptions, where: Placement, refused: list[str]
+):
     """The ghost replay of the `ModelNew` of the file at `path` on one case: its comparison with the
     reference's output, or the failure's message when the run failed."""
-    ghost = reference.run_job("candidate_job", {**common, "candidate": str(path), "mode": "ghost", "cases": [case],
-                                                "soak": 0}, candidate_files([case], 0), options, where, refused)
+    ghost = reference.run_job(
+        "candidate_job",
+        {**common, "candidate": str(path), "mode": "ghost", "cases": [case], "soak": 0},
+        candidate_files([case], 0),
+        options,
+        where,
+        refused,
+    )
     if not ghost.ok:
         return ghost.failure.message
     return compare_held(case, reference.held, ghost.value["cases"][0]["outputs"], dict(options.tolerances))
 
 
-def time_candidate(task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement,
-                   refused: list[str]):
+def time_candidate(
+    task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement, refused: list[str]
+):
     """Timings, the timing-phase checks and notes: the candidate's from its own timing worker, its
     baselines' from another that never imports a candidate (`time_baselines`)."""
     selected, spare, seed = reference.value["selected"], reference.spare, options.seeds[0]
     baselines, baseline_notes = time_baselines(task, reference, common, options, where)
     inputs = reference.inputs_of(seed)
-    result = reference.run_job("timing_job", {**common, "candidate": str(task.candidate_path), "groups": selected,
-                                              "seed": seed, "inputs": inputs, "recheck": spare},
-                               timing_files(inputs, spare, seed), options, where, refused)
+    result = reference.run_job(
+        "timing_job",
+        {
+            **common,
+            "candidate": str(task.candidate_path),
+            "groups": selected,
+            "seed": seed,
+            "inputs": inputs,
+            "recheck": spare,
+        },
+        timing_files(inputs, spare, seed),
+        options,
+        where,
+        refused,
+    )
     if not result.ok:
         failure: Failure = result.failure
         checks = [CheckResult("recheck_after_timing", False, f"timing run failed: {failure.kind}: {failure.message}")]
@@ -233,13 +296,16 @@ def time_candidate(task: Task, reference: Reference, common: dict, options: Chec
     timings = tuple(t for group in selected for t in (*candidate, *baselines) if t.group == group)
     medians = {t.group: t.median_ms for t in candidate if t.median_ms}
     after = compare_held(spare, reference.held, result.value["recheck_outputs"], dict(options.tolerances))
-    checks = [anticheat.recheck_after_timing(after, "timing loop"),
-              anticheat.side_stream(result.value["side_stream_ratio"], medians, result.value["escaped_calls"])]
+    checks = [
+        anticheat.recheck_after_timing(after, "timing loop"),
+        anticheat.side_stream(result.value["side_stream_ratio"], medians, result.value["escaped_calls"]),
+    ]
     return timings, checks, baseline_notes
 
 
-def time_baselines(task: Task, reference: Reference, common: dict, options: CheckOptions,
-                   where: Placement) -> tuple[tuple[Timing, ...], tuple[str, ...]]:
+def time_baselines(
+    task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement
+) -> tuple[tuple[Timing, ...], tuple[str, ...]]:
     """The initial kernel's and the baselines' timings and notes, each timed once per prepared reference
     in a worker that imports the reference and the initial file only: a candidate cannot slow them down.
     An optimize run verifies the task as given without an initial kernel and its candidates with one:
@@ -249,11 +315,20 @@ def time_baselines(task: Task, reference: Reference, common: dict, options: Chec
     missing = [name for name, key in keys.items() if key not in reference.baseline_timings]
     if missing:
         selected, inputs = reference.value["selected"], reference.inputs_of(options.seeds[0])
-        result = reference.run_job("baseline_timing_job", {
-            **common, "reference": str(task.reference_path),
-            "initial": str(options.initial) if "initial" in missing else None, "groups": selected,
-            "inputs": inputs, "baselines": [name for name in missing if name != "initial"]},
-            baseline_files(inputs), options, where)
+        result = reference.run_job(
+            "baseline_timing_job",
+            {
+                **common,
+                "reference": str(task.reference_path),
+                "initial": str(options.initial) if "initial" in missing else None,
+                "groups": selected,
+                "inputs": inputs,
+                "baselines": [name for name in missing if name != "initial"],
+            },
+            baseline_files(inputs),
+            options,
+            where,
+        )
         for name in missing:
             if result.ok:
                 timings = tuple(Timing(**t) for t in result.value["timings"] if t["variant"] == name)
@@ -263,5 +338,7 @@ def time_baselines(task: Task, reference: Reference, common: dict, options: Chec
                 timings, notes = tuple(Timing(name, g, note=note) for g in selected), (note,)
             reference.baseline_timings[keys[name]] = (timings, notes)
     held = [reference.baseline_timings[key] for key in keys.values()]
-    return (tuple(t for timings, _ in held for t in timings),
-            tuple(dict.fromkeys(n for _, notes in held for n in notes)))
+    return (
+        tuple(t for timings, _ in held for t in timings),
+        tuple(dict.fromkeys(n for _, notes in held for n in notes)),
+    )

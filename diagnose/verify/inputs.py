@@ -100,8 +100,12 @@ def perturbation_for(inputs: list, seed: int) -> list[tuple[int, Any, Any]]:
     generator = torch.Generator().manual_seed(seed)
     out = []
     for i, value in enumerate(inputs):
-        if not (isinstance(value, torch.Tensor) and value.dtype.is_floating_point and value.is_contiguous()
-                and value.numel() >= 2):
+        if not (
+            isinstance(value, torch.Tensor)
+            and value.dtype.is_floating_point
+            and value.is_contiguous()
+            and value.numel() >= 2
+        ):
             continue
         flat = value.reshape(-1)
         first, second = swapped_pairs(value, generator)
@@ -123,7 +127,7 @@ def swapped_pairs(value, generator):
     per_row = min(width // 2, -(-PERTURBED // len(chosen)))
     first, second = [], []
     for row in chosen.tolist():
-        columns = torch.randperm(width, generator=generator)[:2 * per_row]
+        columns = torch.randperm(width, generator=generator)[: 2 * per_row]
         first.append(row * width + columns[:per_row])
         second.append(row * width + columns[per_row:])
     return torch.cat(first)[:PERTURBED], torch.cat(second)[:PERTURBED]

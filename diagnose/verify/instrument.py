@@ -110,8 +110,9 @@ def watch_graph_replays(log: LaunchLog, graph_class: type | None = None) -> None
     def capture_end(self, *args, **kwargs):
         result = end(self, *args, **kwargs)
         before = begun.pop(id(self), {})
-        captured[id(self)] = {name: count - before.get(name, 0) for name, count in log.launches.items()
-                              if count > before.get(name, 0)}
+        captured[id(self)] = {
+            name: count - before.get(name, 0) for name, count in log.launches.items() if count > before.get(name, 0)
+        }
         return result
 
     def replayed(self, *args, **kwargs):
@@ -139,6 +140,7 @@ def streams_noted(kernels: list, current_stream: Callable[[], Any]) -> Iterator[
     streams: list = []
     before = {id(kernel): kernel.__dict__.get("run") for kernel in kernels}
     for kernel in kernels:
+
         def noted(*args, _original=kernel.run, **kwargs):
             streams.append(current_stream())
             return _original(*args, **kwargs)

@@ -172,8 +172,12 @@ def reference_job(payload: dict) -> dict:
             inputs, drawn_notes = draw(module, group, salted(payload, seed))
         notes += drawn_notes
         stem = f"{group}_{seed}"
-        case = {"group": group, "seed": seed, "role": role,
-                **reference_case(model, inputs, job, stem, device, payload.get("device_lock"))}
+        case = {
+            "group": group,
+            "seed": seed,
+            "role": role,
+            **reference_case(model, inputs, job, stem, device, payload.get("device_lock")),
+        }
         if perturbation:
             case["perturbation"] = tensors.save(perturbation, job / f"perturb_{stem}.pt")
             case["base_seed"] = payload["seeds"][0]
@@ -182,8 +186,13 @@ def reference_job(payload: dict) -> dict:
         cases.append(case)
         del inputs
     shape_cases, shape_notes = unseen_shape_cases(module, model, groups, payload)
-    return {"groups": names, "selected": groups, "cases": cases + shape_cases,
-            "notes": sorted(set(notes + shape_notes)), "versions": versions(device)}
+    return {
+        "groups": names,
+        "selected": groups,
+        "cases": cases + shape_cases,
+        "notes": sorted(set(notes + shape_notes)),
+        "versions": versions(device),
+    }
 
 
 def reference_case(model, inputs: list, job: Path, stem: str, device: str, lock: str | None) -> dict:
@@ -194,9 +203,11 @@ def reference_case(model, inputs: list, job: Path, stem: str, device: str, lock:
         device_inputs = tensors.to_device(inputs, torch_device(device))
         outputs = run_forward(model, device_inputs, device)
         post = tensors.to_cpu(device_inputs)
-    case = {"inputs": tensors.save(pristine, job / f"inputs_{stem}.pt"),
-            "reference": tensors.save(outputs, job / f"ref_{stem}.pt"),
-            "mutated": tensors.changed(pristine, post)}
+    case = {
+        "inputs": tensors.save(pristine, job / f"inputs_{stem}.pt"),
+        "reference": tensors.save(outputs, job / f"ref_{stem}.pt"),
+        "mutated": tensors.changed(pristine, post),
+    }
     if case["mutated"]:
         case["reference_post_inputs"] = tensors.save(post, job / f"ref_post_{stem}.pt")
     return case
@@ -216,8 +227,15 @@ def unseen_shape_cases(module, model, groups: list[str], payload: dict) -> tuple
     # A replayed call's sizes are the project's own: the task names its unseen sizes (its rows cut).
     for name, value in (module.get_unseen_shape_groups() if hasattr(module, "get_unseen_shape_groups") else {}).items():
         size = name.partition(shapes.SUFFIX)[2]
-        unseen.append((name, shapes.base_group(name), f"{size}, a size its captured calls did not have", size,
-                       lambda value=value, name=name: draw_value(value, name, salt)[0]))
+        unseen.append(
+            (
+                name,
+                shapes.base_group(name),
+                f"{size}, a size its captured calls did not have",
+                size,
+                lambda value=value, name=name: draw_value(value, name, salt)[0],
+            )
+        )
     for group in groups:
         changed = shapes.perturbation(module, table[group])
         if changed:
@@ -226,14 +244,24 @@ def unseen_shape_cases(module, model, groups: list[str], payload: dict) -> tuple
             def drawn(group=group, changed=changed) -> list:
                 with shapes.sizes_set(module, changed):
                     return draw(module, group, salt)[0]
-            unseen.append((shapes.label(group, changed), group, f"sizes the task did not name: {sizes}",
-                           f"other sizes ({sizes})", drawn))
+
+            unseen.append(
+                (
+                    shapes.label(group, changed),
+                    group,
+                    f"sizes the task did not name: {sizes}",
+                    f"other sizes ({sizes})",
+                    drawn,
+                )
+            )
     for name, group, checked, not_checked, drawn in unseen:
         try:
             case = reference_case(model, drawn(), job, f"{name}_{seed}", device, payload.get("device_lock"))
         except Exception as exc:  # noqa: BLE001 - the reference's own limit: those sizes are fixed in fact
-            notes.append(f"group {group} not checked at {not_checked}: the reference fails there "
-                         f"({type(exc).__name__}: {str(exc)[:120]})")
+            notes.append(
+                f"group {group} not checked at {not_checked}: the reference fails there "
+                f"({type(exc).__name__}: {str(exc)[:120]})"
+            )
             continue
         cases.append({"group": name, "seed": seed, "role": "shape", **case})
         notes.append(f"group {group} also checked at {checked}")
@@ -245,8 +273,16 @@ def out_dir(payload: dict) -> Path:
     return Path(payload.get("out_dir") or payload["job_dir"])
 
 
-def run_case(model, case: dict, pristine: list, device: str, out: Path, mode: str, log: instrument.LaunchLog,
-             lock: str | None = None) -> dict:
+def run_case(
+    model,
+    case: dict,
+    pristine: list,
+    device: str,
+    out: Path,
+    mode: str,
+    log: instrument.LaunchLog,
+    lock: str | None = None,
+) -> dict:
     """One forward on a case's inputs (`pristine`, left as they are); the inputs come back only if the
     call changed one (they can be GiB)."""
     before = log.total()
@@ -258,24 +294,39 @@ def run_case(model, case: dict, pristine: list, device: str, out: Path, mode: st
         post = tensors.to_cpu(inputs)
     stem = f"{mode}_{case['group']}_{case['seed']}"
     return {
-        "group": case["group"], "seed": case["seed"], "role": case["role"],
+        "group": case["group"],
+        "seed": case["seed"],
+        "role": case["role"],
         "outputs": tensors.save(outputs, out / f"out_{stem}.pt"),
         "post_inputs": tensors.save(post, out / f"post_{stem}.pt") if tensors.changed(pristine, post) else None,
         "launches": log.total() - before,
     }
 
 
-def recheck_in_place(model, inputs: list, case: dict, perturbation: list, device: str, out: Path,
-                     log: instrument.LaunchLog, lock: str | None = None) -> dict:
+def recheck_in_place(
+    model,
+    inputs: list,
+    case: dict,
+    perturbation: list,
+    device: str,
+    out: Path,
+    log: instrument.LaunchLog,
+    lock: str | None = None,
+) -> dict:
     """The re-check on the buffers the candidate was just timed or soaked on, a few elements changed in
     place (`diagnose.verify.inputs.perturbation_for`); the reference computed the same change."""
     before = log.total()
     with device_lock.shared(lock):
         apply_perturbation(inputs, perturbation)
         outputs = run_forward(model, inputs, device, plain=True)
-    return {"group": case["group"], "seed": case["seed"], "role": case["role"],
-            "outputs": tensors.save(outputs, out / f"out_recheck_{case['group']}_{case['seed']}.pt"),
-            "post_inputs": None, "launches": log.total() - before}
+    return {
+        "group": case["group"],
+        "seed": case["seed"],
+        "role": case["role"],
+        "outputs": tensors.save(outputs, out / f"out_recheck_{case['group']}_{case['seed']}.pt"),
+        "post_inputs": None,
+        "launches": log.total() - before,
+    }
 
 
 def candidate_files(cases: list[dict], soak: int) -> list[str]:
@@ -323,12 +374,20 @@ def candidate_job(payload: dict) -> dict:
         soak_calls = calls
     for case in rechecks:
         if soaked is not None and case.get("in_place"):
-            results.append(recheck_in_place(model, soaked, case, fetch(payload, case["perturbation"]), device, out,
-                                            log, lock))
+            results.append(
+                recheck_in_place(model, soaked, case, fetch(payload, case["perturbation"]), device, out, log, lock)
+            )
         else:
             results.append(run_case(model, case, fetch(payload, case["inputs"]), device, out, mode, log, lock))
     if not instrument.intact(watched):
-        raise RuntimeError("the candidate replaced the harness's launch wrapper on Triton's kernels "
-                           "(`run`): its launches can be neither counted nor replayed")
-    return {"cases": results, "reference_calls": log.reference_calls, "soak_calls": soak_calls,
-            "kernels": sorted(log.launches), "launches": dict(log.launches)}
+        raise RuntimeError(
+            "the candidate replaced the harness's launch wrapper on Triton's kernels "
+            "(`run`): its launches can be neither counted nor replayed"
+        )
+    return {
+        "cases": results,
+        "reference_calls": log.reference_calls,
+        "soak_calls": soak_calls,
+        "kernels": sorted(log.launches),
+        "launches": dict(log.launches),
+    }

@@ -60,8 +60,9 @@ def differs_beyond_tolerance(a: list, b: list, tolerances: dict) -> bool:
     return bool(a) and not compare_case("", 0, a, b, tolerances).passed
 
 
-def mutated_differently(case: dict, result: dict, reference_post: list | None,
-                        inputs_of: Callable[[str], list]) -> list[int]:
+def mutated_differently(
+    case: dict, result: dict, reference_post: list | None, inputs_of: Callable[[str], list]
+) -> list[int]:
     """Inputs the candidate left differently from how the reference leaves them.
 
     An input the reference leaves alone must stay bit for bit as it was (a change in its lowest bits is a
@@ -90,8 +91,9 @@ class Judged:
     mutations: tuple[tuple[str, list[int]], ...]
 
 
-def judge(cases: list[dict], results: list[dict], held: Held, tolerances: dict,
-          inputs_of: Callable[[str], list]) -> Judged:
+def judge(
+    cases: list[dict], results: list[dict], held: Held, tolerances: dict, inputs_of: Callable[[str], list]
+) -> Judged:
     """Compare every case, pair consecutive seeds of a group and check input mutation (`inputs_of(name)`:
     a case's inputs, from the vault).
 
@@ -106,6 +108,8 @@ def judge(cases: list[dict], results: list[dict], held: Held, tolerances: dict,
         if previous is not None and previous[0]["group"] == case["group"]:
             label = f"{case['group']} seeds {previous[0]['seed']}/{case['seed']}"
             pairs.append((label, differs_beyond_tolerance(previous[1], refs, tolerances), differs(previous[2], outs)))
-        mutations.append((f"{case['group']}/{case['seed']}", mutated_differently(case, result, reference_post, inputs_of)))
+        mutations.append(
+            (f"{case['group']}/{case['seed']}", mutated_differently(case, result, reference_post, inputs_of))
+        )
         previous = (case, refs, outs)
     return Judged(tuple(case_results), tuple(pairs), tuple(mutations))

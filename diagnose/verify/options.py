@@ -44,8 +44,13 @@ class CheckOptions:
 def run_job(name: str, payload: dict, options: CheckOptions, where: Placement):
     """Run the worker entry `name` of `jobs.py`, or of `timing_jobs.py` when it is one of those."""
     module = TIMING_JOBS if name in ("baseline_timing_job", "timing_job", "side_by_side_job") else JOBS
-    return call(f"{module}:{name}", payload, timeout_s=options.timeout_s, memory_limit=options.memory_limit,
-                **where.runner_options())
+    return call(
+        f"{module}:{name}",
+        payload,
+        timeout_s=options.timeout_s,
+        memory_limit=options.memory_limit,
+        **where.runner_options(),
+    )
 
 
 def placement_for(options: CheckOptions) -> Placement:

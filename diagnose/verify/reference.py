@@ -40,8 +40,14 @@ def stamp(path: str | Path) -> tuple[str, int, int]:
 
 def identity(task: Task, options: CheckOptions) -> tuple:
     """What a reference's result depends on: the reference file as it is now, and what is drawn."""
-    return (stamp(task.reference_path.resolve()), options.device, options.groups, options.seeds,
-            options.recheck_seed, options.unseen_shapes)
+    return (
+        stamp(task.reference_path.resolve()),
+        options.device,
+        options.groups,
+        options.seeds,
+        options.recheck_seed,
+        options.unseen_shapes,
+    )
 
 
 @dataclass(frozen=True)
@@ -76,8 +82,15 @@ class Reference:
             keys = {"initial": ("initial", stamp(options.initial), options.seeds[0]), **keys}
         return keys
 
-    def run_job(self, name: str, payload: dict, files: list[str], options: CheckOptions, where: Placement,
-                refused: list[str] | None = None):
+    def run_job(
+        self,
+        name: str,
+        payload: dict,
+        files: list[str],
+        options: CheckOptions,
+        where: Placement,
+        refused: list[str] | None = None,
+    ):
         """Run the worker entry `name` with a vault ticket for `files`, the files it fetches; the requests
         the vault refused it go into `refused` when given (`anticheat.inputs_in_turn`)."""
         with self.vault.ticket(files) as ticket:
@@ -92,18 +105,25 @@ class Reference:
 
 
 @contextmanager
-def prepared(task: Task, options: CheckOptions, where: Placement | None = None,
-             clock: Callable | None = None) -> Iterator[Reference]:
+def prepared(
+    task: Task, options: CheckOptions, where: Placement | None = None, clock: Callable | None = None
+) -> Iterator[Reference]:
     """Run the reference job for `task` and hold its outputs; `clock(name)` times the step when given."""
     where = where or placement_for(options)
     with tempfile.TemporaryDirectory(prefix="diagnose-check-") as job:
-        payload = {"device": options.device, "job_dir": job, "reference": str(task.reference_path),
-                   "groups": list(options.groups) if options.groups else None,
-                   "seeds": list(options.seeds), "recheck_seed": options.recheck_seed,
-                   "unseen_shapes": options.unseen_shapes,
-                   # Seeds are public (the verdict names them); the salt is not: a candidate cannot
-                   # regenerate its cases' inputs from the seeds and precompute the answers.
-                   "salt": secrets.randbits(62), "device_lock": options.device_lock}
+        payload = {
+            "device": options.device,
+            "job_dir": job,
+            "reference": str(task.reference_path),
+            "groups": list(options.groups) if options.groups else None,
+            "seeds": list(options.seeds),
+            "recheck_seed": options.recheck_seed,
+            "unseen_shapes": options.unseen_shapes,
+            # Seeds are public (the verdict names them); the salt is not: a candidate cannot
+            # regenerate its cases' inputs from the seeds and precompute the answers.
+            "salt": secrets.randbits(62),
+            "device_lock": options.device_lock,
+        }
         before = identity(task, options)
         if clock is None:
             ref = run_job("reference_job", payload, options, where)
@@ -144,8 +164,9 @@ class KeptReference:
         held = self._held
         return held if held is not None and held.serves(task, options) else None
 
-    def prepare(self, task: Task, options: CheckOptions, where: Placement | None = None,
-                clock: Callable | None = None) -> Reference:
+    def prepare(
+        self, task: Task, options: CheckOptions, where: Placement | None = None, clock: Callable | None = None
+    ) -> Reference:
         """Run the reference job for `task` (the kept one is deleted first) and keep its result."""
         self.close()
         self._held = self._stack.enter_context(prepared(task, options, where, clock))

@@ -53,7 +53,7 @@ def model_reads(module: types.ModuleType) -> set[str]:
     """What building the model or running `Model` reads from the module."""
     names = names_read(getattr(module, "get_init_inputs", None), module)
     model = getattr(module, "Model", None)
-    for klass in (getattr(model, "__mro__", ()) if model is not None else ()):
+    for klass in getattr(model, "__mro__", ()) if model is not None else ():
         if getattr(klass, "__module__", None) != module.__name__:
             continue
         for value in vars(klass).values():

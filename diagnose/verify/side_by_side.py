@@ -17,15 +17,21 @@ from diagnose.verify.reference import Reference
 from diagnose.verify.timing_jobs import baseline_files
 
 
-def time_side_by_side(reference: Reference, variants: dict[str, Path],
-                      options: CheckOptions) -> tuple[list[Timing], str | None]:
+def time_side_by_side(
+    reference: Reference, variants: dict[str, Path], options: CheckOptions
+) -> tuple[list[Timing], str | None]:
     """One `Timing` per variant and group (`variant` is the variant's name), and why there are none
     when the job failed (a variant that raises fails them all: the search then keeps what it has)."""
     selected = reference.value["selected"]
     inputs = reference.inputs_of(options.seeds[0])
-    payload = {"device": options.device, "job_dir": reference.job_dir, "device_lock": options.device_lock,
-               "variants": {name: str(path) for name, path in variants.items()}, "groups": selected,
-               "inputs": inputs}
+    payload = {
+        "device": options.device,
+        "job_dir": reference.job_dir,
+        "device_lock": options.device_lock,
+        "variants": {name: str(path) for name, path in variants.items()},
+        "groups": selected,
+        "inputs": inputs,
+    }
     result = reference.run_job("side_by_side_job", payload, baseline_files(inputs), options, placement_for(options))
     if not result.ok:
         lines = result.failure.message.strip().splitlines()

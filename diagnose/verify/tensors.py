@@ -36,8 +36,10 @@ def require_plain(values: list) -> None:
     for index, value in enumerate(values):
         if type(value) not in (torch.Tensor, torch.nn.Parameter) or value.layout != torch.strided:
             kind = type(value).__name__ if type(value) not in (torch.Tensor, torch.nn.Parameter) else str(value.layout)
-            raise TypeError(f"output {index} is a {kind}, not a plain dense torch.Tensor: outputs must be "
-                            "computed by the call, not when they are read")
+            raise TypeError(
+                f"output {index} is a {kind}, not a plain dense torch.Tensor: outputs must be "
+                "computed by the call, not when they are read"
+            )
 
 
 def to_device(values: list, device: str) -> list:

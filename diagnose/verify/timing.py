@@ -144,8 +144,12 @@ class PinnedEvents:
     def of(cls, backend: Any) -> "PinnedEvents":
         event = backend.Event
         classes = [k for k in getattr(event, "__mro__", (event,)) if k is not object]
-        return cls(event, backend.synchronize, getattr(backend, "current_stream", None),
-                   tuple((k, tuple(vars(k).items())) for k in classes))
+        return cls(
+            event,
+            backend.synchronize,
+            getattr(backend, "current_stream", None),
+            tuple((k, tuple(vars(k).items())) for k in classes),
+        )
 
     def replaced(self) -> list[str]:
         out = []
@@ -167,8 +171,10 @@ def check_pinned(pinned: PinnedEvents) -> None:
     """Fail the timing job when the candidate patched the event class its times were read with."""
     replaced = pinned.replaced()
     if replaced:
-        raise RuntimeError(f"the candidate replaced {', '.join(replaced)} of the device's events: the times "
-                           "read with them would be its own to choose")
+        raise RuntimeError(
+            f"the candidate replaced {', '.join(replaced)} of the device's events: the times "
+            "read with them would be its own to choose"
+        )
 
 
 def converged(samples: list[float], previous_median: float | None) -> bool:
@@ -230,8 +236,9 @@ def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20) 
     """
     cold = statistics.median(timer.batch(fn, reps, cold=True))
     synced = statistics.median(timer.batch(fn, reps, sync_inside=True))
-    round_trip = (statistics.median(timer.batch(_nothing, reps, sync_inside=True))
-                  - statistics.median(timer.batch(_nothing, reps, cold=True)))
+    round_trip = statistics.median(timer.batch(_nothing, reps, sync_inside=True)) - statistics.median(
+        timer.batch(_nothing, reps, cold=True)
+    )
     return max(synced - max(round_trip, 0.0), cold) / cold if cold > 0 else 1.0
 
 

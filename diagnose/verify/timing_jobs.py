@@ -132,8 +132,12 @@ def timing_job(payload: dict) -> dict:
         else:
             inputs = tensors.to_device(fetch(payload, recheck["inputs"]), torch_device(device))
         outputs = run_forward(model, inputs, device)
-    return {"timings": timings, "side_stream_ratio": side_streams, "escaped_calls": escapes,
-            "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt")}
+    return {
+        "timings": timings,
+        "side_stream_ratio": side_streams,
+        "escaped_calls": escapes,
+        "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt"),
+    }
 
 
 def side_by_side_job(payload: dict) -> dict:
@@ -144,8 +148,10 @@ def side_by_side_job(payload: dict) -> dict:
     device, lock = payload["device"], payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any variant's code runs here
     init_inputs, state = fetch(payload, INIT_INPUTS), fetch(payload, STATE)
-    models = {name: build_model(import_task_file(path).ModelNew, init_inputs, device, state)
-              for name, path in payload["variants"].items()}
+    models = {
+        name: build_model(import_task_file(path).ModelNew, init_inputs, device, state)
+        for name, path in payload["variants"].items()
+    }
     timer = timing.EventTimer(device, backend=pinned)
     timings = []
     for group in payload["groups"]:

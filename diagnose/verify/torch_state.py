@@ -24,8 +24,14 @@ def namespaces() -> dict[str, Any]:
     import torch  # deferred: torch is heavy
     import torch.nn.functional  # deferred: torch is heavy
 
-    return {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.Tensor": torch.Tensor,
-            "torch.linalg": torch.linalg, "torch.special": torch.special, "torch.fft": torch.fft}
+    return {
+        "torch": torch,
+        "torch.nn.functional": torch.nn.functional,
+        "torch.Tensor": torch.Tensor,
+        "torch.linalg": torch.linalg,
+        "torch.special": torch.special,
+        "torch.fft": torch.fft,
+    }
 
 
 def switches() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
@@ -37,10 +43,12 @@ def switches() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
 
     table = {
         "torch.backends.cuda.matmul.allow_tf32": attribute(torch.backends.cuda.matmul, "allow_tf32"),
-        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
-            attribute(torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"),
-        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
-            attribute(torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"),
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": attribute(
+            torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"
+        ),
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": attribute(
+            torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"
+        ),
         "torch.backends.cudnn.allow_tf32": attribute(torch.backends.cudnn, "allow_tf32"),
         "torch.set_float32_matmul_precision": (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
         "torch.set_default_dtype": (torch.get_default_dtype, torch.set_default_dtype),

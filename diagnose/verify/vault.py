@@ -93,8 +93,7 @@ class Vault:
         self._lock = threading.Lock()
         self.address = f"\0diagnose-vault-{secrets.token_hex(8)}"
         self._server = _Server(self.address, self)
-        threading.Thread(target=self._server.serve_forever, args=(POLL_S,), name="diagnose-vault",
-                         daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(POLL_S,), name="diagnose-vault", daemon=True).start()
 
     def names(self) -> frozenset[str]:
         return frozenset(self._fds)
@@ -140,8 +139,10 @@ class Vault:
                 return {"error": f"{name} is not one of this job's files"}, None
             if name in held.served:
                 held.refused.append(f"{name} (asked for twice)")
-                return {"error": f"{name} was already handed out to this job: something in the worker "
-                                 "fetched it before the harness did"}, None
+                return {
+                    "error": f"{name} was already handed out to this job: something in the worker "
+                    "fetched it before the harness did"
+                }, None
             held.served.add(name)
             return {"name": name}, self._fds[name]
 

@@ -100,9 +100,14 @@ def test_ctrl_c_before_the_run_exists_says_so(monkeypatch):
 def test_sigint_mid_run_exits_130_with_the_resume_command(tmp_path):
     task = tmp_path / "vector_add.py"
     task.write_text((EXAMPLES / "vector_add.py").read_text())
-    proc = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "optimize", str(task)], cwd=ROOT,
-                            env={**os.environ, knobs.CACHE_DIR: str(tmp_path / "cache")},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "diagnose.cli", "optimize", str(task)],
+        cwd=ROOT,
+        env={**os.environ, knobs.CACHE_DIR: str(tmp_path / "cache")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = proc.stderr.readline().strip()  # at once, before the first node
         assert first.startswith("run ") and "diagnose optimize --resume" in first
@@ -116,4 +121,3 @@ def test_sigint_mid_run_exits_130_with_the_resume_command(tmp_path):
     assert proc.returncode == EXIT_INTERRUPTED
     assert rest.strip().splitlines()[-1] == f"diagnose: interrupted; {resume_line(run)}"
     assert (tmp_path / "cache" / "runs" / run / "checkpoints.sqlite").exists()
-

@@ -21,8 +21,14 @@ BUDGET = ("--max-candidates", "2")
 
 
 def optimize_cli(*args, cache, env=(), **kwargs):
-    return subprocess.run([sys.executable, "-m", "diagnose.cli", "optimize", *args], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache), **dict(env)}, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "diagnose.cli", "optimize", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache), **dict(env)},
+        **kwargs,
+    )
 
 
 def only_run(cache: Path) -> Path:
@@ -35,8 +41,12 @@ def comparable(report: dict) -> dict:
     findings = [(f["code"], f["location"]["line"], f["message"]) for f in report["findings"]]
     # When each step ended differs between two runs; what each step did and why must not.
     trace = [{k: v for k, v in step.items() if k != "at"} for step in report["trace"]]
-    return {"trace": trace, "best": report["best"], "findings": findings,
-            "candidates": [(c["candidate"]["id"], c["verdict"]["passed"]) for c in report["candidates"]]}
+    return {
+        "trace": trace,
+        "best": report["best"],
+        "findings": findings,
+        "candidates": [(c["candidate"]["id"], c["verdict"]["passed"]) for c in report["candidates"]],
+    }
 
 
 def check_example_run(example: str, task: Path, result: subprocess.CompletedProcess, cache: Path) -> dict:
@@ -80,8 +90,9 @@ def test_options_reach_every_verification_and_a_killed_run_resumes_to_the_same_r
     task.write_text((EXAMPLES / "vector_add.py").read_text())
     (tmp_path / "tmp").mkdir()  # where the run's job folders go: none is left behind
     flags = (*BUDGET, "--seeds", "2", "--no-compile")
-    alone = optimize_cli(str(task), *flags, cache=tmp_path / "alone", env={"TMPDIR": str(tmp_path / "tmp")},
-                         timeout=900)
+    alone = optimize_cli(
+        str(task), *flags, cache=tmp_path / "alone", env={"TMPDIR": str(tmp_path / "tmp")}, timeout=900
+    )
     expected = check_example_run("vector_add", task, alone, tmp_path / "alone")
     verdicts = [expected["baseline"], *(c["verdict"] for c in expected["candidates"])]
     assert len(verdicts) >= 2, "the baseline and at least one candidate"
@@ -93,9 +104,14 @@ def test_options_reach_every_verification_and_a_killed_run_resumes_to_the_same_r
     assert json.loads((only_run(tmp_path / "alone") / "run.json").read_text())["budget"]["seeds"] == 2
 
     cache = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "optimize", str(task), *flags], cwd=ROOT,
-                            env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)}, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "diagnose.cli", "optimize", str(task), *flags],
+        cwd=ROOT,
+        env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline, checkpoints = time.monotonic() + 300, 0
     while time.monotonic() < deadline and proc.poll() is None:
         db = next(iter((cache / "runs").glob("*/checkpoints.sqlite")), None) if (cache / "runs").exists() else None
@@ -141,8 +157,9 @@ def test_the_baselines_reference_job_serves_every_round_of_candidates(tmp_path):
         assert baseline["passed"] and "reference" in dict(baseline["phases"])
         kept = tools.reference.serving(load_task(task), tools.check_options("cpu"))
         for round_ in range(2):
-            (result,) = tools.evaluate(str(task), [{"id": f"same-{round_}", "path": str(candidate)}], "cpu",
-                                       "cuda:sm90")
+            (result,) = tools.evaluate(
+                str(task), [{"id": f"same-{round_}", "path": str(candidate)}], "cpu", "cuda:sm90"
+            )
             assert result["verdict"]["passed"]
             assert dict(result["verdict"]["phases"])["reference (prepared)"] == 0.0
             assert tools.reference.serving(load_task(task), tools.check_options("cpu")) is kept

@@ -30,7 +30,7 @@ def result(id_, verdict, predicted=None, **fields):
 
 def test_escalates_level_by_level_then_finishes():
     budget = Budget()
-    assert policy.escalation({"level": 0, "started": 0}, budget, now=1) [0] == "profile"
+    assert policy.escalation({"level": 0, "started": 0}, budget, now=1)[0] == "profile"
     assert policy.escalation({"level": 1, "started": 0}, budget, now=1)[0] == "inspect_ir"
     assert policy.escalation({"level": 2, "started": 0}, budget, now=1)[0] == "analyze_passes"
     target, reason = policy.escalation({"level": 3, "started": 0}, budget, now=1)
@@ -46,8 +46,12 @@ def test_stops_when_the_budget_is_spent():
 
 
 def test_stops_near_the_roofline():
-    state = {"level": 1, "started": 0, "roofline": {"bound_ms": 0.95, "group": "g"},
-             "results": [result("fast", timed_verdict(1.0))]}
+    state = {
+        "level": 1,
+        "started": 0,
+        "roofline": {"bound_ms": 0.95, "group": "g"},
+        "results": [result("fast", timed_verdict(1.0))],
+    }
     target, reason = policy.after_verify(state, Budget(roofline_fraction=0.9), now=1)
     assert target == "finish" and "95% of the roofline" in reason
     state["roofline"]["bound_ms"] = 0.5
@@ -56,11 +60,17 @@ def test_stops_near_the_roofline():
 
 def test_stops_only_when_every_bounded_group_is_near_the_roofline():
     def verdict(**ms):
-        return verdict_json(True, *(Timing(v, g, m * (2 if v == "initial" else 1))
-                                    for g, m in ms.items() for v in ("candidate", "initial")))
+        return verdict_json(
+            True,
+            *(Timing(v, g, m * (2 if v == "initial" else 1)) for g, m in ms.items() for v in ("candidate", "initial")),
+        )
 
-    state = {"level": 1, "started": 0, "roofline": {"bound_ms": 0.6, "group": "b", "bounds_ms": {"a": 0.95, "b": 0.6}},
-             "results": [result("fast", verdict(a=1.0, b=1.0))]}
+    state = {
+        "level": 1,
+        "started": 0,
+        "roofline": {"bound_ms": 0.6, "group": "b", "bounds_ms": {"a": 0.95, "b": 0.6}},
+        "results": [result("fast", verdict(a=1.0, b=1.0))],
+    }
     assert policy.after_verify(state, Budget(roofline_fraction=0.9), now=1)[0] == "propose"  # b at 60%
     state["results"] = [result("faster", verdict(a=1.0, b=0.65))]
     target, reason = policy.after_verify(state, Budget(roofline_fraction=0.9), now=1)
@@ -77,8 +87,15 @@ def test_a_task_already_at_its_roof_gets_no_candidates():
             raise AssertionError("nothing may be proposed for a kernel at its roof")
 
     baseline = verdict_json(True, *(Timing("candidate", g, 1.0) for g in "ab"))
-    state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0, "baseline": baseline,
-             "roofline": {"bound_ms": 0.92, "group": "b", "bounds_ms": {"a": 0.97, "b": 0.92}}}
+    state = {
+        "task": "t.py",
+        "base": "t.py",
+        "target": "cuda:sm90",
+        "level": 1,
+        "started": 0,
+        "baseline": baseline,
+        "roofline": {"bound_ms": 0.92, "group": "b", "bounds_ms": {"a": 0.97, "b": 0.92}},
+    }
     runtime = SimpleNamespace(context=SimpleNamespace(budget=Budget(roofline_fraction=0.9), tools=NoProposals()))
     update = nodes.propose(state, runtime)
     assert update["pending"] == []
@@ -99,13 +116,26 @@ def test_a_codemod_is_not_proposed_again_on_its_own_output():
 
     class Tools:
         def propose(self, *args):
-            return [candidate("t-tiles-1-tiles-2", ["wgmma-tiles"]), candidate("t-tiles-1-swizzle-3", ["group-m-swizzle"]),
-                    candidate("t-tiles-1-llm-4", ["llm:m"])]
+            return [
+                candidate("t-tiles-1-tiles-2", ["wgmma-tiles"]),
+                candidate("t-tiles-1-swizzle-3", ["group-m-swizzle"]),
+                candidate("t-tiles-1-llm-4", ["llm:m"]),
+            ]
 
-    best = {"candidate": Candidate("t-tiles-1", "", "", ("wgmma-tiles",), lineage=("wgmma-tiles",)).to_dict(),
-            "verdict": timed_verdict(1.0), "path": "t-tiles-1.py"}
-    state = {"task": "t.py", "base": "t-tiles-1.py", "target": "cuda:sm90", "level": 1, "started": 0,
-             "results": [best], "best": "t-tiles-1"}
+    best = {
+        "candidate": Candidate("t-tiles-1", "", "", ("wgmma-tiles",), lineage=("wgmma-tiles",)).to_dict(),
+        "verdict": timed_verdict(1.0),
+        "path": "t-tiles-1.py",
+    }
+    state = {
+        "task": "t.py",
+        "base": "t-tiles-1.py",
+        "target": "cuda:sm90",
+        "level": 1,
+        "started": 0,
+        "results": [best],
+        "best": "t-tiles-1",
+    }
     runtime = SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools()))
     update = nodes.propose(state, runtime)
     assert [c["id"] for c in update["pending"]] == ["t-tiles-1-swizzle-3", "t-tiles-1-llm-4"]
@@ -121,8 +151,11 @@ def test_a_prediction_missed_is_said():
 
 
 def test_best_is_measured_where_timed_and_estimated_where_not():
-    timed = [result("slow", timed_verdict(1.9)), result("fast", timed_verdict(0.5)),
-             result("broken", timed_verdict(0.1, passed=False))]
+    timed = [
+        result("slow", timed_verdict(1.9)),
+        result("fast", timed_verdict(0.5)),
+        result("broken", timed_verdict(0.1, passed=False)),
+    ]
     assert policy.best_result(timed)["candidate"]["id"] == "fast"
     untimed = [result("a", verdict_json(True), predicted=1.5), result("b", verdict_json(True), predicted=3.0)]
     best = policy.best_result(untimed)
@@ -139,7 +172,9 @@ def test_a_candidate_timed_no_faster_than_the_task_as_given_is_never_best():
     assert policy.best_result([*slower, result("faster", timed_verdict(1.9))])["candidate"]["id"] == "faster"
     state = {"level": 1, "started": 0, "results": slower}
     assert policy.after_verify(state, Budget(), now=1) == (
-        "propose", "no candidate passed verification and beat the task as given yet")
+        "propose",
+        "no candidate passed verification and beat the task as given yet",
+    )
 
 
 def test_a_measured_gain_inside_the_noise_is_not_a_result():
@@ -164,8 +199,14 @@ def test_a_round_past_the_wall_budget_leaves_its_candidates_unverified(tmp_path)
     from diagnose.agent.tools import Tools
 
     pending = [{"id": "a", "path": str(tmp_path / "a.py")}, {"id": "b", "path": str(tmp_path / "b.py")}]
-    state = {"task": str(tmp_path / "task.py"), "device": "cpu", "target": "cuda:sm90", "level": 0,
-             "started": 0.0, "pending": pending}
+    state = {
+        "task": str(tmp_path / "task.py"),
+        "device": "cpu",
+        "target": "cuda:sm90",
+        "level": 0,
+        "started": 0.0,
+        "pending": pending,
+    }
     context = Context(run_dir=str(tmp_path), budget=Budget(max_wall_s=10), tools=Tools(str(tmp_path)))
     update = nodes.verify(state, Runtime(context=context))
     assert update["results"] == []
@@ -176,10 +217,15 @@ def test_a_task_whose_own_code_does_not_run_finishes_after_the_baseline():
     from diagnose.agent.graph import route_after_baseline
 
     raised = verdict_json(False, failure=Failure("exception", "RuntimeError: boom\nmore"))
-    assert policy.broken_task(verdict_from_dict(raised)) == "the task as given does not run: RuntimeError: boom (exception)"
+    assert (
+        policy.broken_task(verdict_from_dict(raised))
+        == "the task as given does not run: RuntimeError: boom (exception)"
+    )
     assert route_after_baseline({"baseline": raised}) == "finish"
     wrong = verdict_json(False)  # ran, and failed checks: rewrites may still help
-    assert policy.broken_task(verdict_from_dict(wrong)) is None and route_after_baseline({"baseline": wrong}) == "triage"
+    assert (
+        policy.broken_task(verdict_from_dict(wrong)) is None and route_after_baseline({"baseline": wrong}) == "triage"
+    )
     assert route_after_baseline({"baseline": verdict_json(True)}) == "triage" and policy.broken_task(None) is None
 
 
@@ -194,31 +240,62 @@ def propose_step(state: dict, made: list[dict], declined: list[tuple[str, str]] 
 
 
 def test_a_propose_step_with_nothing_says_why_the_answering_rewrites_declined():
-    state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0,
-             "findings": [{"code": "PRF004"}]}
-    update = propose_step(state, [], [("launch-options", "_k in op: autotuned: its configs set num_warps and num_stages")])
+    state = {
+        "task": "t.py",
+        "base": "t.py",
+        "target": "cuda:sm90",
+        "level": 1,
+        "started": 0,
+        "findings": [{"code": "PRF004"}],
+    }
+    update = propose_step(
+        state, [], [("launch-options", "_k in op: autotuned: its configs set num_warps and num_stages")]
+    )
     assert update["trace"][0]["reason"] == (
-        "nothing untried; declined: launch-options (_k in op: autotuned: its configs set num_warps and num_stages)")
+        "nothing untried; declined: launch-options (_k in op: autotuned: its configs set num_warps and num_stages)"
+    )
 
 
 def test_a_candidate_dropped_before_verification_is_named_with_why():
     """A rewrite that held and was built, then dropped because its source does not compile for the
     target, must not read as 'nothing applied' (Liger's DyT: the int32 twin's size check failed)."""
-    state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 2, "started": 0,
-             "evidence": [{"name": "Int64IndexArithmetic"}]}
-    update = propose_step(state, [{"made_by": ["int32-index"], "dropped": "does not compile for cuda:sm90: "
-                                   "AttributeError: 'NoneType' object has no attribute"}])
+    state = {
+        "task": "t.py",
+        "base": "t.py",
+        "target": "cuda:sm90",
+        "level": 2,
+        "started": 0,
+        "evidence": [{"name": "Int64IndexArithmetic"}],
+    }
+    update = propose_step(
+        state,
+        [
+            {
+                "made_by": ["int32-index"],
+                "dropped": "does not compile for cuda:sm90: AttributeError: 'NoneType' object has no attribute",
+            }
+        ],
+    )
     assert update["pending"] == []
     assert update["trace"][0]["reason"] == (
         "nothing untried; dropped before verification: int32-index (does not compile for cuda:sm90: "
-        "AttributeError: 'NoneType' object has no attribute)")
+        "AttributeError: 'NoneType' object has no attribute)"
+    )
 
 
 def test_a_search_that_kept_the_current_values_is_named_when_nothing_is_proposed():
-    summary = ("launch-options: 6 configs, 6 after IR pruning, ranked by time on cuda (harness medians; the first 6 "
-               "of the search space); chose num_warps=4")
-    state = {"task": "t.py", "base": "t.py", "target": "cuda:sm90", "level": 1, "started": 0,
-             "findings": [{"code": "PRF005"}]}
+    summary = (
+        "launch-options: 6 configs, 6 after IR pruning, ranked by time on cuda (harness medians; the first 6 "
+        "of the search space); chose num_warps=4"
+    )
+    state = {
+        "task": "t.py",
+        "base": "t.py",
+        "target": "cuda:sm90",
+        "level": 1,
+        "started": 0,
+        "findings": [{"code": "PRF005"}],
+    }
     update = propose_step(state, [{"made_by": ["launch-options"], "kept": summary}])
     assert update["pending"] == []
     assert update["trace"][0]["reason"] == f"nothing untried; searched, the current values kept: {summary}"

@@ -28,12 +28,14 @@ def test_plain_lines_when_not_a_terminal():
     out = io.StringIO()
     drive(OptimizeProgress(Console(file=out, width=40)))
     lines = out.getvalue().splitlines()
-    assert lines == ["run 20250101-000000-abcdef; resume it with: diagnose optimize --resume 20250101-000000-abcdef",
-                     "[profile] profiling: roofline and bottleneck",
-                     "[profile] roofline and bottleneck: " + "a reason " * 20,
-                     "[profile] verifying candidates",
-                     "[profile] verifying widen-abc (1/2)",
-                     "[profile] verifying widen-abc (1/2): candidate"]
+    assert lines == [
+        "run 20250101-000000-abcdef; resume it with: diagnose optimize --resume 20250101-000000-abcdef",
+        "[profile] profiling: roofline and bottleneck",
+        "[profile] roofline and bottleneck: " + "a reason " * 20,
+        "[profile] verifying candidates",
+        "[profile] verifying widen-abc (1/2)",
+        "[profile] verifying widen-abc (1/2): candidate",
+    ]
 
 
 def test_live_on_a_terminal_and_nothing_when_quiet():
@@ -43,4 +45,7 @@ def test_live_on_a_terminal_and_nothing_when_quiet():
     assert progress.live and "[profile] roofline and bottleneck" in out.getvalue()
     quiet = io.StringIO()
     drive(OptimizeProgress(Console(file=quiet, force_terminal=True), quiet=True))
-    assert quiet.getvalue() == "run 20250101-000000-abcdef; resume it with: diagnose optimize --resume 20250101-000000-abcdef\n"
+    assert (
+        quiet.getvalue()
+        == "run 20250101-000000-abcdef; resume it with: diagnose optimize --resume 20250101-000000-abcdef\n"
+    )

@@ -5,35 +5,85 @@ import json
 import time
 
 from diagnose.agent.run import report_from_state
-from diagnose.records import (Candidate, CaseResult, Evidence, Finding, Location, Report, Roof, Timing, Verdict, Work,
-                              report_from_dict)
+from diagnose.records import (
+    Candidate,
+    CaseResult,
+    Evidence,
+    Finding,
+    Location,
+    Report,
+    Roof,
+    Timing,
+    Verdict,
+    Work,
+    report_from_dict,
+)
 from diagnose.report.reports import environment, validate
 
 
 def state(task: str) -> dict:
     evidence = Evidence("ir", "ptx", "GlobalAccessWidth", "missed", Location(task, 3, 4), (("bits", 32),)).to_dict()
-    finding = Finding("TRI001", "narrow load", "warning", "high", Location(task, 3, 4),
-                      (Evidence("triage", "ast", "Strided", "missed", Location(task, 3, 4)),)).to_dict()
-    baseline = Verdict(True, "cpu", (CaseResult("g", 0, True, 0.0, 0.0),), timings=(Timing("candidate", "g"),),
-                       phases=(("reference", 1.0),)).to_dict()
+    finding = Finding(
+        "TRI001",
+        "narrow load",
+        "warning",
+        "high",
+        Location(task, 3, 4),
+        (Evidence("triage", "ast", "Strided", "missed", Location(task, 3, 4)),),
+    ).to_dict()
+    baseline = Verdict(
+        True,
+        "cpu",
+        (CaseResult("g", 0, True, 0.0, 0.0),),
+        timings=(Timing("candidate", "g"),),
+        phases=(("reference", 1.0),),
+    ).to_dict()
     candidate = {**Candidate("c1", "src", "diff", ("widen",), predicted_gain=1.5).to_dict(), "lineage": ["widen"]}
     verdict = Verdict(True, "cpu", (CaseResult("g", 0, True, 0.0, 0.0),)).to_dict()
-    roofline = {"work": [Work("g", 1024.0, 0.0, "float32").to_dict()], "roof": Roof(3e12, None, "float32", False).to_dict(),
-                "timed": False, "profiled": "task", "estimate_ms": {"g": 0.01}}
-    trace = [{"level": "baseline", "action": "verify the task as given", "reason": "passed=True", "at": 1.5},
-             {"level": "profile", "action": "roofline and bottleneck", "reason": "not timed", "at": 2.5}]
-    return {"task": task, "target": "cuda:sm90", "device": "cpu", "level": 1, "started": time.time() - 5,
-            "findings": [finding], "evidence": [evidence], "trace": trace, "baseline": baseline, "roofline": roofline,
-            "results": [{"candidate": candidate, "verdict": verdict, "path": "c1.py"}]}
+    roofline = {
+        "work": [Work("g", 1024.0, 0.0, "float32").to_dict()],
+        "roof": Roof(3e12, None, "float32", False).to_dict(),
+        "timed": False,
+        "profiled": "task",
+        "estimate_ms": {"g": 0.01},
+    }
+    trace = [
+        {"level": "baseline", "action": "verify the task as given", "reason": "passed=True", "at": 1.5},
+        {"level": "profile", "action": "roofline and bottleneck", "reason": "not timed", "at": 2.5},
+    ]
+    return {
+        "task": task,
+        "target": "cuda:sm90",
+        "device": "cpu",
+        "level": 1,
+        "started": time.time() - 5,
+        "findings": [finding],
+        "evidence": [evidence],
+        "trace": trace,
+        "baseline": baseline,
+        "roofline": roofline,
+        "results": [{"candidate": candidate, "verdict": verdict, "path": "c1.py"}],
+    }
 
 
 def as_earlier_versions_wrote_it(values: dict, wall_s: float) -> dict:
     results = values["results"]
-    return {"schema_version": 1, "task": values["task"], "target": values["target"], "device": values["device"],
-            "findings": values["findings"], "trace": values["trace"],
-            "candidates": [{"candidate": r["candidate"], "verdict": r["verdict"]} for r in results],
-            "best": "c1", "environment": [list(pair) for pair in environment()], "baseline": values["baseline"],
-            "evidence": values["evidence"], "roofline": values["roofline"], "deepest_level": "profile", "wall_s": wall_s}
+    return {
+        "schema_version": 1,
+        "task": values["task"],
+        "target": values["target"],
+        "device": values["device"],
+        "findings": values["findings"],
+        "trace": values["trace"],
+        "candidates": [{"candidate": r["candidate"], "verdict": r["verdict"]} for r in results],
+        "best": "c1",
+        "environment": [list(pair) for pair in environment()],
+        "baseline": values["baseline"],
+        "evidence": values["evidence"],
+        "roofline": values["roofline"],
+        "deepest_level": "profile",
+        "wall_s": wall_s,
+    }
 
 
 def test_the_report_of_a_state_is_a_record_with_the_json_of_earlier_versions(tmp_path):

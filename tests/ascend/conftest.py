@@ -69,8 +69,13 @@ def corpus(target: str, python: str) -> dict[str, dict]:
     from diagnose.toolchain.specs import spec_for
 
     paths = [str(p) for p in fixture_files() if target in fixture_targets(p)]
-    result = call("diagnose.ascend.worker:inspect_files", {"paths": paths, "target": target, "passes": True},
-                  python=python, timeout_s=600, env=dict(spec_for("ascend").worker_env))
+    result = call(
+        "diagnose.ascend.worker:inspect_files",
+        {"paths": paths, "target": target, "passes": True},
+        python=python,
+        timeout_s=600,
+        env=dict(spec_for("ascend").worker_env),
+    )
     assert result.ok, f"{result.failure}\n{result.log}"
     out = {}
     for path, res in zip(paths, result.value["results"]):

@@ -10,8 +10,12 @@ def versions(payload: dict) -> dict:
     import torch
     import triton
 
-    return {"triton": triton.__version__, "torch": torch.__version__, "triton_file": triton.__file__,
-            "triton_ascend": importlib.metadata.version("triton-ascend")}
+    return {
+        "triton": triton.__version__,
+        "torch": torch.__version__,
+        "triton_file": triton.__file__,
+        "triton_ascend": importlib.metadata.version("triton-ascend"),
+    }
 
 
 def interpret_add(payload: dict) -> dict:
@@ -74,5 +78,10 @@ def npu_timer(payload: dict) -> dict:
     timer = timing.EventTimer("npu")
     x = torch.randn(1 << 20, device=torch_device("npu"))
     (t,) = timing.measure(timer, {"add": lambda: x + x}, "n_2e20")
-    return {"backend": timer.backend.__name__, "median_ms": t.median_ms, "reps": t.reps,
-            "flush_bytes": timer.flush_buffer.numel(), "flush_device": str(timer.flush_buffer.device)}
+    return {
+        "backend": timer.backend.__name__,
+        "median_ms": t.median_ms,
+        "reps": t.reps,
+        "flush_bytes": timer.flush_buffer.numel(),
+        "flush_device": str(timer.flush_buffer.device),
+    }

@@ -24,8 +24,13 @@ def evidence_and_proposals(path, tmp_path, with_findings: bool = True):
 
 
 def missed(evidence: list[dict], name: str, **args) -> list[dict]:
-    return [e for e in evidence if e["name"] == name and e["kind"] == "missed"
-            and all(dict(map(tuple, e["args"])).get(k) == v for k, v in args.items())]
+    return [
+        e
+        for e in evidence
+        if e["name"] == name
+        and e["kind"] == "missed"
+        and all(dict(map(tuple, e["args"])).get(k) == v for k, v in args.items())
+    ]
 
 
 @pytest.mark.slow
@@ -44,8 +49,9 @@ def test_grid_over_the_core_count_gets_the_persistent_grid_and_tiling(ascend_too
     assert {"persistent-grid", "two-level-tiling"} <= proposed
 
 
-@pytest.mark.parametrize("path, rewrite", [(FLAT_DIVMOD, "structured-2d-index"),
-                                           (EXAMPLES / "vector_add.py", "persistent-grid")])
+@pytest.mark.parametrize(
+    "path, rewrite", [(FLAT_DIVMOD, "structured-2d-index"), (EXAMPLES / "vector_add.py", "persistent-grid")]
+)
 def test_the_ir_facts_alone_call_for_the_ascend_rewrites(ascend_toolchain, tmp_path, path, rewrite):
     _evidence, proposed = evidence_and_proposals(path, tmp_path, with_findings=False)
     assert rewrite in proposed

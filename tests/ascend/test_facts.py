@@ -98,8 +98,13 @@ def test_facts_land_on_user_lines(target, ascend_toolchain):
 
 
 def test_every_extractor_has_its_documentation_and_a_fixture_that_shows_it(ascend_toolchain):
-    shown = {e.name for t in TARGETS for stem in corpus(t, ascend_toolchain.python)
-             for _k, evidence in facts(stem, t, ascend_toolchain.python) for e in evidence}
+    shown = {
+        e.name
+        for t in TARGETS
+        for stem in corpus(t, ascend_toolchain.python)
+        for _k, evidence in facts(stem, t, ascend_toolchain.python)
+        for e in evidence
+    }
     for extractor in EXTRACTORS:
         module = __import__(extractor.func.__module__, fromlist=["_"])
         assert module.__doc__ and "## What it reads" in module.__doc__ and "## Kinds" in module.__doc__

@@ -65,8 +65,9 @@ def test_stage_annotates_the_ttadapter_with_source_lines(ascend_toolchain):
 
 
 def test_options_reach_the_compile(ascend_toolchain):
-    code, text = inspect_ascend(str(FIXTURES / "gather_indirect.py"), "ascend:950", fmt="json",
-                                options={"compile_mode": "unstructured_in_simt"})
+    code, text = inspect_ascend(
+        str(FIXTURES / "gather_indirect.py"), "ascend:950", fmt="json", options={"compile_mode": "unstructured_in_simt"}
+    )
     names = [e["name"] for e in json.loads(text)["kernels"][0]["evidence"]]
     assert code == 0 and "IndirectAccess" in names and "ScalarizedAccess" not in names
 
@@ -91,7 +92,8 @@ def test_a_kernel_that_does_not_compile_is_reported(ascend_toolchain, tmp_path):
     broken.write_text(
         "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
         "def k(x_ptr, BLOCK: tl.constexpr):\n    tl.store(x_ptr + tl.arange(0, BLOCK), undefined_name)\n\n\n"
-        "DIAGNOSE_EXAMPLES = {'k': dict(args=[torch.empty(16)], kwargs=dict(BLOCK=16), grid=(1,))}\n")
+        "DIAGNOSE_EXAMPLES = {'k': dict(args=[torch.empty(16)], kwargs=dict(BLOCK=16), grid=(1,))}\n"
+    )
     code, text = inspect_ascend(str(broken), "ascend:910b")
     assert code == 1 and "compile failed in source" in text and "undefined_name" in text
 

@@ -39,8 +39,14 @@ def test_no_npu_is_said_in_one_line(ascend_toolchain):
 def test_jobs_run_in_the_interpreter_the_placement_names(ascend_toolchain, tmp_path):
     """The reference job under the toolchain's Python: triton-ascend's triton, its torch."""
     where = Placement("cpu", python=ascend_toolchain.python, env=spec_for("ascend").worker_env, interpret=True)
-    payload = {"device": "cpu", "job_dir": str(tmp_path), "reference": str(EXAMPLES / "vector_add.py"),
-               "groups": None, "seeds": [0], "recheck_seed": 1009}
+    payload = {
+        "device": "cpu",
+        "job_dir": str(tmp_path),
+        "reference": str(EXAMPLES / "vector_add.py"),
+        "groups": None,
+        "seeds": [0],
+        "recheck_seed": 1009,
+    }
     result = run_job("reference_job", payload, CheckOptions(timeout_s=300), where)
     assert result.ok, result.failure
     assert result.value["versions"]["triton"] == ascend_toolchain.version("triton-ascend")
@@ -68,8 +74,10 @@ def test_the_harness_verifies_and_times_on_the_npu(npu):
     from diagnose.task import load_task
     from diagnose.verify.harness import verify
 
-    verdict = verify(load_task(EXAMPLES / "vector_add.py"),
-                     CheckOptions(device="npu", seeds=(0, 1), groups=("n_2e26_odd",), baselines=("eager",), timeout_s=600))
+    verdict = verify(
+        load_task(EXAMPLES / "vector_add.py"),
+        CheckOptions(device="npu", seeds=(0, 1), groups=("n_2e26_odd",), baselines=("eager",), timeout_s=600),
+    )
     assert verdict.passed, (verdict.failure, verdict.checks, verdict.cases)
     assert verdict.device == "npu" and dict(verdict.versions)["device_name"]
     candidate, eager = verdict.timing("candidate", "n_2e26_odd"), verdict.timing("eager", "n_2e26_odd")
@@ -79,8 +87,19 @@ def test_the_harness_verifies_and_times_on_the_npu(npu):
 
 @pytest.mark.npu
 def test_check_on_the_npu_from_the_command_line(npu):
-    result = run_cli("check", str(EXAMPLES / "vector_add.py"), "--device", "npu", "--seeds", "1",
-                     "--group", "n_2e26_odd", "--no-compile", "--json", timeout=900)
+    result = run_cli(
+        "check",
+        str(EXAMPLES / "vector_add.py"),
+        "--device",
+        "npu",
+        "--seeds",
+        "1",
+        "--group",
+        "n_2e26_odd",
+        "--no-compile",
+        "--json",
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["device"] == "npu"

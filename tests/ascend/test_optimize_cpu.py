@@ -21,9 +21,13 @@ from tests.conftest import EXAMPLES, ROOT
 def start(task: Path, cache: Path) -> subprocess.Popen:
     """`diagnose optimize` on `task` with `cache` as the cache; its output goes to files beside the task."""
     with open(task.with_suffix(".out"), "w") as out, open(task.with_suffix(".err"), "w") as err:
-        return subprocess.Popen([sys.executable, "-m", "diagnose.cli", "optimize", "--target", "ascend:950", str(task),
-                                 "--device", "cpu"], cwd=ROOT, stdout=out, stderr=err,
-                                env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)})
+        return subprocess.Popen(
+            [sys.executable, "-m", "diagnose.cli", "optimize", "--target", "ascend:950", str(task), "--device", "cpu"],
+            cwd=ROOT,
+            stdout=out,
+            stderr=err,
+            env={**os.environ, "DIAGNOSE_CACHE_DIR": str(cache)},
+        )
 
 
 def finish(proc: subprocess.Popen, task: Path, cache: Path) -> tuple[str, dict]:

@@ -66,8 +66,10 @@ module { c }
 def test_split_after_dumps_and_cut_the_timing_report():
     dumps = split_dumps(AFTER_DUMPS, "After")
     assert [(d.name, d.arg) for d in dumps] == [
-        ("DiscreteMaskAccessConversion", "discrete-mask-access-conversion"), ("CSE", "cse"),
-        ("TritonToUnstructure", "triton-to-unstructure")]
+        ("DiscreteMaskAccessConversion", "discrete-mask-access-conversion"),
+        ("CSE", "cse"),
+        ("TritonToUnstructure", "triton-to-unstructure"),
+    ]
     assert "Execution time" not in dumps[-1].ir and dumps[1].ir == "module { %a }\n"
 
 
@@ -79,8 +81,12 @@ def test_before_dumps_keep_their_scope():
 
 def test_nested_passes_belong_to_the_next_top_level_pass_in_after_dumps():
     dumps = split_dumps(AFTER_DUMPS, "After")
-    top = pipeline_args(["--discrete-mask-access-conversion=compile-on-910-95=False force-simt-template=False",
-                         "--triton-to-unstructure=compile-on-910-95=False"])
+    top = pipeline_args(
+        [
+            "--discrete-mask-access-conversion=compile-on-910-95=False force-simt-template=False",
+            "--triton-to-unstructure=compile-on-910-95=False",
+        ]
+    )
     assert top == ["discrete-mask-access-conversion", "triton-to-unstructure"]
     assert nesting(dumps, top, "After") == [None, 2, None]
 
@@ -88,19 +94,30 @@ def test_nested_passes_belong_to_the_next_top_level_pass_in_after_dumps():
 def test_timing_rows_and_per_pass_seconds():
     rows = parse_timing(AFTER_DUMPS)
     assert [(r.name, r.depth) for r in rows] == [
-        ("DiscreteMaskAccessConversion", 0), ("TritonToUnstructure", 0), ("'builtin.module' Pipeline", 0),
-        ("CSE", 1), ("Canonicalizer", 1)]
+        ("DiscreteMaskAccessConversion", 0),
+        ("TritonToUnstructure", 0),
+        ("'builtin.module' Pipeline", 0),
+        ("CSE", 1),
+        ("Canonicalizer", 1),
+    ]
     # A pass that ran once gets its row; repeated ones share merged rows, so get none.
     assert pass_seconds(["DiscreteMaskAccessConversion", "CSE", "CSE"], rows) == [0.0002, None, None]
 
 
 def test_adapter_pipeline_mirrors_the_stage_command():
-    metadata = {"compile_on_910_95": True, "force_simt_template": False, "enable_linearize": True,
-                "enable_nd2nz_on_vector": False, "enable_select_analysis": True}
+    metadata = {
+        "compile_on_910_95": True,
+        "force_simt_template": False,
+        "enable_linearize": True,
+        "enable_nd2nz_on_vector": False,
+        "enable_select_analysis": True,
+    }
     flags = adapter_pipeline(metadata)
     assert flags[0] == "--triton-linearize"
-    assert flags[-1] == ("--triton-to-linalg=global-kernel=false named-ops=True enable-nd2nz-on-vector=False "
-                         "enable-select-analysis=True compile-on-910-95=True")
+    assert flags[-1] == (
+        "--triton-to-linalg=global-kernel=false named-ops=True enable-nd2nz-on-vector=False "
+        "enable-select-analysis=True compile-on-910-95=True"
+    )
 
 
 def test_950_options_and_simt_modes():
@@ -116,19 +133,26 @@ def test_950_options_and_simt_modes():
 
 
 def test_config_label_keeps_what_was_set():
-    text = ("BLOCK: 1024, num_warps: 4, num_ctas: 1, num_stages: 2, maxnreg: None, multibuffer: None, "
-            "limit_auto_multi_buffer_only_for_local_buffer:             None, tile_mix_cube_loop: 4, force_simt_template: False")
+    text = (
+        "BLOCK: 1024, num_warps: 4, num_ctas: 1, num_stages: 2, maxnreg: None, multibuffer: None, "
+        "limit_auto_multi_buffer_only_for_local_buffer:             None, tile_mix_cube_loop: 4, force_simt_template: False"
+    )
     assert config_label(text) == "BLOCK: 1024, tile_mix_cube_loop: 4"
 
 
 def test_ir_line_helpers():
-    assert strip_loc("%alloc = memref.alloc() : memref<1024xi32> loc(#loc1)") == "%alloc = memref.alloc() : memref<1024xi32>"
+    assert (
+        strip_loc("%alloc = memref.alloc() : memref<1024xi32> loc(#loc1)")
+        == "%alloc = memref.alloc() : memref<1024xi32>"
+    )
     assert split_loc('} {ExtractedLoadOrStore} loc("k.py":3:4)') == ("} {ExtractedLoadOrStore}", '"k.py":3:4')
     assert strip_loc("scf.if %15 {") == "scf.if %15 {"
     assert strip_loc('%x = f loc(callsite(#loc1 at "k.py":1:2))') == "%x = f"
     types = shaped_types("memref<?xf32> to memref<16x128xf32, strided<[?, 1], offset: ?>>")
     assert [str(t) for t in types] == ["?xf32", "16x128xf32"] and types[1].nbytes == 8192
-    assert with_locations("    %r = linalg.reduce ins(%4 : tensor<4xf32>) dimensions = [0] \n").endswith("loc(unknown)\n")
+    assert with_locations("    %r = linalg.reduce ins(%4 : tensor<4xf32>) dimensions = [0] \n").endswith(
+        "loc(unknown)\n"
+    )
     assert literal("0xFF800000") == "-inf" and literal("0.5") == "0.5"
 
 

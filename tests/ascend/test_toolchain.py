@@ -25,16 +25,22 @@ def test_environment_holds_triton_ascend_and_cpu_torch(ascend_toolchain):
 
 
 def test_worker_protocol_runs_in_the_toolchain_interpreter(ascend_toolchain):
-    result = call("tests.ascend.entries:versions", {}, python=ascend_toolchain.python, timeout_s=300,
-                  env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    result = call(
+        "tests.ascend.entries:versions",
+        {},
+        python=ascend_toolchain.python,
+        timeout_s=300,
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
     assert result.ok, result.failure
     assert result.value["triton"] == "3.2.0" and result.value["triton_ascend"] == "3.2.0"
     assert result.value["triton_file"].startswith(ascend_toolchain.venv)  # its own triton, not upstream's
 
 
 def test_interpreter_works_with_the_toolchain_torch(ascend_toolchain):
-    result = call("tests.ascend.entries:interpret_add", {}, python=ascend_toolchain.python, timeout_s=300,
-                  interpret=True)
+    result = call(
+        "tests.ascend.entries:interpret_add", {}, python=ascend_toolchain.python, timeout_s=300, interpret=True
+    )
     assert result.ok, result.failure
     assert result.value == {"add": True, "sum": True}
 
@@ -73,7 +79,9 @@ def test_unknown_toolchain():
 
 
 def test_records_round_trip_and_ignore_a_broken_file(tmp_path):
-    record = ToolchainRecord("ascend", "/usr/bin/python3", "/x/venv", ("a==1",), (("a", "1"),), "now", 1.0, {"ok": True})
+    record = ToolchainRecord(
+        "ascend", "/usr/bin/python3", "/x/venv", ("a==1",), (("a", "1"),), "now", 1.0, {"ok": True}
+    )
     save_record(record, tmp_path)
     assert load_records(tmp_path)["ascend"] == record
     assert find_record("ascend", tmp_path) == record

@@ -26,8 +26,12 @@ def test_the_streamable_queries_are_those_the_runner_documents():
 @pytest.mark.parametrize("query", STREAMABLE)
 def test_streamed_partitions_match_duckdb(tpch, query):
     seen = []
-    run = stream.validate_streamed(SUITE / f"{query}.py", tpch, partition_rows=ROW_GROUP_ROWS,
-                                   on_partition=lambda done, total: seen.append((done, total)))
+    run = stream.validate_streamed(
+        SUITE / f"{query}.py",
+        tpch,
+        partition_rows=ROW_GROUP_ROWS,
+        on_partition=lambda done, total: seen.append((done, total)),
+    )
     assert run.ok, run.detail
     assert run.partitions >= 4 and seen[-1] == (run.partitions, run.partitions)
 

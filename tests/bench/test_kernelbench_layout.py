@@ -55,8 +55,13 @@ def test_fast_p_has_kernelbench_thresholds_per_level():
     def row(entry, status, eager):
         return Row("kernelbench:s", entry, "default", "score", "v", status, {"speedup_vs_eager": eager}, 0.0)
 
-    rows = [row("level1/1_a", "passed", 0.6), row("level1/2_b", "failed", 3.0), row("level2/1_c", "passed", 0.9),
-            row("level2/2_d", "passed", 1.2), row("level4/1_e", "unsupported", None)]
+    rows = [
+        row("level1/1_a", "passed", 0.6),
+        row("level1/2_b", "failed", 3.0),
+        row("level2/1_c", "passed", 0.9),
+        row("level2/2_d", "passed", 1.2),
+        row("level4/1_e", "unsupported", None),
+    ]
     data = kernelbench.summary(rows)
     assert data["levels"]["level1"]["eager"] == {"0.0": 0.5, "0.5": 0.5, "0.8": 0.0, "1.0": 0.0, "1.5": 0.0, "2.0": 0.0}
     assert data["levels"]["level2"]["eager"]["0.8"] == 1.0 and data["levels"]["level2"]["eager"]["1.0"] == 0.5
@@ -76,8 +81,14 @@ def test_checkout_scores_on_the_cpu_with_its_verdict_beside_ours(tmp_path):
     assert scale.status == "passed" and scale.data["self_check"]
     assert scale.data["cpu_shapes"].startswith("scaled for the CPU: batch_size 4096 -> ")
     assert [c.split(":")[0] for c in scale.data["waived_checks"]] == ["launches_triton", "ghost_replay"]
-    summary, rows = run_sweep("kernelbench", CHECKOUT, tmp_path / "sol.sqlite", pattern="CudaAdd",
-                              solutions=CHECKOUT / "solutions", tolerance="kernelbench")
+    summary, rows = run_sweep(
+        "kernelbench",
+        CHECKOUT,
+        tmp_path / "sol.sqlite",
+        pattern="CudaAdd",
+        solutions=CHECKOUT / "solutions",
+        tolerance="kernelbench",
+    )
     [add] = rows["level1/2_CudaAdd"]
     assert add.status == "passed" and "self_check" not in add.data and not add.data["failed_checks"]
     assert add.data["kernelbench"] == {"correct": True, "trials": 5, "tolerance": "kernelbench"}
@@ -85,11 +96,13 @@ def test_checkout_scores_on_the_cpu_with_its_verdict_beside_ours(tmp_path):
 
 def test_sizes_derived_from_other_constants_follow_them(tmp_path):
     path = tmp_path / "1_Gemm.py"
-    path.write_text("import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, n, shape):\n"
-                    "        super().__init__()\n        self.scale = torch.nn.Parameter(torch.ones(shape))\n\n"
-                    "    def forward(self, x):\n        return x * self.scale\n\n\n"
-                    "batch = 8192\nfeatures = 4096\nshape = (features,)\n\n\n"
-                    "def get_inputs():\n    return [torch.randn(batch, features)]\n\n\n"
-                    "def get_init_inputs():\n    return [features, shape]\n")
+    path.write_text(
+        "import torch\n\n\nclass Model(torch.nn.Module):\n    def __init__(self, n, shape):\n"
+        "        super().__init__()\n        self.scale = torch.nn.Parameter(torch.ones(shape))\n\n"
+        "    def forward(self, x):\n        return x * self.scale\n\n\n"
+        "batch = 8192\nfeatures = 4096\nshape = (features,)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(batch, features)]\n\n\n"
+        "def get_init_inputs():\n    return [features, shape]\n"
+    )
     module = cpu_shapes.load_problem(str(path), "cpu", str(tmp_path / "record.json"))
     assert module.shape == (module.features,) and module.features < 4096

@@ -27,10 +27,20 @@ def by_id(**kw) -> dict:
 
 def test_operators_come_from_the_tables_of_kernel_list():
     tasks = by_id()
-    assert sorted(tasks) == ["aten/add", "aten/mm", "cublas/cublasSgemm_v2", "mm_shape/mm_128x768_768x768_f32",
-                             "mm_shape/mm_16x32_32x8_f32", "mm_shape/mm_bad", "vllm13/moe_sum", "vllm13/rms_norm"]
-    assert tasks["aten/add"].problem == ("aten::add: unsupported: its accuracy test runs only in KernelGenBench's "
-                                         "own harness (sandbox, operator registration), not reproduced here")
+    assert sorted(tasks) == [
+        "aten/add",
+        "aten/mm",
+        "cublas/cublasSgemm_v2",
+        "mm_shape/mm_128x768_768x768_f32",
+        "mm_shape/mm_16x32_32x8_f32",
+        "mm_shape/mm_bad",
+        "vllm13/moe_sum",
+        "vllm13/rms_norm",
+    ]
+    assert tasks["aten/add"].problem == (
+        "aten::add: unsupported: its accuracy test runs only in KernelGenBench's "
+        "own harness (sandbox, operator registration), not reproduced here"
+    )
     assert tasks["vllm13/rms_norm"].problem.endswith("unsupported: its accuracy test is not in this checkout")
     assert tasks["mm_shape/mm_16x32_32x8_f32"].problem is None
     assert "is not ((M, K), (K, N), dtype)" in tasks["mm_shape/mm_bad"].problem
@@ -40,7 +50,8 @@ def test_solutions_are_matched_by_label_and_missing_ones_are_named():
     tasks = by_id(solutions=SOLUTIONS)
     assert tasks["mm_shape/mm_16x32_32x8_f32"].solution.name == "mm_16x32_32x8_f32.py"
     assert tasks["mm_shape/mm_128x768_768x768_f32"].problem.startswith(
-        "mm_shape/mm_128x768_768x768_f32: no mm_128x768_768x768_f32.py or mm.py in")
+        "mm_shape/mm_128x768_768x768_f32: no mm_128x768_768x768_f32.py or mm.py in"
+    )
 
 
 def test_unsupported_and_unsolved_tasks_are_one_line_rows():
@@ -57,8 +68,9 @@ def test_portability_mode_is_refused_on_a_checkout():
 
 
 def test_the_generated_task_scales_big_shapes_down_on_the_cpu(tmp_path):
-    source = kernelgen_repo.TASK.format(label="mm_x", solution="s.py", dtype="float16", m=128, k=768, n=768,
-                                        sm=64, sk=64, sn=64, small="64x64x64")
+    source = kernelgen_repo.TASK.format(
+        label="mm_x", solution="s.py", dtype="float16", m=128, k=768, n=768, sm=64, sk=64, sn=64, small="64x64x64"
+    )
     assert '"test_scaled_64x64x64": lambda: _inputs(64, 64, 64)' in source and "_inputs(128, 768, 768)" in source
     assert "torch.float16" in source
 

@@ -65,8 +65,14 @@ def test_bad_shipped_json_is_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_checkout_scores_on_the_cpu_with_an_empty_case(tmp_path):
-    summary, rows = run_sweep("multikernelbench", CHECKOUT, tmp_path / "r.sqlite", solutions=CHECKOUT / "output",
-                              pattern="scale_rows", tolerance="multikernelbench")
+    summary, rows = run_sweep(
+        "multikernelbench",
+        CHECKOUT,
+        tmp_path / "r.sqlite",
+        solutions=CHECKOUT / "output",
+        pattern="scale_rows",
+        tolerance="multikernelbench",
+    )
     groups = {r.group: r for r in rows["npukernelbench_level0/1_scale_rows"]}
     assert sorted(groups) == ["test_case0", "test_case1", "test_case2"]
     assert summary.failed == 0, {g: (r.data.get("failed_checks"), r.data.get("reasons")) for g, r in groups.items()}

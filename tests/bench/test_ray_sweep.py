@@ -48,10 +48,23 @@ def head_node():
     log = temp / "head.log"
     with open(log, "w") as out:
         head = subprocess.Popen(
-            [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-             f"--port={port}", "--num-cpus=2", '--resources={"cpu_device": 2}', f"--temp-dir={temp}",
-             "--include-dashboard=false", "--disable-usage-stats"],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                str(Path(sys.executable).with_name("ray")),
+                "start",
+                "--head",
+                "--block",
+                "--node-ip-address=127.0.0.1",
+                f"--port={port}",
+                "--num-cpus=2",
+                '--resources={"cpu_device": 2}',
+                f"--temp-dir={temp}",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 60
         while "Ray runtime started" not in log.read_text():
@@ -80,15 +93,18 @@ def small_suite(tmp_path):
 def verdicts(db: Path) -> list[tuple]:
     """What a sweep decided for each row: its status, correctness and failed checks (not the timings, nor the
     reasons' counts: a cheat's elements outside tolerance vary from run to run on either executor)."""
-    return [(r.entry, r.group, r.status, r.version, r.data.get("correct"), r.data.get("failed_checks"))
-            for r in store.rows(store.connect(db))]
+    return [
+        (r.entry, r.group, r.status, r.version, r.data.get("correct"), r.data.get("failed_checks"))
+        for r in store.rows(store.connect(db))
+    ]
 
 
 @pytest.mark.slow
 def test_a_ray_sweep_from_the_command_line_writes_the_local_executors_rows(cluster, small_suite, tmp_path):
     ray_db, local_db = tmp_path / "ray.sqlite", tmp_path / "local.sqlite"
-    result = run_cli("bench", str(small_suite), "--seeds", "2", "--store", str(ray_db),
-                     "--executor", "ray", "--address", cluster)
+    result = run_cli(
+        "bench", str(small_suite), "--seeds", "2", "--store", str(ray_db), "--executor", "ray", "--address", cluster
+    )
     assert result.returncode == 1, result.stderr  # two cheats fail
     assert "3 run, 0 already done, 2 failed" in result.stderr
     sweep(small_suite, local_db, SweepOptions(seeds=2))
@@ -127,12 +143,19 @@ def test_a_worker_killed_mid_sweep_loses_no_entry(cluster, tmp_path):
     killer.start()
     seen = {}
     db = tmp_path / "r.sqlite"
-    summary = run_entries("s", entries, StallsOnce(marker), db, SweepOptions(executor="ray", ray_address=cluster),
-                          lambda entry, outcome: seen.setdefault(entry.id, outcome))
+    summary = run_entries(
+        "s",
+        entries,
+        StallsOnce(marker),
+        db,
+        SweepOptions(executor="ray", ray_address=cluster),
+        lambda entry, outcome: seen.setdefault(entry.id, outcome),
+    )
     killer.join()
     assert (summary.ran, summary.failed) == (4, 0), seen
     assert {r.entry: (r.status, r.data) for r in store.rows(store.connect(db))} == {
-        name: ("passed", {"ran": name}) for name in ("stall", "a", "b", "c")}
+        name: ("passed", {"ran": name}) for name in ("stall", "a", "b", "c")
+    }
     assert f"(pid {marker.read_text()})" not in seen["stall"], "the killed worker's entry ran again elsewhere"
 
 
@@ -140,8 +163,12 @@ class ReportsThreads:
     """A job that reports the `OMP_NUM_THREADS` a worker process it starts sees."""
 
     def __call__(self, entry: Entry) -> list[tuple[str, str, dict]]:
-        seen = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('OMP_NUM_THREADS'))"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        seen = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.environ.get('OMP_NUM_THREADS'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         return [("*", "passed", {"threads": seen})]
 
 
@@ -154,8 +181,14 @@ def test_workers_on_ray_get_the_drivers_threads_not_rays_one(cluster, tmp_path, 
     else:
         monkeypatch.setenv("OMP_NUM_THREADS", driver)
     db = tmp_path / "r.sqlite"
-    run_entries("s", [Entry("a", Path("a.py"), None, "", "", "a")], ReportsThreads(), db,
-                SweepOptions(executor="ray", ray_address=cluster), lambda entry, outcome: None)
+    run_entries(
+        "s",
+        [Entry("a", Path("a.py"), None, "", "", "a")],
+        ReportsThreads(),
+        db,
+        SweepOptions(executor="ray", ray_address=cluster),
+        lambda entry, outcome: None,
+    )
     assert [r.data for r in store.rows(store.connect(db))] == [{"threads": str(driver)}]
 
 
@@ -194,8 +227,14 @@ def test_wall_times_come_from_the_newest_rows(tmp_path):
     connection = store.connect(tmp_path / "r.sqlite")
     store.write_entry(connection, "s", "a", "score", "old", [("g", "passed", {"phases": [["total", 9.0]]})])
     time.sleep(0.01)
-    store.write_entry(connection, "s", "a", "score", "new", [("g", "passed", {"phases": [["ref", 1.0], ["total", 2.5]]}),
-                                                              ("h", "passed", {"phases": [["total", 2.5]]})])
+    store.write_entry(
+        connection,
+        "s",
+        "a",
+        "score",
+        "new",
+        [("g", "passed", {"phases": [["ref", 1.0], ["total", 2.5]]}), ("h", "passed", {"phases": [["total", 2.5]]})],
+    )
     store.write_entry(connection, "s", "b", "score", "v", [("*", "failed", {"failure": {}})])
     assert store.wall_times(connection, "s", "score") == {"a": 2.5}
 
@@ -204,8 +243,14 @@ def test_wall_times_come_from_the_newest_rows(tmp_path):
 def test_a_cluster_without_the_sweeps_devices_says_how_to_add_them(cluster):
     entries = [Entry("a", Path("a.py"), None, "", "", "a")]
     with pytest.raises(UsageError, match=r"no NPU resource for --device npu: .*--resources='\{\"NPU\": 1\}'"):
-        run_entries("s", entries, StallsOnce(Path("unused")), Path("unused.sqlite"),
-                    SweepOptions(executor="ray", ray_address=cluster, device="npu"), None)
+        run_entries(
+            "s",
+            entries,
+            StallsOnce(Path("unused")),
+            Path("unused.sqlite"),
+            SweepOptions(executor="ray", ray_address=cluster, device="npu"),
+            None,
+        )
 
 
 class StandIn:
@@ -254,8 +299,14 @@ def test_an_entry_that_keeps_losing_its_device_waits_for_the_next_sweep():
     actors = [StandIn.Actor("A", ["fp", "other"], {"x"}), StandIn.Actor("B", ["fp", "fp", "fp"], {"x"})]
     cluster = ray_executor.Devices(StandIn, actors, lambda: "fp")
     recorded = []
-    outcomes = list(cluster.run(lambda entry: [("*", "passed", {})], entries,
-                                lambda entry, rows: recorded.append(entry.id) or "passed"))
+    outcomes = list(
+        cluster.run(
+            lambda entry: [("*", "passed", {})], entries, lambda entry, rows: recorded.append(entry.id) or "passed"
+        )
+    )
     assert [(e.id, outcome, where) for e, outcome, where in outcomes] == [
-        ("a", "passed", "B"), ("x", ray_executor.LOST.format(3), "B"), ("b", "passed", "B")]
+        ("a", "passed", "B"),
+        ("x", ray_executor.LOST.format(3), "B"),
+        ("b", "passed", "B"),
+    ]
     assert recorded == ["a", "b"], "a lost entry is not written: the next sweep runs it"

@@ -18,15 +18,35 @@ def test_suite_spans_levels_and_categories():
     levels = Counter(e.level for e in entries)
     assert set(levels) == {1, 2, 3}
     categories = {e.category for e in entries}
-    for wanted in ("math", "comparison", "condition", "index", "creation", "activation", "foreach", "norm",
-                   "loss", "mask", "optim", "reduce", "tensor_move", "matmul", "attention", "sort"):
+    for wanted in (
+        "math",
+        "comparison",
+        "condition",
+        "index",
+        "creation",
+        "activation",
+        "foreach",
+        "norm",
+        "loss",
+        "mask",
+        "optim",
+        "reduce",
+        "tensor_move",
+        "matmul",
+        "attention",
+        "sort",
+    ):
         assert wanted in categories, wanted
 
 
 # The suite in four parts of similar cost, so that the test runner spreads them over its workers (one
 # 70 s test was the tail of the whole run); `test_the_parts_cover_the_suite` keeps every entry in one.
-PARTS = ["level1/", "level2/activation_,level2/foreach_,level2/loss_,level2/mask_",
-         "level2/norm_,level2/optim_,level2/reduce_,level2/tensor_move_", "level3/"]
+PARTS = [
+    "level1/",
+    "level2/activation_,level2/foreach_,level2/loss_,level2/mask_",
+    "level2/norm_,level2/optim_,level2/reduce_,level2/tensor_move_",
+    "level3/",
+]
 
 
 def test_the_parts_cover_the_suite():

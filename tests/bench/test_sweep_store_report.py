@@ -62,11 +62,15 @@ def test_an_entrys_new_version_replaces_every_row_of_its_old_ones(tmp_path):
     store.write_entry(connection, "s", "level3/split_k", "optimize", "old", [("*", "failed", {"reasons": ["wrong"]})])
     store.write_entry(connection, "s", "level1/abs", "optimize", "v", [("g", "passed", {})])
     time.sleep(0.01)
-    store.write_entry(connection, "s", "level3/split_k", "optimize", "new",
-                      [("m1", "passed", {}), ("m2", "passed", {})])
+    store.write_entry(
+        connection, "s", "level3/split_k", "optimize", "new", [("m1", "passed", {}), ("m2", "passed", {})]
+    )
     rows = store.rows(connection)
     assert [(r.entry, r.group, r.version) for r in rows] == [
-        ("level1/abs", "g", "v"), ("level3/split_k", "m1", "new"), ("level3/split_k", "m2", "new")]
+        ("level1/abs", "g", "v"),
+        ("level3/split_k", "m1", "new"),
+        ("level3/split_k", "m2", "new"),
+    ]
     assert store.is_done(connection, "s", "level3/split_k", "optimize", "old"), "history stays in the store"
 
 
@@ -100,10 +104,24 @@ def test_killed_sweep_resumes_where_it_stopped(small_suite, tmp_path):
 
 
 def timed_row(entry, group, eager, compile_, status="passed"):
-    return store.Row("s", entry, group, "score", "v", status,
-                     {"correct": status == "passed", "medians_ms": {"candidate": 1.0, "eager": eager, "compile": compile_},
-                      "speedup_vs_eager": eager, "speedup_vs_compile": compile_, "timed": True,
-                      "reasons": [], "failed_checks": []}, 0.0)
+    return store.Row(
+        "s",
+        entry,
+        group,
+        "score",
+        "v",
+        status,
+        {
+            "correct": status == "passed",
+            "medians_ms": {"candidate": 1.0, "eager": eager, "compile": compile_},
+            "speedup_vs_eager": eager,
+            "speedup_vs_compile": compile_,
+            "timed": True,
+            "reasons": [],
+            "failed_checks": [],
+        },
+        0.0,
+    )
 
 
 def test_distribution_metrics():
@@ -117,14 +135,30 @@ def test_distribution_metrics():
     assert eager["fast_p"] == {"1.0": 0.5, "1.5": 0.5, "2.0": 0.5}  # 2 of all 4 rows
     assert data["fast_0"] == 0.75  # correct, of all 4 rows
     assert "3 passed, 1 failed; fast_0 (correct of all rows) 0.75." in report.render(rows, "md")
-    assert {r["entry"]: r["why"] for r in data["not_improved"]} == {"b": "slower than eager (0.8x)",
-                                                                   "d": "ghost_replay: still correct"}
+    assert {r["entry"]: r["why"] for r in data["not_improved"]} == {
+        "b": "slower than eager (0.8x)",
+        "d": "ghost_replay: still correct",
+    }
 
 
 def test_an_optimized_row_that_gained_but_trails_eager_says_both():
-    gained = store.Row("s", "mm", "g", "optimize", "v", "passed",
-                       {"correct": True, "timed": True, "speedup_vs_initial": 24.4, "speedup_vs_eager": 0.864,
-                        "reasons": [], "failed_checks": []}, 0.0)
+    gained = store.Row(
+        "s",
+        "mm",
+        "g",
+        "optimize",
+        "v",
+        "passed",
+        {
+            "correct": True,
+            "timed": True,
+            "speedup_vs_initial": 24.4,
+            "speedup_vs_eager": 0.864,
+            "reasons": [],
+            "failed_checks": [],
+        },
+        0.0,
+    )
     assert report.why_not(gained) == "24.4x over the initial kernel, slower than eager (0.864x)"
     unchanged = store.Row("s", "mm", "g", "optimize", "v", "passed", {**gained.data, "speedup_vs_initial": 1.0}, 0.0)
     assert report.why_not(unchanged) == "slower than eager (0.864x)"
@@ -139,9 +173,23 @@ def test_a_timed_row_without_an_eager_baseline_says_so():
 
 def test_an_optimized_row_that_gained_with_no_eager_to_beat_is_not_listed_as_not_improved():
     # TritonBench-G: the reference is the module's own code, so there is no eager; a 2.16x gain is no miss.
-    gained = store.Row("s", "add_example", "g", "optimize", "v", "passed",
-                       {"correct": True, "timed": True, "speedup_vs_initial": 2.16, "speedup_vs_eager": None,
-                        "reasons": [], "failed_checks": []}, 0.0)
+    gained = store.Row(
+        "s",
+        "add_example",
+        "g",
+        "optimize",
+        "v",
+        "passed",
+        {
+            "correct": True,
+            "timed": True,
+            "speedup_vs_initial": 2.16,
+            "speedup_vs_eager": None,
+            "reasons": [],
+            "failed_checks": [],
+        },
+        0.0,
+    )
     assert report.why_not(gained) == ""
     unchanged = store.Row("s", "scale", "g", "optimize", "v", "passed", {**gained.data, "speedup_vs_initial": 1.0}, 0.0)
     assert report.why_not(unchanged) == "no eager baseline timed"
@@ -184,12 +232,26 @@ def test_optimize_rows_carry_medians_speedups_and_roofline():
         return {"variant": variant, "group": "g", "median_ms": ms}
 
     # a case at unseen sizes belongs to its group's row
-    baseline = {"passed": True, "cases": [{"group": "g"}, {"group": "g@N=1001"}], "checks": [],
-                "timings": [timing("candidate", 4.0), timing("eager", 2.0), timing("compile", 1.5)]}
-    best = {"candidate": {"id": "c1", "made_by": ["retune-launch"], "answers": ["TRI001@k.py:12"]},
-            "verdict": {"passed": True, "timings": [timing("candidate", 1.0), timing("initial", 4.2), timing("eager", 2.1)]}}
-    report = {"baseline": baseline, "candidates": [best], "best": "c1", "deepest_level": "profile",
-              "roofline": {"bound_ms": 0.8, "group": "g"}}
+    baseline = {
+        "passed": True,
+        "cases": [{"group": "g"}, {"group": "g@N=1001"}],
+        "checks": [],
+        "timings": [timing("candidate", 4.0), timing("eager", 2.0), timing("compile", 1.5)],
+    }
+    best = {
+        "candidate": {"id": "c1", "made_by": ["retune-launch"], "answers": ["TRI001@k.py:12"]},
+        "verdict": {
+            "passed": True,
+            "timings": [timing("candidate", 1.0), timing("initial", 4.2), timing("eager", 2.1)],
+        },
+    }
+    report = {
+        "baseline": baseline,
+        "candidates": [best],
+        "best": "c1",
+        "deepest_level": "profile",
+        "roofline": {"bound_ms": 0.8, "group": "g"},
+    }
     [(group, status, data)] = rows_from_report(report, "run1")
     assert (group, status) == ("g", "passed")
     # the initial kernel's median from the best candidate's own run, beside it (4.2), not the baseline's (4.0)
@@ -208,14 +270,21 @@ def test_optimize_rows_carry_medians_speedups_and_roofline():
 def test_an_entry_that_fails_as_given_says_what_failed():
     from diagnose.bench.optimize import rows_from_report
 
-    ghost = {"passed": False, "cases": [{"group": "g", "passed": True}],
-             "checks": [{"name": "ghost_replay", "passed": False, "detail": "still correct with no-op launches"}]}
+    ghost = {
+        "passed": False,
+        "cases": [{"group": "g", "passed": True}],
+        "checks": [{"name": "ghost_replay", "passed": False, "detail": "still correct with no-op launches"}],
+    }
     [(_, status, data)] = rows_from_report({"baseline": ghost, "candidates": [], "best": None}, "run1")
     assert status == "failed"
-    assert data["failure"]["message"] == ("the entry as given fails verification: "
-                                          "ghost_replay: still correct with no-op launches")
-    wrong = {"passed": False, "checks": [], "cases": [{"group": "g", "passed": True},
-                                                      {"group": "g", "passed": False, "reason": "12 NaN where ..."}]}
+    assert data["failure"]["message"] == (
+        "the entry as given fails verification: ghost_replay: still correct with no-op launches"
+    )
+    wrong = {
+        "passed": False,
+        "checks": [],
+        "cases": [{"group": "g", "passed": True}, {"group": "g", "passed": False, "reason": "12 NaN where ..."}],
+    }
     [(_, _, data)] = rows_from_report({"baseline": wrong, "candidates": [], "best": None}, "run1")
     assert data["failure"]["message"] == "the entry as given fails verification: 12 NaN where ..."
 
@@ -234,33 +303,83 @@ def test_report_cli(cli, small_suite, tmp_path):
     assert result.returncode == 0 and "level1/honest" in result.stdout
 
 
-@pytest.mark.parametrize("candidates, trace, expected", [
-    ([], [{"reason": "not verified (wall time over 170 s): a-retune, a-autotune"}],
-     "2 proposed candidate(s) left unverified (wall time over 170 s)"),
-    ([], [{"reason": "b-x: FAILED; not verified (wall time over 60 s): b-y"}],
-     "1 proposed candidate(s) left unverified (wall time over 60 s)"),
-    ([], [{"reason": "nothing untried"}], "no rewrite was proposed for its findings"),
-    ([], [{"level": "profile", "action": "propose rewrites", "reason": "nothing proposed: the task as given reaches "
-           "97% of the roofline bound on every input group (farthest: g)"},
-          {"level": "profile", "action": "decide: finish", "reason": "budget spent: wall time over 180 s"}],
-     "nothing proposed: the task as given reaches 97% of the roofline bound on every input group"),
-    ([], [{"level": "triage", "action": "propose rewrites", "reason": "nothing untried"},
-          {"level": "triage", "action": "decide: finish", "reason": "budget spent: wall time over 180 s"}],
-     "wall time over 180 s at the triage level, before any rewrite was proposed"),
-    ([], [{"reason": "nothing untried; searched, the current values kept: launch-options: 6 configs, 5 after IR "
-                     "pruning, ranked by time on cuda (harness medians; the first 6 of the search space); chose "
-                     "num_warps=4, num_stages=3"}],
-     "launch-options searched 6 launch configurations and kept the current num_warps=4, num_stages=3 (ranked by time"),
-    ([], [{"reason": "nothing untried; searched, the current values kept: launch-options: 1 configs, 1 after IR "
-                     "pruning, ranked by the current values (launch-options is chosen by timing only; nothing is timed "
-                     "on cpu); chose num_warps=4"}],
-     "launch-options kept the current num_warps=4: launch-options is chosen by timing only; nothing is timed on cpu"),
-    ([{"candidate": {"id": "c"}, "verdict": {"passed": False}}], [], "no candidate passed verification"),
-    ([{"candidate": {"id": "c"}, "verdict": {"passed": True, "timings": [
-        {"variant": "candidate", "group": "g", "median_ms": 0.30}, {"variant": "initial", "group": "g", "median_ms": 0.29}]}},
-      {"candidate": {"id": "d"}, "verdict": {"passed": False}}], [],
-     "1 candidate(s) passed, none faster than the task as given (the fastest 0.97x)"),
-])
+@pytest.mark.parametrize(
+    "candidates, trace, expected",
+    [
+        (
+            [],
+            [{"reason": "not verified (wall time over 170 s): a-retune, a-autotune"}],
+            "2 proposed candidate(s) left unverified (wall time over 170 s)",
+        ),
+        (
+            [],
+            [{"reason": "b-x: FAILED; not verified (wall time over 60 s): b-y"}],
+            "1 proposed candidate(s) left unverified (wall time over 60 s)",
+        ),
+        ([], [{"reason": "nothing untried"}], "no rewrite was proposed for its findings"),
+        (
+            [],
+            [
+                {
+                    "level": "profile",
+                    "action": "propose rewrites",
+                    "reason": "nothing proposed: the task as given reaches "
+                    "97% of the roofline bound on every input group (farthest: g)",
+                },
+                {"level": "profile", "action": "decide: finish", "reason": "budget spent: wall time over 180 s"},
+            ],
+            "nothing proposed: the task as given reaches 97% of the roofline bound on every input group",
+        ),
+        (
+            [],
+            [
+                {"level": "triage", "action": "propose rewrites", "reason": "nothing untried"},
+                {"level": "triage", "action": "decide: finish", "reason": "budget spent: wall time over 180 s"},
+            ],
+            "wall time over 180 s at the triage level, before any rewrite was proposed",
+        ),
+        (
+            [],
+            [
+                {
+                    "reason": "nothing untried; searched, the current values kept: launch-options: 6 configs, 5 after IR "
+                    "pruning, ranked by time on cuda (harness medians; the first 6 of the search space); chose "
+                    "num_warps=4, num_stages=3"
+                }
+            ],
+            "launch-options searched 6 launch configurations and kept the current num_warps=4, num_stages=3 (ranked by time",
+        ),
+        (
+            [],
+            [
+                {
+                    "reason": "nothing untried; searched, the current values kept: launch-options: 1 configs, 1 after IR "
+                    "pruning, ranked by the current values (launch-options is chosen by timing only; nothing is timed "
+                    "on cpu); chose num_warps=4"
+                }
+            ],
+            "launch-options kept the current num_warps=4: launch-options is chosen by timing only; nothing is timed on cpu",
+        ),
+        ([{"candidate": {"id": "c"}, "verdict": {"passed": False}}], [], "no candidate passed verification"),
+        (
+            [
+                {
+                    "candidate": {"id": "c"},
+                    "verdict": {
+                        "passed": True,
+                        "timings": [
+                            {"variant": "candidate", "group": "g", "median_ms": 0.30},
+                            {"variant": "initial", "group": "g", "median_ms": 0.29},
+                        ],
+                    },
+                },
+                {"candidate": {"id": "d"}, "verdict": {"passed": False}},
+            ],
+            [],
+            "1 candidate(s) passed, none faster than the task as given (the fastest 0.97x)",
+        ),
+    ],
+)
 def test_an_unimproved_entry_says_why(candidates, trace, expected):
     from diagnose.bench.optimize import why_unimproved
 
@@ -274,13 +393,35 @@ def test_stored_optimize_rows_are_rebuilt_from_the_run_reports(tmp_path):
     run_id = "20261203-113638-c98cf3"
     runs = tmp_path / "runs" / run_id
     runs.mkdir(parents=True)
-    shutil.copy(ROOT / "benchmarks" / "results" / "2026-12-03-h200-npukernel-sweep" / "3-optimize-25-entries" / "runs" / run_id / "report.json", runs)
+    shutil.copy(
+        ROOT
+        / "benchmarks"
+        / "results"
+        / "2026-12-03-h200-npukernel-sweep"
+        / "3-optimize-25-entries"
+        / "runs"
+        / run_id
+        / "report.json",
+        runs,
+    )
     db = tmp_path / "r.sqlite"
     stale = {"run_id": run_id, "reasons": ["no rewrite was proposed for its findings; the entry stays as given"]}
-    store.write_entry(store.connect(db), "s", "level1/math_abs", "optimize", "v1",
-                      [("x8192x16384_fp32", "passed", stale), ("x16384x16384_fp16", "passed", stale)])
-    store.write_entry(store.connect(db), "s", "level1/other", "optimize", "v1",
-                      [("g", "passed", {"run_id": "gone", "reasons": ["kept"]})])
+    store.write_entry(
+        store.connect(db),
+        "s",
+        "level1/math_abs",
+        "optimize",
+        "v1",
+        [("x8192x16384_fp32", "passed", stale), ("x16384x16384_fp16", "passed", stale)],
+    )
+    store.write_entry(
+        store.connect(db),
+        "s",
+        "level1/other",
+        "optimize",
+        "v1",
+        [("g", "passed", {"run_id": "gone", "reasons": ["kept"]})],
+    )
     spec = importlib.util.spec_from_file_location("refresh", ROOT / "benchmarks" / "refresh_optimize_rows.py")
     refresh = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(refresh)
@@ -289,8 +430,11 @@ def test_stored_optimize_rows_are_rebuilt_from_the_run_reports(tmp_path):
     assert rows[("level1/other", "g")].data["reasons"] == ["kept"], "an entry without its report stays"
     mine = [r for (entry, _), r in rows.items() if entry == "level1/math_abs"]
     assert {r.group for r in mine} == {"x8192x16384_fp32", "x16384x16384_fp16", "x4096x32768_bf16"}
-    assert all(r.version == "v1" and r.data["reasons"][0].startswith(
-        "nothing proposed: the task as given reaches 97% of the roofline bound") for r in mine)
+    assert all(
+        r.version == "v1"
+        and r.data["reasons"][0].startswith("nothing proposed: the task as given reaches 97% of the roofline bound")
+        for r in mine
+    )
     assert refresh.refresh(str(db), [str(tmp_path / "runs")]) == 0, "a second pass changes nothing"
 
 
@@ -314,5 +458,8 @@ def test_a_bug_of_ours_on_one_entry_is_its_row_and_the_sweep_goes_on(tmp_path):
     assert (summary.ran, summary.failed) == (3, 1)
     rows = {r.entry: r for r in store.rows(store.connect(db))}
     assert rows["a"].status == rows["c"].status == "passed"
-    assert rows["b"].data["failure"] == {"kind": "internal_error", "message": "SyntaxError: invalid syntax",
-                                         "log_tail": ""}
+    assert rows["b"].data["failure"] == {
+        "kind": "internal_error",
+        "message": "SyntaxError: invalid syntax",
+        "log_tail": "",
+    }

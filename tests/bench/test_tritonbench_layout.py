@@ -36,8 +36,11 @@ def by_id(root: Path = CHECKOUT, **kw) -> dict:
 
 def test_the_checkout_root_lists_g_and_t_only():
     tasks = by_id()
-    assert sorted(tasks) == ["data/TritonBench_G_v1/scale", "data/TritonBench_G_v1/vec_add",
-                             "data/TritonBench_T_v1/relu"]
+    assert sorted(tasks) == [
+        "data/TritonBench_G_v1/scale",
+        "data/TritonBench_G_v1/vec_add",
+        "data/TritonBench_T_v1/relu",
+    ]
     assert all(t.problem is None and t.solution == t.entry.path for t in tasks.values())
 
 

@@ -9,8 +9,17 @@ import pytest
 
 from tests.conftest import run_cli
 
-MODULES = ["autotuned_softmax", "block_ptr_copy", "hardcoded_gelu", "heuristics_add", "inplace_clamp",
-           "module_method", "nested_kernel", "rms_norm", "tuned_method"]
+MODULES = [
+    "autotuned_softmax",
+    "block_ptr_copy",
+    "hardcoded_gelu",
+    "heuristics_add",
+    "inplace_clamp",
+    "module_method",
+    "nested_kernel",
+    "rms_norm",
+    "tuned_method",
+]
 
 
 @pytest.fixture
@@ -54,14 +63,15 @@ def test_autotuned_and_method_launches(captured):
     (nested,) = json.loads((launches / "kernels.nested_kernel.json").read_text())["launches"]
     assert nested["kernel"] == "square_kernel" and nested["launch"].startswith("_KERNEL[")
     adds = json.loads((launches / "kernels.heuristics_add.json").read_text())["launches"]
-    assert sorted(a["call"] for a in adds) == ["scaled_add(x=f32[1000], y=f32[1000], alpha=0.5)",
-                                                "scaled_add(x=f32[1024], y=f32[1024], alpha=0.5)"]
+    assert sorted(a["call"] for a in adds) == [
+        "scaled_add(x=f32[1000], y=f32[1000], alpha=0.5)",
+        "scaled_add(x=f32[1024], y=f32[1024], alpha=0.5)",
+    ]
 
 
 def test_the_listing_numbers_launches_as_launch_counts_them(captured):
     project, _ = captured
-    listed = run_cli("capture", "--list", str(project / "kernels" / "heuristics_add.py"),
-                     env={"PWD": str(project)})
+    listed = run_cli("capture", "--list", str(project / "kernels" / "heuristics_add.py"), env={"PWD": str(project)})
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert lines[0].startswith("2 launches captured") and "scaled_add(x=f32[1024]" in lines[2]
@@ -90,9 +100,25 @@ def test_a_killed_capture_ends_the_command_it_started(tmp_path):
 
     marker = tmp_path / "child.pid"
     script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
-    capture = subprocess.Popen([sys.executable, "-m", "diagnose.cli", "capture", "--device", "cpu", "--project",
-                                str(tmp_path), "--", sys.executable, "-c", script], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    capture = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "diagnose.cli",
+            "capture",
+            "--device",
+            "cpu",
+            "--project",
+            str(tmp_path),
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while not marker.exists() or not marker.read_text():
         assert time.monotonic() < deadline, "the command did not start"
@@ -125,13 +151,15 @@ def test_a_launch_at_a_scripts_top_level_is_replayed_at_the_kernel(tmp_path):
         "twice_kernel[(3,)](x, out, x.numel(), BLOCK=1024)\n"
         "run = lambda: twice_kernel[(2,)](x, out, 2000, BLOCK=1024)\n"
         "run()\n"
-        "assert torch.allclose(out, 2 * x)\n")
+        "assert torch.allclose(out, 2 * x)\n"
+    )
     done = run_cli("capture", "--device", "cpu", "--project", str(tmp_path), "--", sys.executable, "demo.py")
     assert done.returncode == 0, done.stderr
     records = json.loads((tmp_path / ".diagnose" / "launches" / "demo.json").read_text())["launches"]
     assert sorted(r["launch"] for r in records) == [
         "twice_kernel[(2,)](x_ptr=f32[3000], out_ptr=f32[3000], n=2000, BLOCK=1024)",
-        "twice_kernel[(3,)](x_ptr=f32[3000], out_ptr=f32[3000], n=3000, BLOCK=1024)"]
+        "twice_kernel[(3,)](x_ptr=f32[3000], out_ptr=f32[3000], n=3000, BLOCK=1024)",
+    ]
     assert all(r["call"] is None for r in records)
 
 
@@ -176,13 +204,15 @@ def test_backward_passes_run_where_the_trace_hook_sees_them(tmp_path):
         "        return twice(x)\n\n"
         "    @staticmethod\n"
         "    def backward(ctx, dy):\n"
-        "        return twice(dy)\n")
+        "        return twice(dy)\n"
+    )
     (tmp_path / "train.py").write_text(
         "import torch\n"
         "import ops\n\n"
         "x = torch.randn(3000, device='cuda', requires_grad=True)\n"
         "ops.Twice.apply(x).sum().backward()\n"
-        "print('multithreaded backward:', torch._C._is_multithreading_enabled())\n")
+        "print('multithreaded backward:', torch._C._is_multithreading_enabled())\n"
+    )
     done = run_cli("capture", "--device", "cpu", "--project", str(tmp_path), "--", sys.executable, "train.py")
     assert done.returncode == 0, done.stderr
     assert "multithreaded backward: False" in done.stdout

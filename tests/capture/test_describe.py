@@ -39,9 +39,21 @@ def test_float_ranges_only_for_values_that_are_never_negative():
 def test_scalars_dtypes_and_objects():
     import triton.language as tl
 
-    named = dict(describe_call([("eps", 1e-6), ("n", 7), ("mode", "llama"), ("none", None), ("dt", torch.float16),
-                                ("tl_dt", tl.float32), ("c", tl.constexpr(64)), ("obj", object()),
-                                ("parts", [torch.zeros(3), 2])]))
+    named = dict(
+        describe_call(
+            [
+                ("eps", 1e-6),
+                ("n", 7),
+                ("mode", "llama"),
+                ("none", None),
+                ("dt", torch.float16),
+                ("tl_dt", tl.float32),
+                ("c", tl.constexpr(64)),
+                ("obj", object()),
+                ("parts", [torch.zeros(3), 2]),
+            ]
+        )
+    )
     assert named["eps"] == 1e-6 and named["n"] == 7 and named["mode"] == "llama" and named["none"] is None
     assert named["dt"] == DtypeValue("torch.float16") and named["tl_dt"] == DtypeValue("tl.float32")
     assert named["c"] == 64 and named["obj"] == Opaque("object")

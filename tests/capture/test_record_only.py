@@ -46,8 +46,10 @@ def test_launches_are_recorded_not_run(recorded):
     by_kernel = {r["kernel"]: r for r in records}
     # the launch names the project's launcher (a module global), which forwards to the autotuner: what
     # the autotuner sets is left to it, and no value range is read from an output nobody wrote
-    assert by_kernel["row_max_kernel"]["launch"] == \
-        "row_max_kernel[(8,)](x_ptr=f32[8,300], out_ptr=f32[8], n=300, stride_row=300)"
+    assert (
+        by_kernel["row_max_kernel"]["launch"]
+        == "row_max_kernel[(8,)](x_ptr=f32[8,300], out_ptr=f32[8], n=300, stride_row=300)"
+    )
     assert by_kernel["row_max_kernel"]["call"] == "row_max(x=f32[8,300])"
     assert by_kernel["scale_kernel"]["kernel_file"] == "ops/kernels.py"
     (generic,) = json.loads((launches / "ops.pointwise.json").read_text())["launches"]

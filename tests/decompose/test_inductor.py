@@ -14,8 +14,7 @@ from diagnose.verify.harness import CheckOptions, verify
 from tests.decompose.conftest import MODELS
 
 OPTIONS = CheckOptions(device="cpu", seeds=(0, 1), baselines=("eager",), unseen_shapes=False)
-MADE = {"l2_chain": ("sg0_conv2d", "sg1_groupnorm"), "mlp": ("sg0_linear",),
-        "attention": ("sg3_matmul", "sg4_softmax")}
+MADE = {"l2_chain": ("sg0_conv2d", "sg1_groupnorm"), "mlp": ("sg0_linear",), "attention": ("sg3_matmul", "sg4_softmax")}
 EXTERN_ONLY = {"mlp": ("sg1_linear",), "attention": ("sg0_linear", "sg1_linear", "sg2_linear", "sg5_matmul")}
 
 
@@ -52,8 +51,10 @@ def test_a_reduction_with_libdevice_passes_the_harness_on_the_interpreter(extrac
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model, name", [("l2_chain", "sg0_conv2d"), ("mlp", "sg0_linear"),
-                                         ("attention", "sg3_matmul"), ("attention", "sg4_softmax")])
+@pytest.mark.parametrize(
+    "model, name",
+    [("l2_chain", "sg0_conv2d"), ("mlp", "sg0_linear"), ("attention", "sg3_matmul"), ("attention", "sg4_softmax")],
+)
 def test_every_candidate_passes_the_harness_on_the_interpreter(extracted, decomposed, model, name):
     task = next(f for f in decomposed[model].files if f.stem == name)
     verdict = verify(load_task(task, candidate=extracted[(model, name)].path), OPTIONS)
@@ -138,17 +139,20 @@ def test_cuda_host_code_loses_its_device_guard_and_runs_on_the_inputs_device():
 def test_a_y_grid_past_65535_spreads_over_z_as_inductors_does():
     source = rewritten(grid="Grid2DWithYZOverflow")
     namespace = {"triton": triton}
-    exec(source[source.index("def grid_2d_yz_overflow"):].split("\n\n\n")[0], namespace)
+    exec(source[source.index("def grid_2d_yz_overflow") :].split("\n\n\n")[0], namespace)
     grid = namespace["grid_2d_yz_overflow"]
     assert grid({"xnumel": 10, "XBLOCK": 4, "ynumel": 70000, "YBLOCK": 1}) == (3, 35000, 2)
     assert grid({"xnumel": 10, "XBLOCK": 4, "ynumel": 100, "YBLOCK": 8}) == (3, 13, 1)
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"kind": "template"}, "Inductor kind template"),
-    ({"grid": "FixedGrid"}, "grid FixedGrid"),
-    ({"extra": "cpp_fused_1(buf0)"}, "host code calls cpp_fused_1"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"kind": "template"}, "Inductor kind template"),
+        ({"grid": "FixedGrid"}, "grid FixedGrid"),
+        ({"extra": "cpp_fused_1(buf0)"}, "host code calls cpp_fused_1"),
+    ],
+)
 def test_code_the_rewrite_does_not_handle_is_a_reason(change, reason):
     with pytest.raises(Unsupported, match=reason):
         rewritten(**change)
@@ -158,7 +162,8 @@ def test_code_the_rewrite_does_not_handle_is_a_reason(change, reason):
 def test_decompose_chooses_the_inductor_candidates_and_the_composite_verifies(tmp_path):
     report = decompose(MODELS / "l2_chain.py", None, OPTIONS, tmp_path / "out", "triton")
     assert [[(c.name, c.status) for c in sg.candidates] for sg in report.subgraphs] == [
-        [("torch", "reference"), ("inductor", "passed")]] * 2
+        [("torch", "reference"), ("inductor", "passed")]
+    ] * 2
     assert [sg.choice.name for sg in report.subgraphs] == ["inductor", "inductor"]
     assert report.end_to_end.passed is True, report.end_to_end.detail
     assert '"sg1_groupnorm": "inductor"' in report.composite.read_text()

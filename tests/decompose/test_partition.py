@@ -14,8 +14,7 @@ def groups(decomposition):
 
 
 def test_l2_chain_fuses_the_bias_add_and_relu_into_the_norm(decomposed):
-    assert groups(decomposed["l2_chain"]) == [("sg0_conv2d", ("conv",)),
-                                              ("sg1_groupnorm", ("norm", "add", "relu"))]
+    assert groups(decomposed["l2_chain"]) == [("sg0_conv2d", ("conv",)), ("sg1_groupnorm", ("norm", "add", "relu"))]
     norm = decomposed["l2_chain"].subgraphs[1]
     assert norm.inputs == ("conv",) and norm.params == ("bias",) and norm.output == "relu"
 
@@ -26,55 +25,90 @@ def test_mlp_fuses_gelu_as_the_first_linear_s_epilogue(decomposed):
 
 def test_attention_has_one_group_per_linear_matmul_and_softmax(decomposed):
     assert groups(decomposed["attention"]) == [
-        ("sg0_linear", ("q",)), ("sg1_linear", ("k", "transpose")), ("sg2_linear", ("v",)),
-        ("sg3_matmul", ("matmul", "mul")), ("sg4_softmax", ("softmax",)), ("sg5_matmul", ("matmul_1",))]
+        ("sg0_linear", ("q",)),
+        ("sg1_linear", ("k", "transpose")),
+        ("sg2_linear", ("v",)),
+        ("sg3_matmul", ("matmul", "mul")),
+        ("sg4_softmax", ("softmax",)),
+        ("sg5_matmul", ("matmul_1",)),
+    ]
     assert decomposed["attention"].subgraphs[5].inputs == ("softmax", "v")
 
 
 def test_an_elementwise_op_of_two_groups_starts_its_own_and_later_ones_join_it():
-    records = (node("x", "placeholder", "placeholder"), node("a", "call_module", "linear", "x"),
-               node("b", "call_module", "linear", "x"), node("s", "call_function", "add", "a", "b"),
-               node("r", "call_function", "relu", "s"), node("out", "output", "output", "r"))
+    records = (
+        node("x", "placeholder", "placeholder"),
+        node("a", "call_module", "linear", "x"),
+        node("b", "call_module", "linear", "x"),
+        node("s", "call_function", "add", "a", "b"),
+        node("r", "call_function", "relu", "s"),
+        node("out", "output", "output", "r"),
+    )
     assert [(sg.name, sg.nodes) for sg in partition(records)] == [
-        ("sg0_linear", ("a",)), ("sg1_linear", ("b",)), ("sg2_add", ("s", "r"))]
+        ("sg0_linear", ("a",)),
+        ("sg1_linear", ("b",)),
+        ("sg2_add", ("s", "r")),
+    ]
 
 
 def test_a_group_with_two_values_used_outside_is_split():
     # conv -> relu -> sigmoid, and the relu's value is also the model's output: two outputs.
-    records = (node("x", "placeholder", "placeholder"), node("c", "call_module", "conv2d", "x"),
-               node("r", "call_function", "relu", "c"), node("s", "call_function", "sigmoid", "r"),
-               node("out", "output", "output", "r", "s"))
+    records = (
+        node("x", "placeholder", "placeholder"),
+        node("c", "call_module", "conv2d", "x"),
+        node("r", "call_function", "relu", "c"),
+        node("s", "call_function", "sigmoid", "r"),
+        node("out", "output", "output", "r", "s"),
+    )
     parts = partition(records)
     assert [(sg.name, sg.nodes, sg.output) for sg in parts] == [
-        ("sg0_conv2d", ("c", "r"), "r"), ("sg1_sigmoid", ("s",), "s")]
+        ("sg0_conv2d", ("c", "r"), "r"),
+        ("sg1_sigmoid", ("s",), "s"),
+    ]
     assert parts[1].inputs == ("r",)
 
 
 def test_ops_reading_a_value_no_task_can_take_stay_with_the_group_that_makes_it():
     """KernelBench level 2's `torch.max(x, dim=1).values`: the (values, indices) pair is no tensor, so
     `.values` may not start a group of its own that would take the pair as its input."""
-    records = (node("x", "placeholder", "placeholder"), node("g", "call_module", "linear", "x"),
-               NodeRecord("m", "call_function", "max", ("g",)),  # the pair: neither tensor nor number
-               node("v", "call_function", "getattr", "m"), node("s", "call_function", "sub", "v", "g"),
-               node("out", "output", "output", "s"))
+    records = (
+        node("x", "placeholder", "placeholder"),
+        node("g", "call_module", "linear", "x"),
+        NodeRecord("m", "call_function", "max", ("g",)),  # the pair: neither tensor nor number
+        node("v", "call_function", "getattr", "m"),
+        node("s", "call_function", "sub", "v", "g"),
+        node("out", "output", "output", "s"),
+    )
     parts = partition(records)
     assert [(sg.name, sg.nodes) for sg in parts] == [
-        ("sg0_linear", ("g",)), ("sg1_max", ("m", "v")), ("sg2_sub", ("s",))]
+        ("sg0_linear", ("g",)),
+        ("sg1_max", ("m", "v")),
+        ("sg2_sub", ("s",)),
+    ]
     assert all("m" not in sg.inputs for sg in parts)
 
 
 def test_size_queries_make_no_subgraph_and_are_computed_again_where_read():
     """`B, C, H, W = x.shape` and `h * w`: numbers, each computed again by the parts that read them (from
     the tensor they ask about), never a part of their own and never a part's output."""
+
     def number(name, opname, *inputs, value=2):
         return NodeRecord(name, "call_function", opname, tuple(inputs), literal=value)
 
-    records = (node("x", "placeholder", "placeholder"), number("shape", "getattr", "x", value=(2, 4, 4)),
-               number("b", "getitem", "shape"), number("h", "getitem", "shape", value=4),
-               number("hh", "mul", "h", "h", value=16),
-               node("v", "call_method", "view", "x", "b", "hh"), node("s", "call_function", "softmax", "v"),
-               node("o", "call_method", "view", "s", "b", "h", "h"), node("out", "output", "output", "o"))
+    records = (
+        node("x", "placeholder", "placeholder"),
+        number("shape", "getattr", "x", value=(2, 4, 4)),
+        number("b", "getitem", "shape"),
+        number("h", "getitem", "shape", value=4),
+        number("hh", "mul", "h", "h", value=16),
+        node("v", "call_method", "view", "x", "b", "hh"),
+        node("s", "call_function", "softmax", "v"),
+        node("o", "call_method", "view", "s", "b", "h", "h"),
+        node("out", "output", "output", "o"),
+    )
     parts = partition(records)
     assert [(sg.name, sg.nodes, sg.output) for sg in parts] == [
-        ("sg0_view", ("shape", "b", "h", "hh", "v"), "v"), ("sg1_softmax", ("shape", "b", "h", "s", "o"), "o")]
+        ("sg0_view", ("shape", "b", "h", "hh", "v"), "v"),
+        ("sg1_softmax", ("shape", "b", "h", "s", "o"), "o"),
+    ]
     assert parts[0].inputs == ("x",) and parts[1].inputs == ("x", "v")

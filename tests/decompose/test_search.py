@@ -22,9 +22,14 @@ def node(name, op, opname, *inputs):
 
 
 # conv -> norm -> softmax -> linear: four anchors, four subgraphs in a chain.
-CHAIN = (node("x", "placeholder", "placeholder"), node("c", "call_module", "conv2d", "x"),
-         node("n", "call_module", "groupnorm", "c"), node("s", "call_function", "softmax", "n"),
-         node("l", "call_module", "linear", "s"), node("out", "output", "output", "l"))
+CHAIN = (
+    node("x", "placeholder", "placeholder"),
+    node("c", "call_module", "conv2d", "x"),
+    node("n", "call_module", "groupnorm", "c"),
+    node("s", "call_function", "softmax", "n"),
+    node("l", "call_module", "linear", "s"),
+    node("out", "output", "output", "l"),
+)
 
 
 def row(name, chosen, torch_ms, triton_ms=None):
@@ -39,16 +44,23 @@ def test_a_pair_fuses_only_where_the_first_output_is_read_by_the_second_alone():
     assert fuse(a, b, CHAIN).name == "fused_sg0_sg1" and fuse(a, b, CHAIN).nodes == ("c", "n")
     assert fuse(a, c, CHAIN) is None  # c's subgraph does not read a's output
     # the conv's value also read by the softmax's subgraph: fused with the norm it would have two outputs
-    shared = CHAIN[:3] + (node("s", "call_function", "softmax", "n"), node("a", "call_function", "add", "s", "c"),
-                          node("out", "output", "output", "a"))
+    shared = CHAIN[:3] + (
+        node("s", "call_function", "softmax", "n"),
+        node("a", "call_function", "add", "s", "c"),
+        node("out", "output", "output", "a"),
+    )
     first, second, *_ = partition(shared)
     assert fuse(first, second, shared) is None
 
 
 def test_the_pair_with_the_largest_gain_is_fused_first_and_fused_pairs_fuse_again():
     subgraphs = list(partition(CHAIN))
-    rows = [row("sg0_conv2d", "torch", 1.0), row("sg1_groupnorm", "torch", 1.0), row("sg2_softmax", "torch", 2.0),
-            row("sg3_linear", "torch", 3.0)]
+    rows = [
+        row("sg0_conv2d", "torch", 1.0),
+        row("sg1_groupnorm", "torch", 1.0),
+        row("sg2_softmax", "torch", 2.0),
+        row("sg3_linear", "torch", 3.0),
+    ]
     fused_ms = {"fused_sg0_sg1": 1.5, "fused_sg1_sg2": 2.0, "fused_sg2_sg3": 5.5, "fused_sg0_sg2": 2.5}
     asked = []
 
@@ -61,8 +73,12 @@ def test_the_pair_with_the_largest_gain_is_fused_first_and_fused_pairs_fuse_agai
     assert asked == [["fused_sg0_sg1", "fused_sg1_sg2", "fused_sg2_sg3"], ["fused_sg0_sg2"]]
     assert [s.name for s in subgraphs] == ["fused_sg0_sg2", "sg3_linear"]
     assert subgraphs[0].nodes == ("c", "n", "s") and rows[0].name == "fused_sg0_sg2"
-    assert [(f.name, f.taken) for f in tried] == [("fused_sg0_sg1", False), ("fused_sg1_sg2", True),
-                                                 ("fused_sg2_sg3", False), ("fused_sg0_sg2", True)]
+    assert [(f.name, f.taken) for f in tried] == [
+        ("fused_sg0_sg1", False),
+        ("fused_sg1_sg2", True),
+        ("fused_sg2_sg3", False),
+        ("fused_sg0_sg2", True),
+    ]
 
 
 def test_the_budget_bounds_the_pairs_tried_and_a_torch_choice_never_wins():

@@ -37,7 +37,9 @@ def test_a_subtask_re_creates_its_layers_and_the_model_s_parameters(decomposed):
 
 def test_layers_with_numbered_names_and_buffers_are_re_created(decomposed):
     assert [(sg.name, sg.nodes) for sg in decomposed["sequential"].subgraphs] == [
-        ("sg0_linear", ("block_0", "block_1")), ("sg1_linear", ("block_2", "sub"))]
+        ("sg0_linear", ("block_0", "block_1")),
+        ("sg1_linear", ("block_2", "sub")),
+    ]
     source = decomposed["sequential"].files[1].read_text()
     assert "self.block.add_module('2', nn.Linear(" in source
     assert "self.register_buffer('shift'" in source

@@ -18,7 +18,9 @@ OPTIONS = CheckOptions(seeds=(0, 1), baselines=("eager",), unseen_shapes=False)
 
 
 def test_a_correct_kernel_is_chosen_and_the_composite_verifies_end_to_end(tmp_path):
-    report = decompose(MODELS / "mlp.py", MODELS / "kernels_good", OPTIONS, tmp_path / "out", "triton", with_inductor=False)
+    report = decompose(
+        MODELS / "mlp.py", MODELS / "kernels_good", OPTIONS, tmp_path / "out", "triton", with_inductor=False
+    )
     first, second = report.subgraphs
     assert [(c.name, c.status) for c in first.candidates] == [("torch", "reference"), ("triton", "passed")]
     assert first.choice.name == "triton" and second.choice.name == "torch"
@@ -30,7 +32,9 @@ def test_a_correct_kernel_is_chosen_and_the_composite_verifies_end_to_end(tmp_pa
 
 
 def test_a_wrong_kernel_is_rejected_and_torch_swapped_back(tmp_path):
-    report = decompose(MODELS / "mlp.py", MODELS / "kernels_bad", OPTIONS, tmp_path / "out", "triton", with_inductor=False)
+    report = decompose(
+        MODELS / "mlp.py", MODELS / "kernels_bad", OPTIONS, tmp_path / "out", "triton", with_inductor=False
+    )
     first = report.subgraphs[0]
     assert first.candidates[1].status == "failed" and "wrong output" in first.candidates[1].note
     assert first.choice.name == "torch" and first.choice.why.startswith("Swap")

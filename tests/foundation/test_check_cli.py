@@ -56,13 +56,16 @@ def test_failed_verification_exits_1(cli):
     assert "FAILED" in result.stdout
 
 
-@pytest.mark.parametrize("args, words", [
-    (["check", "missing.py"], "missing.py: no such file"),
-    (["check", str(FIXTURES / "tasks" / "syntax_error.py")], "syntax error"),
-    (["check", str(FIXTURES / "tasks" / "no_model.py")], "no `Model`"),
-    (["check", str(FIXTURES / "tasks" / "get_inputs_raises.py")], "the reference failed"),
-    (["check", str(FIXTURES / "cheats" / "honest.py"), "--device", "tpu"], "unknown device"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["check", "missing.py"], "missing.py: no such file"),
+        (["check", str(FIXTURES / "tasks" / "syntax_error.py")], "syntax error"),
+        (["check", str(FIXTURES / "tasks" / "no_model.py")], "no `Model`"),
+        (["check", str(FIXTURES / "tasks" / "get_inputs_raises.py")], "the reference failed"),
+        (["check", str(FIXTURES / "cheats" / "honest.py"), "--device", "tpu"], "unknown device"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(cli, args, words):
     result = cli(*args)
     assert result.returncode == 2, (result.stdout, result.stderr)

@@ -76,19 +76,22 @@ def test_the_same_failure_gets_the_same_code_from_every_command(invoke, command,
     assert words in the_error_line(stderr)
 
 
-@pytest.mark.parametrize("args, option", [
-    (["optimize", "task.py", "--max-wall", "0"], "--max-wall"),
-    (["optimize", "task.py", "--max-candidates", "0"], "--max-candidates"),
-    (["optimize", "task.py", "--timeout", "0"], "--timeout"),
-    (["check", "task.py", "--memory-limit", "0"], "--memory-limit"),
-    (["check", "task.py", "--memory-limit", "-2"], "--memory-limit"),
-    (["check", "task.py", "--timeout", "-5"], "--timeout"),
-    (["inspect", "task.py", "--timeout", "-1"], "--timeout"),
-    (["profile", "task.py", "--timeout", "-1"], "--timeout"),
-    (["rewrite", "task.py", "--timeout", "-1"], "--timeout"),
-    (["bench", "suite", "--max-wall", "0"], "--max-wall"),
-    (["bench", "suite", "--timeout", "0"], "--timeout"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["optimize", "task.py", "--max-wall", "0"], "--max-wall"),
+        (["optimize", "task.py", "--max-candidates", "0"], "--max-candidates"),
+        (["optimize", "task.py", "--timeout", "0"], "--timeout"),
+        (["check", "task.py", "--memory-limit", "0"], "--memory-limit"),
+        (["check", "task.py", "--memory-limit", "-2"], "--memory-limit"),
+        (["check", "task.py", "--timeout", "-5"], "--timeout"),
+        (["inspect", "task.py", "--timeout", "-1"], "--timeout"),
+        (["profile", "task.py", "--timeout", "-1"], "--timeout"),
+        (["rewrite", "task.py", "--timeout", "-1"], "--timeout"),
+        (["bench", "suite", "--max-wall", "0"], "--max-wall"),
+        (["bench", "suite", "--timeout", "0"], "--timeout"),
+    ],
+)
 def test_bad_option_values_are_usage_errors_naming_the_option(invoke, no_workers, args, option):
     code, stdout, stderr = invoke(*args)
     assert code == EXIT_USAGE
@@ -157,8 +160,9 @@ def test_optimize_checks_where_the_optimized_task_goes_before_any_worker(invoke,
     assert not (tmp_path / "cache" / "runs").exists() or not list((tmp_path / "cache" / "runs").iterdir())
 
 
-@pytest.mark.parametrize("args", [["--debug", "check", "missing.py"], ["check", "missing.py", "--debug"],
-                                  ["check", "--debug", "missing.py"]])
+@pytest.mark.parametrize(
+    "args", [["--debug", "check", "missing.py"], ["check", "missing.py", "--debug"], ["check", "--debug", "missing.py"]]
+)
 def test_debug_goes_before_or_after_the_command(args):
     result = CliRunner().invoke(app, args)
     assert type(result.exception).__name__ == "UsageError", "raised, for the traceback, not turned into one line"
@@ -209,12 +213,18 @@ def test_cache_dir_option_is_where_runs_are_looked_for(monkeypatch, tmp_path, wh
 
 
 def test_outputs_beside_the_examples_are_ignored_by_git():
-    outputs = ["examples/softmax.optimized.py", "examples/softmax.optimized.diff",
-               "examples/softmax.optimized-20250101-000000-abcdef.py", "examples/softmax.diagnose.py",
-               "examples/softmax.diagnose.patch", "examples/softmax.diagnose.bak"]
+    outputs = [
+        "examples/softmax.optimized.py",
+        "examples/softmax.optimized.diff",
+        "examples/softmax.optimized-20250101-000000-abcdef.py",
+        "examples/softmax.diagnose.py",
+        "examples/softmax.diagnose.patch",
+        "examples/softmax.diagnose.bak",
+    ]
     try:
-        ignored = subprocess.run(["git", "check-ignore", *outputs, "examples/softmax.py"], cwd=ROOT,
-                                 capture_output=True, text=True)
+        ignored = subprocess.run(
+            ["git", "check-ignore", *outputs, "examples/softmax.py"], cwd=ROOT, capture_output=True, text=True
+        )
     except FileNotFoundError:
         pytest.skip("no git here")
     if ignored.returncode == 128:

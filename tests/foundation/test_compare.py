@@ -13,11 +13,14 @@ def test_equal_tensors_pass_with_zero_error():
     assert ok and max_abs == 0 and max_rel == 0 and reason is None
 
 
-@pytest.mark.parametrize("dtype, inside, outside", [
-    (torch.float32, 5e-5, 1e-3),
-    (torch.float16, 4e-3, 5e-2),
-    (torch.bfloat16, 4e-3, 1e-1),
-])
+@pytest.mark.parametrize(
+    "dtype, inside, outside",
+    [
+        (torch.float32, 5e-5, 1e-3),
+        (torch.float16, 4e-3, 5e-2),
+        (torch.bfloat16, 4e-3, 1e-1),
+    ],
+)
 def test_per_dtype_tolerance(dtype, inside, outside):
     ref = torch.full((64,), 0.5, dtype=dtype)
     assert compare_one(ref, (ref.float() + inside).to(dtype))[0]

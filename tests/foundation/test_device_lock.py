@@ -39,8 +39,12 @@ def holder(tmp_path):
     started = []
 
     def start(mode: str):
-        process = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "cuda.lock"), mode],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(tmp_path / "cuda.lock"), mode],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert process.stdout.readline().strip() == "held"
         started.append(process)
         return process

@@ -23,8 +23,16 @@ NO_TORCH_NPU = "torch_npu is not installed"
 
 
 def record(python: str = "/envs/ascend/bin/python", **capabilities) -> ToolchainRecord:
-    return ToolchainRecord(name="ascend", python=python, venv="/envs/ascend", requirements=(), versions=(),
-                           created="2026-12-02T00:00:00+00:00", setup_seconds=0.0, capabilities=capabilities)
+    return ToolchainRecord(
+        name="ascend",
+        python=python,
+        venv="/envs/ascend",
+        requirements=(),
+        versions=(),
+        created="2026-12-02T00:00:00+00:00",
+        setup_seconds=0.0,
+        capabilities=capabilities,
+    )
 
 
 def test_each_device_names_its_timer_and_its_extension():
@@ -58,14 +66,23 @@ def test_npu_jobs_stay_in_this_interpreter_when_only_it_has_an_npu():
     assert npu.decide(None, here=None) == (Placement("npu"), "")
 
 
-@pytest.mark.parametrize("rec, here, words", [
-    (None, NO_TORCH_NPU, ["the Ascend toolchain is not set up", "diagnose toolchain setup ascend", NO_TORCH_NPU]),
-    (record(npu="torch_npu is not installed in the Ascend toolchain", npu_devices=0), NO_TORCH_NPU,
-     ["torch_npu is not installed in the Ascend toolchain", f"this Python: {NO_TORCH_NPU}"]),
-    (record(npu="torch_npu needs the CANN runtime (ASCEND_HOME_PATH not set)"), "torch_npu sees no NPU device",
-     ["Ascend toolchain: torch_npu needs the CANN runtime", "this Python: torch_npu sees no NPU device"]),
-    (record(npu=None, npu_devices=0), NO_TORCH_NPU, ["Ascend toolchain: torch_npu sees no NPU device"]),
-])
+@pytest.mark.parametrize(
+    "rec, here, words",
+    [
+        (None, NO_TORCH_NPU, ["the Ascend toolchain is not set up", "diagnose toolchain setup ascend", NO_TORCH_NPU]),
+        (
+            record(npu="torch_npu is not installed in the Ascend toolchain", npu_devices=0),
+            NO_TORCH_NPU,
+            ["torch_npu is not installed in the Ascend toolchain", f"this Python: {NO_TORCH_NPU}"],
+        ),
+        (
+            record(npu="torch_npu needs the CANN runtime (ASCEND_HOME_PATH not set)"),
+            "torch_npu sees no NPU device",
+            ["Ascend toolchain: torch_npu needs the CANN runtime", "this Python: torch_npu sees no NPU device"],
+        ),
+        (record(npu=None, npu_devices=0), NO_TORCH_NPU, ["Ascend toolchain: torch_npu sees no NPU device"]),
+    ],
+)
 def test_no_usable_npu_is_one_line_naming_what_each_interpreter_lacks(rec, here, words):
     where, why = npu.decide(rec, here)
     assert where is None and "\n" not in why and why.startswith("device npu is not available here: ")
@@ -123,7 +140,7 @@ def test_the_timing_protocol_flushes_and_times_on_the_backend_it_is_given():
     assert t.median_ms == 1.0 and t.reps >= timing.MIN_REPS and t.stable
     assert backend.syncs > 0
     # warm-up calls are not flushed; every timed call is
-    assert all(flushed_before_each_call[-t.reps:])
+    assert all(flushed_before_each_call[-t.reps :])
     assert timing.side_stream_ratio(timer, fn) == 1.0
 
 

@@ -21,8 +21,9 @@ def test_each_seed_draws_fresh_values():
 
 
 def test_zeros_and_constant_booleans_are_redrawn_integers_kept():
-    module = task_module(get_inputs=lambda: [torch.zeros(64), torch.ones(8, dtype=torch.bool),
-                                             torch.zeros(5, dtype=torch.int64), 3])
+    module = task_module(
+        get_inputs=lambda: [torch.zeros(64), torch.ones(8, dtype=torch.bool), torch.zeros(5, dtype=torch.int64), 3]
+    )
     inputs, notes = draw(module, "default", 0)
     assert inputs[0].std() > 0.5
     assert inputs[1].any() and not inputs[1].all()
@@ -33,10 +34,12 @@ def test_zeros_and_constant_booleans_are_redrawn_integers_kept():
 
 def test_groups_may_be_functions_and_only_selected_ones_are_drawn():
     drawn = []
-    module = task_module(get_input_groups=lambda: {
-        "big": lambda: drawn.append("big") or [torch.randn(4)],
-        "test_small": lambda: drawn.append("small") or [torch.randn(2)],
-    })
+    module = task_module(
+        get_input_groups=lambda: {
+            "big": lambda: drawn.append("big") or [torch.randn(4)],
+            "test_small": lambda: drawn.append("small") or [torch.randn(2)],
+        }
+    )
     inputs, _ = draw(module, "test_small", 0)
     assert drawn == ["small"] and inputs[0].shape == (2,)
 

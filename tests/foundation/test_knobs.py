@@ -98,7 +98,9 @@ def test_user_failure_tells_the_users_code_from_ours():
 
     raised = Failure("exception", "RuntimeError: boom", 'File "/w/task.py", line 3, in get_inputs\n')
     assert user_failure(raised, "/w/task.py") == "RuntimeError: boom"
-    assert user_failure(Failure("exception", "KeyError: x", 'File "/site/diagnose/ir/compile.py"'), "/w/task.py") is None
+    assert (
+        user_failure(Failure("exception", "KeyError: x", 'File "/site/diagnose/ir/compile.py"'), "/w/task.py") is None
+    )
 
 
 def test_ctrl_c_in_the_parent_kills_the_worker(monkeypatch):

@@ -72,7 +72,9 @@ def package_of(module: str) -> str:
 
 def test_every_package_is_in_the_table():
     table, found = layers(), {package_of(m) for m in modules()}
-    assert found <= set(table), f"packages missing from docs/architecture.md's layer table: {sorted(found - set(table))}"
+    assert found <= set(table), (
+        f"packages missing from docs/architecture.md's layer table: {sorted(found - set(table))}"
+    )
     assert set(table) <= found, f"the table names packages that do not exist: {sorted(set(table) - found)}"
 
 
@@ -85,8 +87,10 @@ def test_imports_point_down_the_layers():
             theirs = package_of(target)
             if theirs == mine or (table[theirs] == table[mine] == 0) or table[theirs] < table[mine]:
                 continue
-            wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target} "
-                         f"(layer {table[theirs]} {theirs}, from layer {table[mine]} {mine})")
+            wrong.append(
+                f"{path.relative_to(ROOT)}:{line} imports {target} "
+                f"(layer {table[theirs]} {theirs}, from layer {table[mine]} {mine})"
+            )
     assert not wrong, "imports that do not point down the layers:\n" + "\n".join(wrong)
 
 
@@ -121,12 +125,17 @@ def test_function_local_imports_say_why():
     for path in sorted(modules().values()):
         text = path.read_text()
         lines = text.splitlines()
-        comments = {tok.start[0]: tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
-                    if tok.type == tokenize.COMMENT and not BARE_NOQA.fullmatch(tok.string)}
+        comments = {
+            tok.start[0]: tok.string
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+            if tok.type == tokenize.COMMENT and not BARE_NOQA.fullmatch(tok.string)
+        }
         for node in function_local_imports(ast.parse(text)):
             own = any(line in comments for line in range(node.lineno, node.end_lineno + 1))
             above = node.lineno - 1 in comments and lines[node.lineno - 2].lstrip().startswith("#")
             if not (own or above):
                 silent.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
-    assert not silent, ("function-local imports without a comment saying why they are deferred (hoist them to "
-                        "the top, or name the heavy or optional dependency):\n" + "\n".join(silent))
+    assert not silent, (
+        "function-local imports without a comment saying why they are deferred (hoist them to "
+        "the top, or name the heavy or optional dependency):\n" + "\n".join(silent)
+    )

@@ -15,7 +15,7 @@ from diagnose.task.kernelbench import jit_kernels
 from diagnose.task.module import jit_functions
 from diagnose.triage.context import build_context
 
-SOURCE = '''
+SOURCE = """
 import numba
 import torch
 import triton
@@ -57,7 +57,7 @@ def scripted(x):
 
 def host(x):
     plain[(1,)](x)
-'''
+"""
 
 KERNELS = {"plain", "called", "bare", "tuned"}
 

@@ -25,7 +25,7 @@ from diagnose.triage.context import build_context
 ASCEND = [name for name in TARGETS if name.startswith("ascend:")]
 PROGRAMS = 4096
 
-VECTOR_KERNEL = '''
+VECTOR_KERNEL = """
 import torch
 import torch.nn as nn
 import triton
@@ -46,12 +46,14 @@ class ModelNew(nn.Module):
 
 def get_input_groups():
     return {"rows": [torch.randn(4096, 16)]}
-'''
+"""
 
 
 def ttadapter(mix_mode: str) -> str:
-    return ("module {\n  func.func @scale(%arg0: memref<?xf32>) attributes {mix_mode = \"" + mix_mode + "\"} {\n"
-            "    return\n  }\n}\n")
+    return (
+        'module {\n  func.func @scale(%arg0: memref<?xf32>) attributes {mix_mode = "' + mix_mode + '"} {\n'
+        "    return\n  }\n}\n"
+    )
 
 
 @pytest.mark.parametrize("name", list(TARGETS))
@@ -68,8 +70,15 @@ def test_triage_ir_facts_and_profiler_count_the_same_vector_cores(name):
     ctx = AscendFactContext({"grid": [PROGRAMS, 1, 1], "artefacts": {"ttadapter": ttadapter("aiv")}}, target)
     [fact] = launch_grid(ctx)
 
-    block_dim = Evidence("profile", "msprof", "NpuKernel", "metric", Location("k.py", 1, 0),
-                         (("block_dim", PROGRAMS), ("core", "AI_VECTOR_CORE")), "")
+    block_dim = Evidence(
+        "profile",
+        "msprof",
+        "NpuKernel",
+        "metric",
+        Location("k.py", 1, 0),
+        (("block_dim", PROGRAMS), ("core", "AI_VECTOR_CORE")),
+        "",
+    )
     [prf] = [f for f in diagnose_npu([block_dim], target, Location("k.py", 1, 0)) if f.code == "PRF203"]
     profiler_cores = int(re.search(r"on (\d+) vector cores", prf.message)[1])
 
@@ -80,8 +89,15 @@ def test_triage_ir_facts_and_profiler_count_the_same_vector_cores(name):
 def test_a_cube_kernel_runs_on_the_ai_cores_in_every_layer(name):
     target = TARGETS[name]
     ctx = AscendFactContext({"grid": [PROGRAMS, 1, 1], "artefacts": {"ttadapter": ttadapter("mix")}}, target)
-    block_dim = Evidence("profile", "msprof", "NpuKernel", "metric", Location("k.py", 1, 0),
-                         (("block_dim", PROGRAMS), ("core", "AI_CORE")), "")
+    block_dim = Evidence(
+        "profile",
+        "msprof",
+        "NpuKernel",
+        "metric",
+        Location("k.py", 1, 0),
+        (("block_dim", PROGRAMS), ("core", "AI_CORE")),
+        "",
+    )
     [prf] = [f for f in diagnose_npu([block_dim], target, Location("k.py", 1, 0)) if f.code == "PRF203"]
     assert launch_grid(ctx)[0].arg("cores") == int(re.search(r"on (\d+) cores", prf.message)[1]) == target.sm_count
 
@@ -90,8 +106,12 @@ def test_a_cube_kernel_runs_on_the_ai_cores_in_every_layer(name):
 def test_the_cpu_standin_reports_the_targets_limits(name):
     target = TARGETS[name]
     props = _properties(target)
-    assert (props.multi_processor_count, props.max_shared_memory_per_block_optin, props.L2_cache_size,
-            props.warp_size) == (target.sm_count, target.shared_per_block, target.l2_bytes, target.warp_size)
+    assert (
+        props.multi_processor_count,
+        props.max_shared_memory_per_block_optin,
+        props.L2_cache_size,
+        props.warp_size,
+    ) == (target.sm_count, target.shared_per_block, target.l2_bytes, target.warp_size)
     driver = standin_driver(target).utils.get_device_properties(0)
     assert (driver["multiprocessor_count"], driver["max_shared_mem"]) == (target.sm_count, target.shared_per_block)
 

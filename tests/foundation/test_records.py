@@ -5,14 +5,36 @@ import json
 
 import pytest
 
-from diagnose.records import (CaseResult, Candidate, CheckResult, Evidence, Failure, Finding, Location, Report,
-                              Roof, Roofline, Timing, TraceStep, Verdict, Work, report_from_dict)
+from diagnose.records import (
+    CaseResult,
+    Candidate,
+    CheckResult,
+    Evidence,
+    Failure,
+    Finding,
+    Location,
+    Report,
+    Roof,
+    Roofline,
+    Timing,
+    TraceStep,
+    Verdict,
+    Work,
+    report_from_dict,
+)
 from diagnose.report.reports import validate
 
 
 def evidence():
-    return Evidence("ir", "ptx", "NarrowGlobalLoad", "missed", Location("k.py", 14, 8),
-                    (("bits", 32), ("reason", "mask bound not divisible by 16")), "ld.global.b32 %r1, [%rd2];")
+    return Evidence(
+        "ir",
+        "ptx",
+        "NarrowGlobalLoad",
+        "missed",
+        Location("k.py", 14, 8),
+        (("bits", 32), ("reason", "mask bound not divisible by 16")),
+        "ld.global.b32 %r1, [%rd2];",
+    )
 
 
 def test_evidence_reads_as_a_sentence():
@@ -29,13 +51,28 @@ def test_finding_needs_evidence():
 
 def test_full_report_validates_against_the_schema():
     finding = Finding("TRI001", "narrow load", "warning", "high", Location("k.py", 14, 8), (evidence(),))
-    verdict = Verdict(True, "cuda", (CaseResult("g", 0, True, 0.0, 0.0),), (CheckResult("ghost_replay", True),),
-                      (Timing("candidate", "g", 1.0, 0.9, 1.1, 0.1, 0.02, 50, True),
-                       Timing("eager", "g", 2.0, 1.9, 2.1, 0.1, 0.02, 50, True)),
-                      versions=(("torch", "2.11"),))
+    verdict = Verdict(
+        True,
+        "cuda",
+        (CaseResult("g", 0, True, 0.0, 0.0),),
+        (CheckResult("ghost_replay", True),),
+        (
+            Timing("candidate", "g", 1.0, 0.9, 1.1, 0.1, 0.02, 50, True),
+            Timing("eager", "g", 2.0, 1.9, 2.1, 0.1, 0.02, 50, True),
+        ),
+        versions=(("torch", "2.11"),),
+    )
     candidate = Candidate("c1", "src", "diff", ("retune_launch",), "safe", ("TRI001",), 1.5)
-    report = Report("t.py", "cuda:sm90", "cuda", (finding,), (TraceStep("L0", "triage", "cheap first"),),
-                    ((candidate, verdict),), "c1", (("diagnose", "0.1.0"),))
+    report = Report(
+        "t.py",
+        "cuda:sm90",
+        "cuda",
+        (finding,),
+        (TraceStep("L0", "triage", "cheap first"),),
+        ((candidate, verdict),),
+        "c1",
+        (("diagnose", "0.1.0"),),
+    )
     data = report.to_dict()
     validate(data)
     assert data["candidates"][0]["verdict"]["timings"][0]["median_ms"] == 1.0
@@ -54,28 +91,81 @@ def test_schema_rejects_a_malformed_report():
 def run_report() -> Report:
     """An optimize run's report, with every field a run fills."""
     finding = Finding("PRF001", "memory-bound", "warning", "medium", Location("k.py", 3, 4), (evidence(),))
-    baseline = Verdict(True, "cuda", (CaseResult("g", 0, True, 0.0, 0.0),), (CheckResult("ghost_replay", True),),
-                       (Timing("candidate", "g", 2.0, 1.9, 2.1, 0.1, 0.02, 50, True), Timing("eager", "g", None, note="x")),
-                       versions=(("torch", "2.11"),), notes=("n",), phases=(("reference", 1.5), ("total", 3.0)))
+    baseline = Verdict(
+        True,
+        "cuda",
+        (CaseResult("g", 0, True, 0.0, 0.0),),
+        (CheckResult("ghost_replay", True),),
+        (Timing("candidate", "g", 2.0, 1.9, 2.1, 0.1, 0.02, 50, True), Timing("eager", "g", None, note="x")),
+        versions=(("torch", "2.11"),),
+        notes=("n",),
+        phases=(("reference", 1.5), ("total", 3.0)),
+    )
     failed = Verdict(False, "cuda", failure=Failure("timeout", "ran past 60 s", "tail"))
-    candidate = Candidate("c1", "src", "diff", ("retune_launch",), "safe", ("TRI001",), 1.5, ("search: 2 configs",),
-                          lineage=("widen", "retune_launch"))
-    roofline = Roofline(work=(Work("g", 1.5e9, 0.0, "float32", flops_source="none"),),
-                        roof=Roof(3e12, None, "float32", True), timed=True, profiled="k", estimate_ms=(("g", 0.8),),
-                        bound_ms=0.5, group="g", bounds_ms=(("g", 0.5),))
-    return Report("task.py", "cuda:sm90", "cuda", (finding,), (TraceStep("triage", "run source rules", "1 finding", 12.5),),
-                  ((candidate, baseline), (Candidate("c2", "s", "d", ("x",)), failed)), "c1", (("diagnose", "0.1.0"),),
-                  module="k.py", baseline=baseline, evidence=(evidence(),), roofline=roofline, deepest_level="profile",
-                  wall_s=42.0)
+    candidate = Candidate(
+        "c1",
+        "src",
+        "diff",
+        ("retune_launch",),
+        "safe",
+        ("TRI001",),
+        1.5,
+        ("search: 2 configs",),
+        lineage=("widen", "retune_launch"),
+    )
+    roofline = Roofline(
+        work=(Work("g", 1.5e9, 0.0, "float32", flops_source="none"),),
+        roof=Roof(3e12, None, "float32", True),
+        timed=True,
+        profiled="k",
+        estimate_ms=(("g", 0.8),),
+        bound_ms=0.5,
+        group="g",
+        bounds_ms=(("g", 0.5),),
+    )
+    return Report(
+        "task.py",
+        "cuda:sm90",
+        "cuda",
+        (finding,),
+        (TraceStep("triage", "run source rules", "1 finding", 12.5),),
+        ((candidate, baseline), (Candidate("c2", "s", "d", ("x",)), failed)),
+        "c1",
+        (("diagnose", "0.1.0"),),
+        module="k.py",
+        baseline=baseline,
+        evidence=(evidence(),),
+        roofline=roofline,
+        deepest_level="profile",
+        wall_s=42.0,
+    )
 
 
 def test_a_run_report_round_trips_through_its_json():
     report = run_report()
     data = report.to_dict()
     validate(data)
-    assert list(data) == ["schema_version", "task", "module", "target", "device", "findings", "trace", "candidates",
-                          "best", "environment", "baseline", "evidence", "roofline", "deepest_level", "wall_s"]
-    assert data["trace"][0]["at"] == 12.5 and data["candidates"][0]["candidate"]["lineage"] == ["widen", "retune_launch"]
+    assert list(data) == [
+        "schema_version",
+        "task",
+        "module",
+        "target",
+        "device",
+        "findings",
+        "trace",
+        "candidates",
+        "best",
+        "environment",
+        "baseline",
+        "evidence",
+        "roofline",
+        "deepest_level",
+        "wall_s",
+    ]
+    assert data["trace"][0]["at"] == 12.5 and data["candidates"][0]["candidate"]["lineage"] == [
+        "widen",
+        "retune_launch",
+    ]
     assert data["roofline"]["bounds_ms"] == {"g": 0.5} and data["roofline"]["roof"]["flops_per_s"] is None
     text = json.dumps(data, indent=2)
     again = report_from_dict(json.loads(text))
@@ -85,8 +175,13 @@ def test_a_run_report_round_trips_through_its_json():
 
 
 def test_a_check_report_writes_no_run_fields():
-    data = Report("t.py", "cuda:sm90", "cpu", candidates=((Candidate("given", "s", "", ("given",)), Verdict(True, "cpu")),),
-                  best="given").to_dict()
+    data = Report(
+        "t.py",
+        "cuda:sm90",
+        "cpu",
+        candidates=((Candidate("given", "s", "", ("given",)), Verdict(True, "cpu")),),
+        best="given",
+    ).to_dict()
     validate(data)
     assert not {"module", "baseline", "evidence", "roofline", "deepest_level", "wall_s"} & set(data)
     assert "lineage" not in data["candidates"][0]["candidate"]

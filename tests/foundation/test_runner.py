@@ -80,8 +80,14 @@ def test_children_left_behind_are_killed():
 
 def test_a_worker_ends_when_its_parent_is_killed_outright():
     # A parent killed by SIGKILL cannot kill the worker's group: the worker must notice on its own.
-    parent = subprocess.Popen([sys.executable, "-c", "from diagnose.runtime.runner import call; "
-                               f"call('{ENTRIES}:hang', {{}}, timeout_s=3600)"], cwd=Path(__file__).parents[2])
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from diagnose.runtime.runner import call; call('{ENTRIES}:hang', {{}}, timeout_s=3600)",
+        ],
+        cwd=Path(__file__).parents[2],
+    )
     try:
         children: list[str] = []
         for _ in range(300):

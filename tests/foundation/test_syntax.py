@@ -14,8 +14,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "diagnose"
 
 
 def test_no_module_calls_ast_parse_directly():
-    raw = [f"{p.relative_to(PACKAGE)}:{i}" for p in PACKAGE.rglob("*.py") if p.name != "syntax.py"
-           for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\bast\.parse\(|compile\(ast\.", line)]
+    raw = [
+        f"{p.relative_to(PACKAGE)}:{i}"
+        for p in PACKAGE.rglob("*.py")
+        if p.name != "syntax.py"
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"\bast\.parse\(|compile\(ast\.", line)
+    ]
     assert raw == [], "use diagnose.syntax.parse: " + ", ".join(raw)
 
 

@@ -25,14 +25,23 @@ def failed_checks(verdict):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("relative, candidate", [("cheats/honest.py", None),
-                                                 ("tasks/two_files/reference.py", "tasks/two_files/candidate.py")])
+@pytest.mark.parametrize(
+    "relative, candidate",
+    [("cheats/honest.py", None), ("tasks/two_files/reference.py", "tasks/two_files/candidate.py")],
+)
 def test_honest_candidates_pass_every_check(relative, candidate):
     verdict = verdict_of(relative, candidate)
     assert verdict.passed, (verdict.failure, verdict.checks, verdict.cases)
     names = {c.name for c in verdict.checks}
-    assert names == {"launches_triton", "no_reference_call", "input_sensitivity", "input_mutation",
-                     "ghost_replay", "recheck_after_timing", "inputs_in_turn"}
+    assert names == {
+        "launches_triton",
+        "no_reference_call",
+        "input_sensitivity",
+        "input_mutation",
+        "ghost_replay",
+        "recheck_after_timing",
+        "inputs_in_turn",
+    }
     # three seeds at the task's sizes, one case at sizes it did not name (N 1000 -> 1001)
     assert [c.group for c in verdict.cases] == ["default"] * 3 + ["default@N=1001"]
     assert all(c.max_abs_err == 0 for c in verdict.cases)
@@ -40,15 +49,18 @@ def test_honest_candidates_pass_every_check(relative, candidate):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fixture, check", [
-    ("torch_only", "launches_triton"),
-    ("decoy_kernel", "ghost_replay"),
-    ("caches_output", "input_sensitivity"),
-    ("calls_reference", "no_reference_call"),
-    ("degrades_after_warmup", "recheck_after_timing"),
-    ("fingerprint_cache", "recheck_after_timing"),
-    ("version_cache", "recheck_after_timing"),
-])
+@pytest.mark.parametrize(
+    "fixture, check",
+    [
+        ("torch_only", "launches_triton"),
+        ("decoy_kernel", "ghost_replay"),
+        ("caches_output", "input_sensitivity"),
+        ("calls_reference", "no_reference_call"),
+        ("degrades_after_warmup", "recheck_after_timing"),
+        ("fingerprint_cache", "recheck_after_timing"),
+        ("version_cache", "recheck_after_timing"),
+    ],
+)
 def test_each_cheat_is_caught_by_its_check(fixture, check):
     verdict = verdict_of(f"cheats/{fixture}.py")
     assert not verdict.passed
@@ -67,12 +79,15 @@ def test_cheats_on_the_comparison_fail_correctness(fixture):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fixture, reason", [
-    ("wrong_shape", "shape"),
-    ("wrong_dtype", "dtype"),
-    ("wrong_values", "outside atol"),
-    ("nan_output", "NaN"),
-])
+@pytest.mark.parametrize(
+    "fixture, reason",
+    [
+        ("wrong_shape", "shape"),
+        ("wrong_dtype", "dtype"),
+        ("wrong_values", "outside atol"),
+        ("nan_output", "NaN"),
+    ],
+)
 def test_wrong_outputs_fail_with_a_reason(fixture, reason):
     verdict = verdict_of(f"tasks/{fixture}.py")
     assert not verdict.passed and verdict.failure is None
@@ -108,11 +123,14 @@ def test_the_verdict_says_where_the_time_went():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fixture, kind, words", [
-    ("model_new_raises", "exception", "boom"),
-    ("worker_segfaults", "crashed", "SIGSEGV"),
-    ("worker_eats_memory", "out_of_memory", "cap"),
-])
+@pytest.mark.parametrize(
+    "fixture, kind, words",
+    [
+        ("model_new_raises", "exception", "boom"),
+        ("worker_segfaults", "crashed", "SIGSEGV"),
+        ("worker_eats_memory", "out_of_memory", "cap"),
+    ],
+)
 def test_runtime_failures_are_structured(fixture, kind, words):
     verdict = verdict_of(f"tasks/{fixture}.py")
     assert not verdict.passed
@@ -127,7 +145,9 @@ def test_hangs_time_out(fixture):
     assert verdict.failure.kind == "timeout"
 
 
-@pytest.mark.parametrize("fixture, words", [("get_inputs_raises", "get_inputs"), ("import_error", "ModuleNotFoundError")])
+@pytest.mark.parametrize(
+    "fixture, words", [("get_inputs_raises", "get_inputs"), ("import_error", "ModuleNotFoundError")]
+)
 def test_reference_failures_are_bad_input(fixture, words):
     with pytest.raises(UsageError, match="the reference failed") as error:
         verdict_of(f"tasks/{fixture}.py")

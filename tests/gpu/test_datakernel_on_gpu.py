@@ -37,8 +37,9 @@ def test_the_core_on_the_device_matches_the_cpu(tpch, path):
 @pytest.mark.parametrize("query", KERNELS)
 def test_kernels_verify_and_are_timed_against_the_compiled_torchplan(tpch, monkeypatch, query, kind):
     monkeypatch.setenv("DIAGNOSE_DATAKERNEL_DIR", str(tpch.parent))
-    options = SweepOptions(suite_format="datakernel", device="cuda", pattern=f"{kind}/{query}", scale_factor=0.01,
-                           timeout_s=600)
+    options = SweepOptions(
+        suite_format="datakernel", device="cuda", pattern=f"{kind}/{query}", scale_factor=0.01, timeout_s=600
+    )
     [task] = datakernel.load(SUITE, options)
     [(_, status, data)] = datakernel.score(task, options)
     assert status == "passed", data

@@ -15,8 +15,10 @@ pytestmark = pytest.mark.gpu
 
 @functools.lru_cache(maxsize=None)
 def verdict_of(fixture: str):
-    return verify(load_task(FIXTURES / "cheats" / f"{fixture}.py"),
-                  CheckOptions(device="cuda", seeds=(0, 1, 2), timeout_s=300, baselines=("eager",)))
+    return verify(
+        load_task(FIXTURES / "cheats" / f"{fixture}.py"),
+        CheckOptions(device="cuda", seeds=(0, 1, 2), timeout_s=300, baselines=("eager",)),
+    )
 
 
 def test_honest_is_timed_with_baselines():
@@ -39,26 +41,31 @@ def test_side_stream_work_the_timed_stream_waits_for_is_honest():
     assert any(c.name == "side_stream" and c.passed for c in verdict.checks)
 
 
-@pytest.mark.parametrize("fixture, check", [
-    ("torch_only", "launches_triton"),
-    ("decoy_kernel", "ghost_replay"),
-    ("caches_output", "input_sensitivity"),
-    ("calls_reference", "no_reference_call"),
-    ("degrades_after_warmup", "recheck_after_timing"),
-    ("fingerprint_cache", "recheck_after_timing"),  # timed on cached outputs, stale after the in-place change
-    # On the device the caching allocator may hand the next case's inputs the block the last case's had,
-    # at version 0, and Python the same object ids: the cache then answers a check case already (no
-    # launch, a stale output), and a candidate failing its cases is never timed. Which case hits depends
-    # on the allocator (an H100 run of 2026-12-06 failed launches_triton, the next did not): any of the
-    # checks that see it will do. On the CPU it reaches the re-check after the soak
-    # (tests/foundation/test_verification.py).
-    ("version_cache", {"launches_triton", "input_sensitivity", "recheck_after_timing", "correctness"}),
-    ("side_stream", "side_stream"),
-])
+@pytest.mark.parametrize(
+    "fixture, check",
+    [
+        ("torch_only", "launches_triton"),
+        ("decoy_kernel", "ghost_replay"),
+        ("caches_output", "input_sensitivity"),
+        ("calls_reference", "no_reference_call"),
+        ("degrades_after_warmup", "recheck_after_timing"),
+        ("fingerprint_cache", "recheck_after_timing"),  # timed on cached outputs, stale after the in-place change
+        # On the device the caching allocator may hand the next case's inputs the block the last case's had,
+        # at version 0, and Python the same object ids: the cache then answers a check case already (no
+        # launch, a stale output), and a candidate failing its cases is never timed. Which case hits depends
+        # on the allocator (an H100 run of 2026-12-06 failed launches_triton, the next did not): any of the
+        # checks that see it will do. On the CPU it reaches the re-check after the soak
+        # (tests/foundation/test_verification.py).
+        ("version_cache", {"launches_triton", "input_sensitivity", "recheck_after_timing", "correctness"}),
+        ("side_stream", "side_stream"),
+    ],
+)
 def test_cheats_are_caught_on_the_device(fixture, check):
     verdict = verdict_of(fixture)
     assert not verdict.passed
-    caught = {c.name for c in verdict.checks if not c.passed} | ({"correctness"} if not all(c.passed for c in verdict.cases) else set())
+    caught = {c.name for c in verdict.checks if not c.passed} | (
+        {"correctness"} if not all(c.passed for c in verdict.cases) else set()
+    )
     assert ({check} if isinstance(check, str) else check) & caught, (verdict.checks, verdict.cases)
 
 
@@ -105,9 +112,13 @@ def test_no_case_is_read_or_fetched_ahead(fixture):
     assert not verdict.passed
 
 
-@pytest.mark.parametrize("fixture, kind", [("gpu_illegal_access", "cuda_error"), ("gpu_out_of_memory", "out_of_memory")])
+@pytest.mark.parametrize(
+    "fixture, kind", [("gpu_illegal_access", "cuda_error"), ("gpu_out_of_memory", "out_of_memory")]
+)
 def test_device_faults_are_structured_failures(fixture, kind):
-    verdict = verify(load_task(FIXTURES / "tasks" / f"{fixture}.py"),
-                     CheckOptions(device="cuda", timeout_s=300, baselines=("eager",)))
+    verdict = verify(
+        load_task(FIXTURES / "tasks" / f"{fixture}.py"),
+        CheckOptions(device="cuda", timeout_s=300, baselines=("eager",)),
+    )
     assert not verdict.passed
     assert verdict.failure is not None and verdict.failure.kind == kind, verdict.failure

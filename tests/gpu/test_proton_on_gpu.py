@@ -9,8 +9,10 @@ pytestmark = pytest.mark.gpu
 
 
 def test_proton_scopes_for_candidate_and_eager(tmp_path):
-    result = profile_task(ROOT / "examples" / "softmax.py",
-                          ProfileOptions(device="cuda", proton=True, artifacts_dir=str(tmp_path), timeout_s=300))
+    result = profile_task(
+        ROOT / "examples" / "softmax.py",
+        ProfileOptions(device="cuda", proton=True, artifacts_dir=str(tmp_path), timeout_s=300),
+    )
     scopes = {e.arg("scope"): e for e in result.evidence if e.source == "proton" and e.name == "ScopeTime"}
     assert any(s.startswith("candidate@") for s in scopes) and any(s.startswith("eager@") for s in scopes), result.notes
     kernels = [e for e in result.evidence if e.source == "proton" and e.name == "KernelTime"]

@@ -19,9 +19,19 @@ def filecheck(check_file: str, text: str, prefixes: tuple[str, ...]) -> tuple[bo
         f.write(text)
     try:
         proc = subprocess.run(
-            [filecheck_binary(), check_file, "--input-file", f.name, "--check-prefixes", ",".join(prefixes),
-             "--allow-unused-prefixes", "--dump-input=never"],
-            capture_output=True, text=True, check=False,
+            [
+                filecheck_binary(),
+                check_file,
+                "--input-file",
+                f.name,
+                "--check-prefixes",
+                ",".join(prefixes),
+                "--allow-unused-prefixes",
+                "--dump-input=never",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
     finally:
         os.unlink(f.name)

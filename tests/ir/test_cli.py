@@ -63,7 +63,9 @@ def test_passes_timeline_and_diff(in_process):
 def test_stage_is_annotated_with_source_lines(in_process):
     code, out = cli.inspect_command(fixture("vec_add_aligned"), stage="ptx")
     assert code == 0
-    assert any(line.strip().startswith("vec_add_aligned.py:11 |") and "ld.global.v4.b32" in line for line in out.splitlines())
+    assert any(
+        line.strip().startswith("vec_add_aligned.py:11 |") and "ld.global.v4.b32" in line for line in out.splitlines()
+    )
     code, out = cli.inspect_command(fixture("vec_add_aligned"), target="hip:gfx942", stage="amdgcn")
     assert any("vec_add_aligned.py:13 |" in line and "buffer_store_dwordx4" in line for line in out.splitlines())
 
@@ -110,8 +112,15 @@ def test_stored_result_is_dropped_when_an_imported_file_changes(ir_cache, tmp_pa
     path = str(tmp_path / "matmul_wgmma.py")
     code, out = cli.inspect_command(path)
     assert code == 0 and "_matmul.py:21" in out
-    payload = {"path": path, "target": "cuda:sm90", "passes": False, "diff_pass": None, "stage": None, "kernel": None,
-               "cache_root": str(cli.cache_root().resolve())}
+    payload = {
+        "path": path,
+        "target": "cuda:sm90",
+        "passes": False,
+        "diff_pass": None,
+        "stage": None,
+        "kernel": None,
+        "cache_root": str(cli.cache_root().resolve()),
+    }
     assert cli.cached_result(payload) is not None
     with open(tmp_path / "_matmul.py", "a") as f:
         f.write("\n# edited\n")

@@ -19,7 +19,12 @@ def matmul_passes():
 def test_pipeline_is_recorded():
     record = compiled("matmul_wgmma", "cuda:sm90")[0][1]
     names = [s.name for s in record.steps]
-    for expected in ("convert-triton-to-tritongpu", "tritongpu-accelerate-matmul", "tritongpu-pipeline", "convert-triton-gpu-to-llvm"):
+    for expected in (
+        "convert-triton-to-tritongpu",
+        "tritongpu-accelerate-matmul",
+        "tritongpu-pipeline",
+        "convert-triton-gpu-to-llvm",
+    ):
         assert expected in names
     assert {s.stage for s in record.steps} == {"make_ttir", "make_ttgir", "make_llir"}
     amd = [s.name for s in compiled("matmul_wgmma", "hip:gfx942")[0][1].steps]

@@ -37,8 +37,9 @@ def test_resolver_matches_bindings(fixture, target):
         return (found.path, found.line, found.col) if found else None
 
     from_bindings = Counter((b.name, located(b.loc)) for b in bound if b.loc is not None)
-    from_text = Counter((o.name, (o.location.path, o.location.line, o.location.col) if o.location else None)
-                        for o in ours if o.results)
+    from_text = Counter(
+        (o.name, (o.location.path, o.location.line, o.location.col) if o.location else None) for o in ours if o.results
+    )
     assert from_text == from_bindings
 
 

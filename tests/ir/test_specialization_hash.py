@@ -77,7 +77,10 @@ def test_autotune_configs_match_jit(target):
     module = load_module(str(FIXTURES / "autotuned.py"))
     example = module.diagnose_examples()["scale_kernel"]
     spec = lookup(target)
-    ours = [compile_launch(c, spec) for c in expand_configs(Launch("scale_kernel", module.scale_kernel, tuple(example["args"])))]
+    ours = [
+        compile_launch(c, spec)
+        for c in expand_configs(Launch("scale_kernel", module.scale_kernel, tuple(example["args"])))
+    ]
     jit = module.scale_kernel.fn.fn
     with fake_driver(spec.gpu_target(), jit):
         theirs = module.scale_kernel.warmup(*example["args"], grid=(1,))

@@ -15,6 +15,12 @@ def test_a_line_with_accesses_of_two_widths_names_both():
 
 
 def test_a_line_of_one_width_counts_its_instructions():
-    fact = width_fact("missed", access="store", bits=32, instructions=1, reason="offset_not_divisible",
-                      detail="out_stride is not a multiple of 16")
+    fact = width_fact(
+        "missed",
+        access="store",
+        bits=32,
+        instructions=1,
+        reason="offset_not_divisible",
+        detail="out_stride is not a multiple of 16",
+    )
     assert phrase(fact) == "store 32-bit x1 (offset_not_divisible: out_stride is not a multiple of 16)"

@@ -11,7 +11,15 @@ from diagnose.targets import DEFAULT_TARGET, TARGETS, lookup
 
 
 def test_known_targets():
-    assert set(TARGETS) == {"cuda:sm80", "cuda:sm90", "cuda:sm100", "hip:gfx942", "hip:gfx950", "ascend:910b", "ascend:950"}
+    assert set(TARGETS) == {
+        "cuda:sm80",
+        "cuda:sm90",
+        "cuda:sm100",
+        "hip:gfx942",
+        "hip:gfx950",
+        "ascend:910b",
+        "ascend:950",
+    }
     assert DEFAULT_TARGET == "cuda:sm90"
 
 

@@ -86,21 +86,33 @@ def recording_client() -> LanguageClient:
         ls.applied_edits.append(params)
         return types.ApplyWorkspaceEditResult(applied=True)
 
-    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES,
-                                   types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish,
-                                   types.WORKSPACE_APPLY_EDIT: apply_edit})
+    register_lsp_features(
+        client,
+        {
+            **DEFAULT_CLIENT_FEATURES,
+            types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish,
+            types.WORKSPACE_APPLY_EDIT: apply_edit,
+        },
+    )
     return client
 
 
-async def start(env: dict[str, str], root: Folder, capabilities: types.ClientCapabilities | None = None,
-                options: Any = None, configuration: dict | None = None) -> LanguageClient:
+async def start(
+    env: dict[str, str],
+    root: Folder,
+    capabilities: types.ClientCapabilities | None = None,
+    options: Any = None,
+    configuration: dict | None = None,
+) -> LanguageClient:
     config = ClientServerConfig(server_command=SERVER, client_factory=recording_client, server_env=env)
     client = await config.start()
     if configuration is not None:
         client.set_configuration(configuration, section="diagnose")
-    client.initialize_result = await client.initialize_session(types.InitializeParams(
-        capabilities=capabilities or types.ClientCapabilities(), root_uri=root.uri,
-        initialization_options=options))
+    client.initialize_result = await client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities or types.ClientCapabilities(), root_uri=root.uri, initialization_options=options
+        )
+    )
     return client
 
 
@@ -131,6 +143,7 @@ async def client(server_env, examples) -> LanguageClient:
 
 # --- helpers --------------------------------------------------------------------------------------
 
+
 async def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -142,14 +155,20 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, what: 
 
 
 def open_document(client: LanguageClient, uri: str, text: str, version: int = 1) -> None:
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
 
 
 def replace_all(client: LanguageClient, uri: str, text: str, version: int) -> None:
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
 
 
 def save(client: LanguageClient, uri: str) -> None:
@@ -194,5 +213,5 @@ def apply_edit(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
         return sum(len(line) for line in lines[: pos.line]) + chars
 
     for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        text = text[: offset(e.range.start)] + e.new_text + text[offset(e.range.end):]
+        text = text[: offset(e.range.start)] + e.new_text + text[offset(e.range.end) :]
     return text

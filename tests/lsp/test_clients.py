@@ -12,8 +12,10 @@ pytestmark = pytest.mark.asyncio
 
 PULLING = types.ClientCapabilities(
     text_document=types.TextDocumentClientCapabilities(diagnostic=types.DiagnosticClientCapabilities()),
-    workspace=types.WorkspaceClientCapabilities(diagnostics=types.DiagnosticWorkspaceClientCapabilities(
-        refresh_support=True)))
+    workspace=types.WorkspaceClientCapabilities(
+        diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    ),
+)
 
 
 @pytest.mark.slow
@@ -26,17 +28,25 @@ async def test_editor_profile_session(launch, examples, editor):
     open_document(client, uri, text)
     await wait_until(lambda: "TRI005" in codes(client, uri), what="pushed diagnostics")
     # Neovim can pull but cannot be told to pull again, so it gets pushes; its pulls come back empty.
-    pulled = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    pulled = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     assert list(pulled.items) == []
 
     finding = next(d for d in client.diagnostics[uri] if d.code == "TRI005")
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=finding.range,
-        context=types.CodeActionContext(diagnostics=[finding])))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=finding.range,
+            context=types.CodeActionContext(diagnostics=[finding]),
+        )
+    )
     # Rewrites come first when they apply; this session applies the suppression.
-    fix = next(a for a in actions if isinstance(a, types.CodeAction) and a.kind == "quickfix"
-               and a.title.startswith("Suppress"))
+    fix = next(
+        a
+        for a in actions
+        if isinstance(a, types.CodeAction) and a.kind == "quickfix" and a.title.startswith("Suppress")
+    )
     # Both resolve code actions: the edit comes when the fix is picked.
     assert fix.edit is None
     fix = await client.code_action_resolve_async(fix)
@@ -47,8 +57,9 @@ async def test_editor_profile_session(launch, examples, editor):
     save(client, uri)
     await wait_until(lambda: ir_diagnostics(client, uri), timeout=60, what="IR diagnostics")
     dot_line = line_of(text, "acc += tl.dot")
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(dot_line, 10)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(dot_line, 10))
+    )
     assert hover.contents.kind == types.MarkupKind.Markdown and "mma_v2" in hover.contents.value
 
 
@@ -56,17 +67,24 @@ async def test_pull_diagnostics(launch, examples):
     client = await launch(examples, capabilities=PULLING)
     path, uri = examples.copy("matmul.py")
     open_document(client, uri, path.read_text())
-    report = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-        text_document=types.TextDocumentIdentifier(uri=uri)))
+    report = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     assert report.kind == "full" and "TRI005" in [d.code for d in report.items]
-    again = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), previous_result_id=report.result_id))
+    again = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), previous_result_id=report.result_id
+        )
+    )
     assert again.kind == "unchanged"
     assert uri not in client.diagnostics  # nothing was pushed
 
     refreshes = client.diagnostic_refresh_count
     save(client, uri)
     await wait_until(lambda: client.diagnostic_refresh_count > refreshes, timeout=60, what="a refresh request")
-    after = await client.text_document_diagnostic_async(types.DocumentDiagnosticParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), previous_result_id=report.result_id))
+    after = await client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), previous_result_id=report.result_id
+        )
+    )
     assert after.kind == "full" and "DotLowering" in [d.code for d in after.items]

@@ -22,9 +22,13 @@ MENU_BOUND_S = 0.050  # the menu's median on a warm server; benchmarks/lsp_laten
 
 
 async def quick_fixes(client, uri: str, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=diagnostics[0].range,
-        context=types.CodeActionContext(diagnostics=diagnostics, only=[types.CodeActionKind.QuickFix])))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostics[0].range,
+            context=types.CodeActionContext(diagnostics=diagnostics, only=[types.CodeActionKind.QuickFix]),
+        )
+    )
     return list(actions or [])
 
 
@@ -62,8 +66,10 @@ async def test_menu_answers_at_once_and_the_edit_comes_on_resolve(launch, exampl
     attention = next(a for t, a in by_title.items() if t.startswith("Attention"))
     resolved = await client.code_action_resolve_async(attention)
     assert resolved.edit is None
-    await wait_until(lambda: any(m.message.startswith(f"diagnose: {attention.title}: ") for m in client.messages),
-                     what="the reason shown")
+    await wait_until(
+        lambda: any(m.message.startswith(f"diagnose: {attention.title}: ") for m in client.messages),
+        what="the reason shown",
+    )
 
 
 async def test_resolve_after_an_edit_asks_for_the_menu_again(launch, examples):
@@ -72,11 +78,17 @@ async def test_resolve_after_an_edit_asks_for_the_menu_again(launch, examples):
     text = path.read_text()
     open_document(client, uri, text)
     await wait_until(lambda: "TRI001" in codes(client, uri), what="TRI001")
-    (suppress,) = [a for a in await quick_fixes(client, uri, list(client.diagnostics[uri]))
-                   if a.title.startswith("Suppress TRI001")]
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text="# moved\n" + text)]))
+    (suppress,) = [
+        a
+        for a in await quick_fixes(client, uri, list(client.diagnostics[uri]))
+        if a.title.startswith("Suppress TRI001")
+    ]
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text="# moved\n" + text)],
+        )
+    )
     resolved = await client.code_action_resolve_async(suppress)
     assert resolved.edit is None  # its line moved: an edit made for version 1 would land on the wrong line
     await wait_until(lambda: any("changed since the menu" in m.message for m in client.messages), what="why")

@@ -23,8 +23,9 @@ async def test_initialization_options_select_rules(launch, examples):
 
 
 async def test_workspace_configuration_overrides_initialization_options(launch, examples):
-    client = await launch(examples, capabilities=CONFIGURABLE, options={"select": ["TRI019"]},
-                          configuration={"select": ["TRI005"]})
+    client = await launch(
+        examples, capabilities=CONFIGURABLE, options={"select": ["TRI019"]}, configuration={"select": ["TRI005"]}
+    )
     path, uri = examples.copy("matmul.py")
     open_document(client, uri, path.read_text())
     await wait_until(lambda: codes(client, uri) == ["TRI005"], what="TRI005 only")

@@ -30,7 +30,7 @@ vim.cmd('qall!')
 
 def readme_snippet(heading: str) -> str:
     readme = (ROOT / "README.md").read_text()
-    after = readme[readme.index(heading):]
+    after = readme[readme.index(heading) :]
     return re.search(r"```lua\n(.*?)```", after, re.S).group(1)
 
 
@@ -42,11 +42,23 @@ def test_neovim_07_snippet_attaches_and_shows_diagnostics(tmp_path):
     (tmp_path / "check.lua").write_text(CHECK)
     (tmp_path / "pyproject.toml").write_text("")
     shutil.copy(EXAMPLES / "vector_add.py", tmp_path / "vector_add.py")
-    env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]),
-           "PYTHONPATH": str(ROOT), "DIAGNOSE_CACHE_DIR": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path),
-           "XDG_DATA_HOME": str(tmp_path)}
-    done = subprocess.run(["nvim", "--headless", "-u", "init.lua", "-c", "luafile check.lua", "vector_add.py"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]),
+        "PYTHONPATH": str(ROOT),
+        "DIAGNOSE_CACHE_DIR": str(tmp_path / "cache"),
+        "XDG_STATE_HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path),
+    }
+    done = subprocess.run(
+        ["nvim", "--headless", "-u", "init.lua", "-c", "luafile check.lua", "vector_add.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     lines = done.stdout.splitlines()
     assert "client diagnose true" in lines, (version, done.stdout, done.stderr)
     launch = line_of((EXAMPLES / "vector_add.py").read_text(), "add_kernel[grid]")

@@ -17,18 +17,21 @@ pytestmark = pytest.mark.asyncio
 
 @pytest.mark.slow
 async def test_optimize_runs_the_agent_with_progress_and_applies_the_best_candidate(launch, examples):
-    client = await launch(examples, capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
-                          options={"maxCandidates": 1})
+    client = await launch(
+        examples, capabilities=pytest_lsp.client_capabilities("visual-studio-code"), options={"maxCandidates": 1}
+    )
     path, uri = examples.copy("vector_add.py")
     original = path.read_text()
     open_document(client, uri, original)
-    command = asyncio.ensure_future(client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="diagnose.optimize", arguments=[uri])))
+    command = asyncio.ensure_future(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="diagnose.optimize", arguments=[uri]))
+    )
     await wait_until(lambda: client.progress_reports, what="progress to begin")
     # The agent runs off the event loop: a request sent meanwhile is answered at once.
     start = time.monotonic()
-    await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0)))
+    await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0))
+    )
     assert time.monotonic() - start < 1.0 and not command.done()
     result = await asyncio.wait_for(command, timeout=600)
     assert result["passed"] is True and result["run_id"] and result["applied"] is True, result
@@ -48,21 +51,27 @@ async def test_optimize_runs_the_agent_with_progress_and_applies_the_best_candid
 async def test_optimize_on_a_file_that_is_not_a_task(launch, folder):
     client = await launch(folder)
     _, uri = folder.write("plain.py", "x = 1\n")
-    result = await client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="diagnose.optimize", arguments=[uri]))
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="diagnose.optimize", arguments=[uri])
+    )
     assert result["passed"] is None
     assert any(m.type == types.MessageType.Error for m in client.messages)
 
 
 # --- cancellation ---------------------------------------------------------------------------------
 
+
 async def start_optimize(client, examples, request_id: str):
     """diagnose.optimize on vector_add.py under a known request id, once its progress has begun."""
     path, uri = examples.copy("vector_add.py")
     open_document(client, uri, path.read_text())
-    command = asyncio.ensure_future(client.protocol.send_request_async(
-        types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(command="diagnose.optimize", arguments=[uri]),
-        msg_id=request_id))
+    command = asyncio.ensure_future(
+        client.protocol.send_request_async(
+            types.WORKSPACE_EXECUTE_COMMAND,
+            types.ExecuteCommandParams(command="diagnose.optimize", arguments=[uri]),
+            msg_id=request_id,
+        )
+    )
     await wait_until(lambda: any(client.progress_reports.values()), what="progress to begin")
     (token,) = client.progress_reports
     assert client.progress_reports[token][0].cancellable is True
@@ -79,8 +88,9 @@ def stopped(client) -> str | None:
 
 
 async def test_shutdown_while_optimize_runs_answers_promptly_and_cleanly(launch, examples):
-    client = await launch(examples, capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
-                          options={"maxCandidates": 1})
+    client = await launch(
+        examples, capabilities=pytest_lsp.client_capabilities("visual-studio-code"), options={"maxCandidates": 1}
+    )
     command, token = await start_optimize(client, examples, "optimize-1")
     start = time.monotonic()
     # pygls 2.1.1 alone answers this shutdown with "dictionary changed size during iteration".
@@ -97,8 +107,9 @@ async def test_shutdown_while_optimize_runs_answers_promptly_and_cleanly(launch,
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["cancelRequest", "progress"])
 async def test_optimize_can_be_cancelled_and_its_run_stops(launch, examples, how):
-    client = await launch(examples, capabilities=pytest_lsp.client_capabilities("visual-studio-code"),
-                          options={"maxCandidates": 1})
+    client = await launch(
+        examples, capabilities=pytest_lsp.client_capabilities("visual-studio-code"), options={"maxCandidates": 1}
+    )
     command, token = await start_optimize(client, examples, f"optimize-{how}")
     if how == "cancelRequest":
         # Once the run is under way (verifying the task as given, a few seconds): it stops after that step.
@@ -118,6 +129,9 @@ async def test_optimize_can_be_cancelled_and_its_run_stops(launch, examples, how
     assert not client.applied_edits
     assert not [m for m in client.messages if "Best:" in m.message]
     # The server goes on serving.
-    await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=examples.copy("vector_add.py")[1]),
-        position=types.Position(0, 0)))
+    await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=examples.copy("vector_add.py")[1]),
+            position=types.Position(0, 0),
+        )
+    )

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.asyncio
 
 async def hover_answers(client, uri: str) -> None:
     """A request still gets its answer (None is an answer)."""
-    await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0)))
+    await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0))
+    )
 
 
 async def test_file_that_does_not_parse(client, folder):
@@ -79,10 +80,16 @@ async def test_rapid_edits_are_debounced_and_the_last_one_wins(client, examples)
     edits += [(line, col, line, col + 3, "")] + [(line, col + i, line, col + i, ch) for i, ch in enumerate("1024")]
     for l0, c0, l1, c1, new in edits:
         version += 1
-        client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), text=new)]))
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), text=new
+                    )
+                ],
+            )
+        )
     await wait_until(lambda: published_version(client, uri) == version, what="diagnostics of the last edit")
     assert "TRI001" not in codes(client, uri)  # BLOCK_SIZE is 1024 now
     assert len(client.published) - before < len(edits) / 4
@@ -91,15 +98,19 @@ async def test_rapid_edits_are_debounced_and_the_last_one_wins(client, examples)
 
 @pytest.mark.slow
 async def test_crashing_compile_worker_is_logged(client, folder):
-    text = ("import os\nimport triton\n\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\n\n"
-            "os.kill(os.getpid(), 9)  # the worker importing this file dies\n")
+    text = (
+        "import os\nimport triton\n\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\n\n"
+        "os.kill(os.getpid(), 9)  # the worker importing this file dies\n"
+    )
     _, uri = folder.write("crash.py", text)
     open_document(client, uri, text)
     await wait_until(lambda: uri in client.diagnostics, what="triage")
     save(client, uri)
     message = await wait_until(
         lambda: next((m for m in client.log_messages if "IR facts unavailable" in m.message), None),
-        timeout=60, what="the crash in the log")
+        timeout=60,
+        what="the crash in the log",
+    )
     assert message.type == types.MessageType.Warning
     assert "crashed" in message.message
     (why,) = await wait_until(lambda: ir_unavailable(client, uri), what="the IR000 warning")
@@ -122,11 +133,17 @@ async def test_kernel_nothing_launches_gets_facts_at_a_guessed_launch(client, fo
     open_document(client, uri, text)
     await wait_until(lambda: uri in client.diagnostics, what="triage")
     save(client, uri)
-    await wait_until(lambda: next((m for m in client.log_messages if "bare.py: IR facts for" in m.message), None),
-                     timeout=60, what="the IR facts")
+    await wait_until(
+        lambda: next((m for m in client.log_messages if "bare.py: IR facts for" in m.message), None),
+        timeout=60,
+        what="the IR facts",
+    )
     assert not ir_unavailable(client, uri)
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=5, character=4)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=5, character=4)
+        )
+    )
     assert hover is not None and "guessed launch" in hover.contents.value
 
 
@@ -169,8 +186,7 @@ async def test_user_code_that_raises_is_shown_until_a_save_compiles(client, fold
     await wait_until(lambda: published_version(client, uri) == 2, what="version 2")
     assert ir_unavailable(client, uri), "edits keep it: it is about the last save"
     save(client, uri)
-    await wait_until(lambda: any("IR facts for" in m.message for m in client.log_messages), timeout=60,
-                     what="IR facts")
+    await wait_until(lambda: any("IR facts for" in m.message for m in client.log_messages), timeout=60, what="IR facts")
     assert not ir_unavailable(client, uri)
 
 
@@ -201,7 +217,13 @@ async def test_findings_stay_while_the_text_does_not_parse(client, examples):
 
 def edit(client, uri: str, version: int, where: tuple[int, int, int, int], text: str) -> None:
     l0, c0, l1, c1 = where
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), text=text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(l0, c0), types.Position(l1, c1)), text=text
+                )
+            ],
+        )
+    )

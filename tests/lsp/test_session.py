@@ -56,9 +56,13 @@ async def test_quick_fix_suppresses_the_finding(client, examples):
     open_document(client, uri, text)
     await wait_until(lambda: "TRI001" in codes(client, uri), what="TRI001")
     finding = next(d for d in client.diagnostics[uri] if d.code == "TRI001")
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=finding.range,
-        context=types.CodeActionContext(diagnostics=[finding], only=[types.CodeActionKind.QuickFix])))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=finding.range,
+            context=types.CodeActionContext(diagnostics=[finding], only=[types.CodeActionKind.QuickFix]),
+        )
+    )
     (action,) = [a for a in actions if isinstance(a, types.CodeAction) and a.title.startswith("Suppress")]
     assert action.kind == types.CodeActionKind.QuickFix
     assert action.title == "Suppress TRI001 on this line"
@@ -74,10 +78,13 @@ async def test_task_file_offers_the_optimize_command(client, examples):
     path, uri = examples.copy("vector_add.py")
     open_document(client, uri, path.read_text())
     await wait_until(lambda: client.diagnostics.get(uri), what="diagnostics")
-    actions = await client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
-        context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.Source])))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+            context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.Source]),
+        )
+    )
     # pygls' client reads any action that carries a `command` as a Command (lsprotocol's union hook).
     assert len(actions) == 1
     assert "diagnose.optimize" in str(actions[0].command) and uri in str(actions[0].command)
@@ -97,17 +104,20 @@ async def test_save_adds_ir_facts_and_hover_shows_them(client, examples):
     assert dot.code_description.href.endswith("DotLowering.md")
     assert "TRI005" in codes(client, uri)  # triage findings stay beside the IR ones
 
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(dot_line, 20)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(dot_line, 20))
+    )
     value = hover.contents.value
     assert "mma_v2" in value and "tt.dot" in value  # the fact and its IR line
     assert "registers" in value and "spill" in value  # the kernel's resources
     load_line = line_of(text, "a = tl.load(")
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(load_line, 12)))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(load_line, 12))
+    )
     assert "128-bit" in hover.contents.value
-    outside = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0)))
+    outside = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0))
+    )
     assert outside is None
 
 

@@ -47,11 +47,14 @@ def test_suppression_extends_an_existing_list():
     assert suppression_fix("TRI002", source, 0) is None  # already there
 
 
-@pytest.mark.parametrize("source", [
-    "x = a + \\\n    b\n",              # a comment after a line continuation is a syntax error
-    "x = 1  # diagnose: ignore\n",    # already silences everything
-    "s = '''text\nmore'''\n",          # line 0 ends inside a string
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = a + \\\n    b\n",  # a comment after a line continuation is a syntax error
+        "x = 1  # diagnose: ignore\n",  # already silences everything
+        "s = '''text\nmore'''\n",  # line 0 ends inside a string
+    ],
+)
 def test_suppression_not_offered_where_it_cannot_go(source):
     assert suppression_fix("TRI001", source, 0) is None
 
@@ -61,6 +64,7 @@ def test_no_suppression_for_a_syntax_error():
 
 
 # --- rewrites (the seam) -------------------------------------------------------------------------
+
 
 def test_candidate_becomes_line_edits_labelled_by_safety():
     new = KERNEL.replace("BLOCK_SIZE = 128", "BLOCK_SIZE = 1024")
@@ -108,11 +112,19 @@ def test_line_edits_cover_insertions_and_deletions():
 
 # --- settings ------------------------------------------------------------------------------------
 
+
 def test_options_parse_and_report_bad_values():
-    options, problems = parse_options({"target": "hip:gfx942", "select": "TRI001,TRI005", "irOnSave": False,
-                                       "debounceMs": 10, "ignore": ["NOPE"], "device": "tpu"})
-    assert options == ClientOptions(target="hip:gfx942", select=("TRI001", "TRI005"), ir_on_save=False,
-                                    debounce_ms=10)
+    options, problems = parse_options(
+        {
+            "target": "hip:gfx942",
+            "select": "TRI001,TRI005",
+            "irOnSave": False,
+            "debounceMs": 10,
+            "ignore": ["NOPE"],
+            "device": "tpu",
+        }
+    )
+    assert options == ClientOptions(target="hip:gfx942", select=("TRI001", "TRI005"), ir_on_save=False, debounce_ms=10)
     assert len(problems) == 2  # ignore, device
     assert parse_options({"diagnose": {"target": "cuda:sm80"}})[0].target == "cuda:sm80"
     assert parse_options("nonsense")[1]
@@ -151,6 +163,7 @@ def test_merged_options():
 
 # --- lines and ranges ----------------------------------------------------------------------------
 
+
 def test_line_map_follows_unchanged_lines():
     saved = ("a", "b", "c", "d")
     assert line_map(saved, list(saved)) == {1: 1, 2: 2, 3: 3, 4: 4}
@@ -180,19 +193,48 @@ def test_ranges_count_utf16_units():
 
 # --- IR snapshots and hover ----------------------------------------------------------------------
 
+
 def result_for(path: str) -> dict:
     def ev(name, kind, line, args, raw=None, col=0):
-        return {"stage": "ir", "source": "ttgir", "name": name, "kind": kind,
-                "location": {"path": path, "line": line, "col": col, "end_line": None, "end_col": None},
-                "args": [list(a) for a in args.items()], "raw": raw}
+        return {
+            "stage": "ir",
+            "source": "ttgir",
+            "name": name,
+            "kind": kind,
+            "location": {"path": path, "line": line, "col": col, "end_line": None, "end_col": None},
+            "args": [list(a) for a in args.items()],
+            "raw": raw,
+        }
 
-    return {"target": "cuda:sm90", "from_cache": True, "kernels": [{
-        "kernel": "k", "title": "k", "name": "k", "metadata": {"num_warps": 4},
-        "evidence": [
-            ev("PtxasResources", "metric", 2, {"registers": 40, "spill_stores": 0, "stack_frame": 0}),
-            ev("DotLowering", "missed", 4, {"engine": "mma_v2", "best": "wgmma", "reason": "small"}, "%d = tt.dot"),
-            ev("GlobalAccessWidth", "passed", 3, {"access": "load", "bits": 128, "instructions": 1}, "ld.global.v4"),
-        ]}]}
+    return {
+        "target": "cuda:sm90",
+        "from_cache": True,
+        "kernels": [
+            {
+                "kernel": "k",
+                "title": "k",
+                "name": "k",
+                "metadata": {"num_warps": 4},
+                "evidence": [
+                    ev("PtxasResources", "metric", 2, {"registers": 40, "spill_stores": 0, "stack_frame": 0}),
+                    ev(
+                        "DotLowering",
+                        "missed",
+                        4,
+                        {"engine": "mma_v2", "best": "wgmma", "reason": "small"},
+                        "%d = tt.dot",
+                    ),
+                    ev(
+                        "GlobalAccessWidth",
+                        "passed",
+                        3,
+                        {"access": "load", "bits": 128, "instructions": 1},
+                        "ld.global.v4",
+                    ),
+                ],
+            }
+        ],
+    }
 
 
 SAVED = "import triton\ndef k(x):\n    a = load(x)\n    d = dot(a, a)\n\nz = 1\n"
@@ -201,8 +243,9 @@ SAVED = "import triton\ndef k(x):\n    a = load(x)\n    d = dot(a, a)\n\nz = 1\n
 def test_snapshot_keeps_the_document_facts_and_kernel_extent(tmp_path):
     path = str(tmp_path / "k.py")
     result = result_for(path)
-    result["kernels"][0]["evidence"].append({**result["kernels"][0]["evidence"][1],
-                                             "location": {"path": "/elsewhere.py", "line": 4, "col": 0}})
+    result["kernels"][0]["evidence"].append(
+        {**result["kernels"][0]["evidence"][1], "location": {"path": "/elsewhere.py", "line": 4, "col": 0}}
+    )
     snap = snapshot_from_result(result, path, SAVED)
     (kernel,) = snap.kernels
     assert (kernel.def_line, kernel.end_line) == (2, 4)
@@ -225,8 +268,10 @@ def test_rule_docs_pages(tmp_path):
 
 def test_a_kernel_that_does_not_compile_is_kept_with_its_error(tmp_path):
     path = str(tmp_path / "k.py")
-    result = {"target": "cuda:sm90", "kernels": [
-        {"kernel": "k", "title": "k", "error": {"message": "out of resources", "stage": "make_cubin"}}]}
+    result = {
+        "target": "cuda:sm90",
+        "kernels": [{"kernel": "k", "title": "k", "error": {"message": "out of resources", "stage": "make_cubin"}}],
+    }
     (kernel,) = snapshot_from_result(result, path, SAVED).kernels
     assert (kernel.def_line, kernel.end_line, kernel.error["stage"]) == (2, 4, "make_cubin")
     assert "compile failed: out of resources" in hover_markdown(snapshot_from_result(result, path, SAVED), 3)
@@ -234,12 +279,13 @@ def test_a_kernel_that_does_not_compile_is_kept_with_its_error(tmp_path):
 
 # --- the README ----------------------------------------------------------------------------------
 
+
 def test_readme_names_the_optimize_action_as_the_server_does():
     import re
 
     from diagnose.lsp.code_actions import OPTIMIZE_TITLE
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    editors = readme[readme.index("## Editors"):]
+    editors = readme[readme.index("## Editors") :]
     named = re.findall(r'"(diagnose: [^"]*this task)"', editors)
     assert named and all(OPTIMIZE_TITLE.startswith(name) for name in named), named

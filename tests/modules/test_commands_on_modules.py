@@ -23,10 +23,18 @@ CALLS = {
     "self_tested": "axpy(a=2.0, x=f32[3000], y=f32[3000])",
     "tuned_method": "scale_kernel[(4,)](x_ptr=f32[1000], out_ptr=f32[1000], factor=3.0, n=1000)",
 }
-KERNELS = {"autotuned_softmax": "softmax_kernel", "block_ptr_copy": "scale_tiles_kernel",
-           "hardcoded_gelu": "gelu_kernel", "heuristics_add": "scaled_add_kernel", "inplace_clamp": "clamp_kernel",
-           "module_method": "bias_add_kernel", "nested_kernel": "_KERNEL", "rms_norm": "_rms_fwd",
-           "self_tested": "axpy_kernel", "tuned_method": "scale_kernel"}
+KERNELS = {
+    "autotuned_softmax": "softmax_kernel",
+    "block_ptr_copy": "scale_tiles_kernel",
+    "hardcoded_gelu": "gelu_kernel",
+    "heuristics_add": "scaled_add_kernel",
+    "inplace_clamp": "clamp_kernel",
+    "module_method": "bias_add_kernel",
+    "nested_kernel": "_KERNEL",
+    "rms_norm": "_rms_fwd",
+    "self_tested": "axpy_kernel",
+    "tuned_method": "scale_kernel",
+}
 CAPTURED = [m for m in CALLS if m != "self_tested"]  # the project's tests do not import it
 
 
@@ -47,8 +55,11 @@ def _source(project, module, how):
 # autograd function's apply, a kernel launched directly, a host function writing in place) and the file
 # that carries its own test (the rest run slow).
 CHECKS = [(m, "captured") for m in CALLS] + [
-    pytest.param(m, "call", marks=() if m in ("rms_norm", "module_method", "inplace_clamp", "self_tested")
-                 else pytest.mark.slow) for m in CALLS]
+    pytest.param(
+        m, "call", marks=() if m in ("rms_norm", "module_method", "inplace_clamp", "self_tested") else pytest.mark.slow
+    )
+    for m in CALLS
+]
 
 
 @pytest.mark.slow
@@ -59,7 +70,9 @@ def test_check_passes_against_the_modules_own_code(captured_project, fresh_proje
     else:
         project = captured_project[0] if how == "captured" else fresh_project
         how_args = _source(project, module, how)
-    done = run_cli_here("check", *how_args, "--seeds", "2", "--json", "-q", env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
+    done = run_cli_here(
+        "check", *how_args, "--seeds", "2", "--json", "-q", env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")}
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     verdict = json.loads(done.stdout)["candidates"][0]["verdict"]
     assert verdict["passed"]
@@ -68,15 +81,17 @@ def test_check_passes_against_the_modules_own_code(captured_project, fresh_proje
 
 
 INSPECTS = [(m, "captured") for m in CAPTURED] + [
-    pytest.param(m, "call", marks=() if m in ("rms_norm", "module_method") else pytest.mark.slow) for m in CAPTURED]
+    pytest.param(m, "call", marks=() if m in ("rms_norm", "module_method") else pytest.mark.slow) for m in CAPTURED
+]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module, how", INSPECTS)
 def test_inspect_compiles_at_the_replayed_shapes(captured_project, fresh_project, module, how):
     project = captured_project[0] if how == "captured" else fresh_project
-    done = run_cli_here("inspect", *_source(project, module, how), "--json",
-                   env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
+    done = run_cli_here(
+        "inspect", *_source(project, module, how), "--json", env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")}
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     kernels = json.loads(done.stdout)["kernels"]
     assert kernels and all("error" not in k for k in kernels)
@@ -85,8 +100,12 @@ def test_inspect_compiles_at_the_replayed_shapes(captured_project, fresh_project
 
 def test_inspect_reports_the_captured_shape_not_a_test_shape(captured_project):
     project, _ = captured_project
-    done = run_cli_here("inspect", str(project / "kernels" / "rms_norm.py"), "--json",
-                   env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
+    done = run_cli_here(
+        "inspect",
+        str(project / "kernels" / "rms_norm.py"),
+        "--json",
+        env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")},
+    )
     (kernel,) = json.loads(done.stdout)["kernels"]
     assert kernel["grid"] == [24, 1, 1] or kernel["grid"][:1] == [24]
 
@@ -97,8 +116,18 @@ def test_optimize_runs_on_each_idiom_and_never_touches_the_module(captured_proje
     project, _ = captured_project
     path = project / "kernels" / f"{module}.py"
     before = path.read_text()
-    done = run_cli_here("optimize", str(path), "--max-candidates", "1", "--seeds", "2", "--max-wall", "300", "-q",
-                   env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")})
+    done = run_cli_here(
+        "optimize",
+        str(path),
+        "--max-candidates",
+        "1",
+        "--seeds",
+        "2",
+        "--max-wall",
+        "300",
+        "-q",
+        env={"DIAGNOSE_CACHE_DIR": str(project / ".cache")},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert path.read_text() == before
     patch = project / "kernels" / f"{module}.diagnose.patch"
@@ -115,9 +144,18 @@ def test_a_rewritten_copy_of_a_module_is_checked_against_the_original(tmp_path):
     folder = FIXTURES / "rewrite" / "rows-per-program"
     module = tmp_path / "row_scale.py"
     module.write_text((folder / "before_bumped.py").read_text())
-    done = run_cli_here("check", str(module), "--candidate", str(folder / "after_bumped.py"), "--call",
-                   "row_scale(x=f32[37,100], scale=0.5)", "--seeds", "2", "-q",
-                   env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
+    done = run_cli_here(
+        "check",
+        str(module),
+        "--candidate",
+        str(folder / "after_bumped.py"),
+        "--call",
+        "row_scale(x=f32[37,100], scale=0.5)",
+        "--seeds",
+        "2",
+        "-q",
+        env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "PASSED" in done.stdout
 
@@ -125,14 +163,18 @@ def test_a_rewritten_copy_of_a_module_is_checked_against_the_original(tmp_path):
 @pytest.mark.slow
 def test_a_module_that_fails_to_import_names_the_users_own_line(tmp_path):
     (tmp_path / "cluster_setup.py").write_text(
-        "def setup():\n    raise RuntimeError('no cluster config')\n\n\nCONFIG = setup()\n")
+        "def setup():\n    raise RuntimeError('no cluster config')\n\n\nCONFIG = setup()\n"
+    )
     (tmp_path / "ops.py").write_text(
         "import triton\nimport triton.language as tl\nimport cluster_setup\n\n\n@triton.jit\n"
         "def k(x_ptr, n, B: tl.constexpr):\n    o = tl.arange(0, B)\n    tl.store(x_ptr + o, o, mask=o < n)\n\n\n"
-        "def run(x):\n    k[(1,)](x, x.numel(), B=128)\n")
+        "def run(x):\n    k[(1,)](x, x.numel(), B=128)\n"
+    )
     env = {"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}
     for command in (["inspect"], ["check", "--call", "run(x=f32[100])", "-q"]):
-        done = run_cli(*command[:1], str(tmp_path / "ops.py"), *command[1:], env=env)  # one line and the code, as a user sees them
+        done = run_cli(
+            *command[:1], str(tmp_path / "ops.py"), *command[1:], env=env
+        )  # one line and the code, as a user sees them
         assert done.returncode == 2, done.stderr
         (line,) = [text for text in done.stderr.splitlines() if text.startswith("diagnose: error:")]
         assert f"{tmp_path / 'ops.py'}:" in line and "RuntimeError: no cluster config" in line
@@ -142,15 +184,37 @@ def test_a_module_that_fails_to_import_names_the_users_own_line(tmp_path):
 @pytest.mark.slow
 def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path):
     reference = tmp_path / "ref.py"
-    reference.write_text("import torch\n\n\ndef gelu(x):\n    return torch.nn.functional.gelu(x, approximate='tanh')\n\n\n"
-                         "def wrong(x):\n    return x\n")
+    reference.write_text(
+        "import torch\n\n\ndef gelu(x):\n    return torch.nn.functional.gelu(x, approximate='tanh')\n\n\n"
+        "def wrong(x):\n    return x\n"
+    )
     module = str(fresh_project / "kernels" / "hardcoded_gelu.py")
     env = {"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}
-    good = run_cli_here("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:gelu", "--seeds", "2",
-                   "-q", env=env)
+    good = run_cli_here(
+        "check",
+        module,
+        "--call",
+        "gelu(x=f32[1000])",
+        "--reference",
+        f"{reference}:gelu",
+        "--seeds",
+        "2",
+        "-q",
+        env=env,
+    )
     assert good.returncode == 0, good.stdout[-1500:] + good.stderr[-1500:]
-    bad = run_cli_here("check", module, "--call", "gelu(x=f32[1000])", "--reference", f"{reference}:wrong", "--seeds", "2",
-                  "-q", env=env)
+    bad = run_cli_here(
+        "check",
+        module,
+        "--call",
+        "gelu(x=f32[1000])",
+        "--reference",
+        f"{reference}:wrong",
+        "--seeds",
+        "2",
+        "-q",
+        env=env,
+    )
     assert bad.returncode == 1 and "FAILED" in bad.stdout
 
 
@@ -161,8 +225,20 @@ def test_a_pytorch_reference_replaces_the_original_code(fresh_project, tmp_path)
 def test_optimize_from_a_call_spec(fresh_project, tmp_path, module):
     path = fresh_project / "kernels" / f"{module}.py"
     before = path.read_text()
-    done = run_cli_here("optimize", str(path), "--call", CALLS[module], "--max-candidates", "1", "--seeds", "2",
-                   "--max-wall", "300", "-q", env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
+    done = run_cli_here(
+        "optimize",
+        str(path),
+        "--call",
+        CALLS[module],
+        "--max-candidates",
+        "1",
+        "--seeds",
+        "2",
+        "--max-wall",
+        "300",
+        "-q",
+        env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert path.read_text() == before
     assert "run " in done.stdout and "report" in done.stdout
@@ -176,8 +252,16 @@ def test_a_test_that_draws_its_own_random_inputs_agrees_with_itself(tmp_path):
 
     module = tmp_path / "noisy_scale.py"
     module.write_text((FIXTURES / "modules" / "self_drawing" / "noisy_scale.py").read_text())
-    done = run_cli_here("check", str(module), "--call", "test_noisy_scale()", "--seeds", "2", "-q",
-                   env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
+    done = run_cli_here(
+        "check",
+        str(module),
+        "--call",
+        "test_noisy_scale()",
+        "--seeds",
+        "2",
+        "-q",
+        env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "PASSED" in done.stdout
 
@@ -190,8 +274,17 @@ def test_a_test_that_runs_its_backward_pass_runs_with_autograd(tmp_path):
 
     module = tmp_path / "square_with_backward.py"
     module.write_text((FIXTURES / "modules" / "self_drawing" / "square_with_backward.py").read_text())
-    done = run_cli_here("check", str(module), "--call", "test_square_backward()", "--seeds", "2", "--json", "-q",
-                        env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")})
+    done = run_cli_here(
+        "check",
+        str(module),
+        "--call",
+        "test_square_backward()",
+        "--seeds",
+        "2",
+        "--json",
+        "-q",
+        env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     verdict = json.loads(done.stdout)["candidates"][0]["verdict"]
     checks = {c["name"]: c for c in verdict["checks"]}

@@ -26,9 +26,14 @@ CHEAT = GOOD.replace("        return out\n", "        return x + y  # the kernel
 
 
 def reply(text: str, prompt: int = 1200, completion: int = 300) -> dict:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "fake-coder",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-coder",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }
 
 
 def fenced(source: str) -> str:
@@ -50,9 +55,12 @@ class FakeServer:
             def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                server.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                        "body": body})
-                status, payload, headers, delay = server.script.pop(0) if server.script else (500, {"error": "no script"}, {}, 0)
+                server.requests.append(
+                    {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
+                )
+                status, payload, headers, delay = (
+                    server.script.pop(0) if server.script else (500, {"error": "no script"}, {}, 0)
+                )
                 time.sleep(delay)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
@@ -108,8 +116,11 @@ def findings(task):
 
 @pytest.mark.slow
 def test_good_broken_and_cheating_kernels_go_through_verification(server, task, monkeypatch):
-    server.script = [(200, reply(fenced(GOOD), 1000, 200), {}, 0), (200, reply(fenced(BROKEN), 1100, 210), {}, 0),
-                     (200, reply(fenced(CHEAT), 1200, 220), {}, 0)]
+    server.script = [
+        (200, reply(fenced(GOOD), 1000, 200), {}, 0),
+        (200, reply(fenced(BROKEN), 1100, 210), {}, 0),
+        (200, reply(fenced(CHEAT), 1200, 220), {}, 0),
+    ]
     cfg = config(server, monkeypatch, attempts=3)
     ledger = TokenLedger()
     proposal = llm_propose(task, findings(task), [], "cuda:sm90", cfg)
@@ -133,15 +144,23 @@ def test_good_broken_and_cheating_kernels_go_through_verification(server, task, 
     assert any(c.name == "ghost_replay" and not c.passed for c in cheat.checks), cheat.checks
 
     report = ledger.report(results)
-    assert (report.prompt, report.completion, report.requests, report.candidates, report.verified) == (3300, 630, 3, 3, 1)
+    assert (report.prompt, report.completion, report.requests, report.candidates, report.verified) == (
+        3300,
+        630,
+        3,
+        3,
+        1,
+    )
     assert report.per_success == 3930
 
 
 def test_malformed_replies_are_failures_not_candidates(server, task, monkeypatch):
-    server.script = [(200, reply("Sorry, I cannot help with that."), {}, 0),
-                     (200, reply("```python\ndef broken(:\n```"), {}, 0),
-                     (200, b"{not json", {}, 0),
-                     (200, {"object": "chat.completion", "choices": []}, {}, 0)]
+    server.script = [
+        (200, reply("Sorry, I cannot help with that."), {}, 0),
+        (200, reply("```python\ndef broken(:\n```"), {}, 0),
+        (200, b"{not json", {}, 0),
+        (200, {"object": "chat.completion", "choices": []}, {}, 0),
+    ]
     proposal = llm_propose(task, [], [], "cuda:sm90", config(server, monkeypatch, attempts=4, max_retries=0))
     assert proposal.candidates == ()
     assert [f.split(":")[0] for f in proposal.failures] == ["malformed"] * 4, proposal.failures
@@ -151,9 +170,11 @@ def test_malformed_replies_are_failures_not_candidates(server, task, monkeypatch
 
 def test_rate_limits_and_server_errors_are_retried(server, task, monkeypatch):
     quick = {"retry-after-ms": "1"}
-    server.script = [(429, {"error": {"message": "slow down"}}, quick, 0),
-                     (503, {"error": {"message": "busy"}}, quick, 0),
-                     (200, reply(fenced(GOOD)), {}, 0)]
+    server.script = [
+        (429, {"error": {"message": "slow down"}}, quick, 0),
+        (503, {"error": {"message": "busy"}}, quick, 0),
+        (200, reply(fenced(GOOD)), {}, 0),
+    ]
     proposal = llm_propose(task, [], [], "cuda:sm90", config(server, monkeypatch, max_retries=2))
     assert len(proposal.candidates) == 1 and not proposal.failures
     assert len(server.requests) == 3
@@ -162,7 +183,9 @@ def test_rate_limits_and_server_errors_are_retried(server, task, monkeypatch):
 
 def test_it_fails_cleanly_when_retries_run_out(server, task, monkeypatch):
     quick = {"retry-after-ms": "1"}
-    server.script = [(503, {"error": {"message": "busy"}}, quick, 0)] * 3 + [(429, {"error": {"message": "no"}}, quick, 0)] * 3
+    server.script = [(503, {"error": {"message": "busy"}}, quick, 0)] * 3 + [
+        (429, {"error": {"message": "no"}}, quick, 0)
+    ] * 3
     proposal = llm_propose(task, [], [], "cuda:sm90", config(server, monkeypatch, max_retries=2, attempts=2))
     assert proposal.candidates == ()
     assert proposal.failures[0].startswith("server_error: HTTP 503")

@@ -171,7 +171,10 @@ def test_a_search_that_keeps_the_current_values_is_named_in_the_proposal(tmp_pat
     made = proposal(path, [finding], (), "cuda:sm90", device="cpu", estimate=False)
     kept = {k.rewrite: k.summary for k in made.kept}
     assert "launch-options" in kept and not any("launch-options" in c.made_by for c in made.candidates)
-    assert kept["launch-options"].startswith("launch-options: 1 configs") and "nothing is timed on cpu" in kept["launch-options"]
+    assert (
+        kept["launch-options"].startswith("launch-options: 1 configs")
+        and "nothing is timed on cpu" in kept["launch-options"]
+    )
     assert kept["launch-options"].endswith("chose num_warps=4, num_stages=3")
 
 
@@ -184,9 +187,11 @@ def test_the_optimizer_and_the_report_score_a_result_alike():
     from diagnose.report.scores import score as report_score
 
     assert doctest.testmod(scoring).failed == 0
-    for candidate, result in [(Candidate("a", "", "", ("x",)), verdict(True, 1.0, 4.0)),
-                              (Candidate("e", "", "", ("v",), predicted_gain=1.5), verdict(True)),
-                              (Candidate("d", "", "", ("w",), predicted_gain=3.0), verdict(False))]:
+    for candidate, result in [
+        (Candidate("a", "", "", ("x",)), verdict(True, 1.0, 4.0)),
+        (Candidate("e", "", "", ("v",), predicted_gain=1.5), verdict(True)),
+        (Candidate("d", "", "", ("w",), predicted_gain=3.0), verdict(False)),
+    ]:
         as_json = {"verdict": result.to_dict(), "candidate": candidate.to_dict(), "path": ""}
         assert score(candidate, result) == report_score(candidate, result) == state_score(as_json)
     assert score(Candidate("d", "", "", ("w",), predicted_gain=3.0), verdict(False)) == (0.0, "failed verification")

@@ -23,8 +23,9 @@ def test_static_prune_before_compiling():
 
 
 def view(path, *, errors=(), seconds=1.0, spills=0, shared_over=False, engines=("wgmma",), narrow=0):
-    return ranking.StaticView(path, tuple(errors), (("g", seconds),), spills, shared_over, tuple(engines), narrow,
-                              ranking.ESTIMATE)
+    return ranking.StaticView(
+        path, tuple(errors), (("g", seconds),), spills, shared_over, tuple(engines), narrow, ranking.ESTIMATE
+    )
 
 
 def test_ir_prune_on_facts():
@@ -56,11 +57,18 @@ def test_mma_path_only_matters_when_some_config_reaches_it():
 
 
 def test_pick_breaks_estimate_ties_by_preference():
-    trials = [Trial((("B", 1024),), seconds=1.015), Trial((("B", 4096),), seconds=1.0), Trial((("B", 8192),), seconds=0.9)]
+    trials = [
+        Trial((("B", 1024),), seconds=1.015),
+        Trial((("B", 4096),), seconds=1.0),
+        Trial((("B", 8192),), seconds=0.9),
+    ]
     assert pick(trials, [0, 1]) == 0, "within 2% of the fastest the earlier (preferred) one wins"
     assert pick(trials, [0, 1, 2]) == 2
-    measured = [Trial((("B", 1024),), seconds=1.015, measured=True), Trial((("B", 4096),), seconds=1.0, measured=True),
-                Trial((("B", 8192),), seconds=0.95, measured=True)]
+    measured = [
+        Trial((("B", 1024),), seconds=1.015, measured=True),
+        Trial((("B", 4096),), seconds=1.0, measured=True),
+        Trial((("B", 8192),), seconds=0.95, measured=True),
+    ]
     assert pick(measured, [0, 1]) == 0, "a measured gain under 2% is not worth changing the source"
     assert pick(measured, [0, 1, 2]) == 2
 
@@ -100,8 +108,10 @@ def test_a_search_done_before_is_read_from_the_cache(tmp_path, monkeypatch):
 
     def measured(rewrite, ctx, plan, options, space):
         runs.append(options.device)
-        trials = (Trial((("num_warps", 4), ("num_stages", 3)), seconds=2e-3, measured=True),
-                  Trial((("num_warps", 8), ("num_stages", 3)), seconds=1e-3, measured=True))
+        trials = (
+            Trial((("num_warps", 4), ("num_stages", 3)), seconds=2e-3, measured=True),
+            Trial((("num_warps", 8), ("num_stages", 3)), seconds=1e-3, measured=True),
+        )
         return SearchResult(rewrite.id, trials[1].values, trials, "time on cuda")
 
     monkeypatch.setattr(module, "_search", measured)

@@ -39,7 +39,9 @@ def test_kernel_details_rows():
 def test_op_statistic_sorted_with_shares():
     rows = parse_op_statistic((ASCEND / "op_statistic.csv").read_text())
     assert [e.arg("op_type") for e in rows] == ["triton_gather_rows_kernel", "triton_softmax_kernel", "ZerosLike"]
-    assert rows[0].arg("avg_us") == 2841.7 and rows[0].arg("count") == 30 and rows[0].arg("share") == pytest.approx(0.8637)
+    assert (
+        rows[0].arg("avg_us") == 2841.7 and rows[0].arg("count") == 30 and rows[0].arg("share") == pytest.approx(0.8637)
+    )
 
 
 def test_op_statistic_needs_only_the_documented_columns():
@@ -60,7 +62,12 @@ def test_msprof_op_tables_average_over_blocks():
 
 def test_healthy_vector_kernel_has_no_findings():
     k = kernels()["triton_softmax_kernel"]
-    assert diagnose_npu([k] + parse_msprof_op(ASCEND / "opprof_softmax", LOC), TARGET, LOC, bytes_moved=2 * 16384 * 4096 * 4) == []
+    assert (
+        diagnose_npu(
+            [k] + parse_msprof_op(ASCEND / "opprof_softmax", LOC), TARGET, LOC, bytes_moved=2 * 16384 * 4096 * 4
+        )
+        == []
+    )
 
 
 def test_the_three_documented_diagnoses_and_bank_conflicts():

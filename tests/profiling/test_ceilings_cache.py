@@ -6,10 +6,23 @@ from dataclasses import replace
 
 from diagnose.profiling import ceilings
 
-IDENTITY = {"device": "NVIDIA H200", "sms": "132", "capability": "9.0", "driver": "580.159.04",
-            "torch": "2.11.0+cu130", "cuda": "13.0", "triton": "3.6.0"}
-MEASURED = ceilings.Ceilings("NVIDIA H200", 4.28e12, (("bf16", 7.2e14), ("fp16", 7.0e14), ("tf32", 3.7e14), ("fp32", 5e13)),
-                             5.1e-6, True, "measured: test")
+IDENTITY = {
+    "device": "NVIDIA H200",
+    "sms": "132",
+    "capability": "9.0",
+    "driver": "580.159.04",
+    "torch": "2.11.0+cu130",
+    "cuda": "13.0",
+    "triton": "3.6.0",
+}
+MEASURED = ceilings.Ceilings(
+    "NVIDIA H200",
+    4.28e12,
+    (("bf16", 7.2e14), ("fp16", 7.0e14), ("tf32", 3.7e14), ("fp32", 5e13)),
+    5.1e-6,
+    True,
+    "measured: test",
+)
 
 
 def test_key_changes_with_every_part_of_the_identity():

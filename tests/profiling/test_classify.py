@@ -65,16 +65,27 @@ def test_scheduling_bound_from_the_estimate():
 
 
 def test_tail_bound_with_fewer_programs_than_sms():
-    v = view(time_s=1e-3, features=(feat(programs=64),), ir_evidence=(Evidence("ir", "launch", "LaunchShape", "missed", LOC,
-                                                                            (("programs", 64), ("sm_count", 132))),))
+    v = view(
+        time_s=1e-3,
+        features=(feat(programs=64),),
+        ir_evidence=(Evidence("ir", "launch", "LaunchShape", "missed", LOC, (("programs", 64), ("sm_count", 132))),),
+    )
     (primary, *_) = classify(v)
     assert primary.code == "PRF004" and "64 programs for 132 SMs" in primary.message
     assert any(e.name == "LaunchShape" for e in primary.evidence)
 
 
 def test_counters_decide_memory_bound_and_excess_traffic():
-    c = NcuCounters("k", duration_s=4e-4, dram_pct=78.0, dram_bytes=1.6e9, l2_pct=50.0, sm_pct=20.0,
-                    achieved_occupancy_pct=85.0, stalls=(("long_scoreboard", 0.7), ("wait", 0.1)))
+    c = NcuCounters(
+        "k",
+        duration_s=4e-4,
+        dram_pct=78.0,
+        dram_bytes=1.6e9,
+        l2_pct=50.0,
+        sm_pct=20.0,
+        achieved_occupancy_pct=85.0,
+        stalls=(("long_scoreboard", 0.7), ("wait", 0.1)),
+    )
     found = classify(view(time_s=4e-4, counters=(c,), counter_evidence=tuple(evidence(c, LOC))))
     assert codes(found)[0] == "PRF001" and found[0].confidence == "high" and "DRAM at 78%" in found[0].message
     assert any(e.source == "ncu" and e.name == "DramThroughput" for e in found[0].evidence)
@@ -83,9 +94,16 @@ def test_counters_decide_memory_bound_and_excess_traffic():
 
 
 def test_counters_decide_latency_bound_on_low_occupancy():
-    c = NcuCounters("k", dram_pct=25.0, l2_pct=20.0, sm_pct=15.0, achieved_occupancy_pct=18.0,
-                    theoretical_occupancy_pct=25.0, occupancy_limiter="registers",
-                    stalls=(("long_scoreboard", 0.6), ("barrier", 0.2)))
+    c = NcuCounters(
+        "k",
+        dram_pct=25.0,
+        l2_pct=20.0,
+        sm_pct=15.0,
+        achieved_occupancy_pct=18.0,
+        theoretical_occupancy_pct=25.0,
+        occupancy_limiter="registers",
+        stalls=(("long_scoreboard", 0.6), ("barrier", 0.2)),
+    )
     found = classify(view(time_s=5e-3, counters=(c,), counter_evidence=tuple(evidence(c, LOC))))
     assert codes(found)[0] == "PRF003" and "occupancy 18%" in found[0].message and "long_scoreboard" in found[0].message
     assert "PRF102" in codes(found)
@@ -94,12 +112,19 @@ def test_counters_decide_latency_bound_on_low_occupancy():
 def test_counters_decide_compute_bound():
     c = NcuCounters("k", dram_pct=10.0, l2_pct=30.0, sm_pct=85.0, achieved_occupancy_pct=40.0)
     dot = Evidence("ir", "ttgir", "DotLowering", "missed", LOC, (("engine", "mma_v2"),))
-    found = classify(view(work=MATMUL, time_s=1e-3, counters=(c,), counter_evidence=tuple(evidence(c, LOC)), ir_evidence=(dot,)))
+    found = classify(
+        view(work=MATMUL, time_s=1e-3, counters=(c,), counter_evidence=tuple(evidence(c, LOC)), ir_evidence=(dot,))
+    )
     assert codes(found)[0] == "PRF002" and dot in found[0].evidence
 
 
 def test_estimate_decides_without_counters():
-    v = view(time_s=1e-3, work=MATMUL, features=(feat(moved=8.6e9, unique=1e8),), estimates=(est(memory=9e-4, compute=2.8e-4),))
+    v = view(
+        time_s=1e-3,
+        work=MATMUL,
+        features=(feat(moved=8.6e9, unique=1e8),),
+        estimates=(est(memory=9e-4, compute=2.8e-4),),
+    )
     (primary, *_) = classify(v)
     assert primary.code == "PRF001" and "re-read tiles" in primary.message and primary.confidence == "medium"
     low = view(time_s=1e-3, estimates=(est(latency=0.3),))

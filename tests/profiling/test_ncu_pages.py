@@ -15,7 +15,12 @@ from diagnose.profiling.nvidia.csv_pages import number, parse_raw_page, to_base
 from diagnose.records import Location
 from tests.profiling.conftest import NCU
 
-EXAMPLES = {"vector_add": "add_kernel", "softmax": "softmax_kernel", "layernorm": "layernorm_kernel", "matmul": "matmul_kernel"}
+EXAMPLES = {
+    "vector_add": "add_kernel",
+    "softmax": "softmax_kernel",
+    "layernorm": "layernorm_kernel",
+    "matmul": "matmul_kernel",
+}
 
 
 def raw(example: str):
@@ -28,15 +33,37 @@ def sass_map(example: str):
     return [(off, ins, Location(data["source"], line) if line else None) for off, ins, line in data["sass"]]
 
 
-@pytest.mark.parametrize("text, value", [("201,440", 201440.0), ("3,231,167,593,328.04", 3231167593328.04), ("67.16", 67.16),
-                                          ("2e+06", 2e6), ("-", None), ("n/a", None), ("", None), ("(128, 1, 1)", None)])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("201,440", 201440.0),
+        ("3,231,167,593,328.04", 3231167593328.04),
+        ("67.16", 67.16),
+        ("2e+06", 2e6),
+        ("-", None),
+        ("n/a", None),
+        ("", None),
+        ("(128, 1, 1)", None),
+    ],
+)
 def test_numbers(text, value):
     assert number(text) == value
 
 
-@pytest.mark.parametrize("value, unit, base", [(201440, "ns", 201440e-9), (2.5, "Mbyte", 2.5e6), (210.5, "usecond", 210.5e-6),
-                                               (3.2, "Gbyte/second", 3.2e9), (1.98, "Ghz", 1.98e9), (5, "sectors", 5), (67.0, "%", 67.0),
-                                               (1.0, "byte/s", 1.0), (7.0, "msecond", 7e-3)])
+@pytest.mark.parametrize(
+    "value, unit, base",
+    [
+        (201440, "ns", 201440e-9),
+        (2.5, "Mbyte", 2.5e6),
+        (210.5, "usecond", 210.5e-6),
+        (3.2, "Gbyte/second", 3.2e9),
+        (1.98, "Ghz", 1.98e9),
+        (5, "sectors", 5),
+        (67.0, "%", 67.0),
+        (1.0, "byte/s", 1.0),
+        (7.0, "msecond", 7e-3),
+    ],
+)
 def test_units(value, unit, base):
     assert to_base(value, unit) == pytest.approx(base)
 
@@ -85,8 +112,15 @@ def test_evidence_records():
     c = ncu_counters.counters(raw("softmax"))
     loc = Location("examples/softmax.py", 25)
     ev = {e.name: e for e in ncu_counters.evidence(c, loc)}
-    assert set(ev) == {"NcuDuration", "DramThroughput", "L2Throughput", "SpeedOfLight", "AchievedOccupancy", "WarpStalls",
-                       "UncoalescedGlobalAccess"}
+    assert set(ev) == {
+        "NcuDuration",
+        "DramThroughput",
+        "L2Throughput",
+        "SpeedOfLight",
+        "AchievedOccupancy",
+        "WarpStalls",
+        "UncoalescedGlobalAccess",
+    }
     assert all(e.stage == "profile" and e.source == "ncu" and e.location == loc for e in ev.values())
     assert ev["WarpStalls"].arg("top") == "long_scoreboard"
     assert ev["UncoalescedGlobalAccess"].kind == "passed"
@@ -105,8 +139,15 @@ def test_source_page_joins_the_sass_line_map_by_offset(example):
     assert all(h.location.path == f"examples/{example}.py" for h in joined.hotspots)
 
 
-@pytest.mark.parametrize("example, line, stall", [("vector_add", 29, "long_sb"), ("softmax", 51, "long_sb"),
-                                                  ("layernorm", 58, "long_sb"), ("matmul", 37, "barrier")])
+@pytest.mark.parametrize(
+    "example, line, stall",
+    [
+        ("vector_add", 29, "long_sb"),
+        ("softmax", 51, "long_sb"),
+        ("layernorm", 58, "long_sb"),
+        ("matmul", 37, "barrier"),
+    ],
+)
 def test_hottest_line_of_each_example(example, line, stall):
     rows = source_page.parse_source_page((NCU / f"h200_{example}_source_sass.csv").read_text())
     top = source_page.join(rows, sass_map(example)).hotspots[0]

@@ -15,8 +15,16 @@ ROOF = Roof(4.28e12, 693e12, "fp16", True)
 
 def test_plot_points_from_a_verdict(tmp_path):
     work = [Work("m4096", 1e8, 1.37e11, "fp16")]
-    verdict = Verdict(True, "cuda", timings=(Timing("candidate", "m4096", 1.062), Timing("initial", "m4096", 1.2),
-                                             Timing("eager", "m4096", 0.186), Timing("compile", "m4096", None)))
+    verdict = Verdict(
+        True,
+        "cuda",
+        timings=(
+            Timing("candidate", "m4096", 1.062),
+            Timing("initial", "m4096", 1.2),
+            Timing("eager", "m4096", 0.186),
+            Timing("compile", "m4096", None),
+        ),
+    )
     points = points_from_verdict(verdict, work, ROOF)
     assert [label for label, _ in points] == ["candidate", "initial", "eager"]  # not-timed entries are left out
     paths = plot_roofline(points, ROOF, tmp_path / "matmul.roofline", title="matmul")
@@ -43,6 +51,11 @@ def test_every_code_used_is_in_the_table():
     used = set()
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value[:3] == "PRF" and node.value[3:].isdigit():
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value[:3] == "PRF"
+                and node.value[3:].isdigit()
+            ):
                 used.add(node.value)
     assert used and used <= set(CODES), used - set(CODES)

@@ -16,15 +16,22 @@ from tests.profiling.conftest import NCU
 
 SOFTMAX = str(EXAMPLES / "softmax.py")
 GROUP = "rows16384_cols4096_fp32"
-CEILINGS = {"device": "NVIDIA H200", "copy_bytes_per_s": 4.28e12,
-            "matmul_flops_per_s": [["bf16", 7.2e14], ["fp16", 7.0e14], ["tf32", 3.7e14], ["fp32", 5e13]],
-            "launch_overhead_s": 5e-6, "measured": True, "source": "measured: stand-in", "identity": []}
+CEILINGS = {
+    "device": "NVIDIA H200",
+    "copy_bytes_per_s": 4.28e12,
+    "matmul_flops_per_s": [["bf16", 7.2e14], ["fp16", 7.0e14], ["tf32", 3.7e14], ["fp32", 5e13]],
+    "launch_overhead_s": 5e-6,
+    "measured": True,
+    "source": "measured: stand-in",
+    "identity": [],
+}
 
 
 @pytest.mark.slow
 def test_no_device_says_so_in_one_line_and_shows_the_estimate(tmp_path):
-    code, text = profile_command(str(EXAMPLES / "vector_add.py"), device="cuda", plot_dir=str(tmp_path),
-                                 groups=["n_2e26_odd"])
+    code, text = profile_command(
+        str(EXAMPLES / "vector_add.py"), device="cuda", plot_dir=str(tmp_path), groups=["n_2e26_odd"]
+    )
     assert code == 0
     first, *rest = text.splitlines()
     assert first.startswith("no device:") and "static estimate for cuda:sm90" in first and "an estimate" in first
@@ -48,13 +55,16 @@ def test_json_format(tmp_path):
     assert findings[0]["code"] == "PRF301" and findings[1]["evidence"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"fmt": "yaml"}, "unknown format"),
-    ({"target": "cuda:sm75"}, "unknown target"),
-    ({"device": "tpu"}, "unknown device"),
-    ({"device": "cpu", "ncu": True}, "--ncu needs --device cuda"),
-    ({"baselines": ("inductor",)}, "unknown baseline"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"fmt": "yaml"}, "unknown format"),
+        ({"target": "cuda:sm75"}, "unknown target"),
+        ({"device": "tpu"}, "unknown device"),
+        ({"device": "cpu", "ncu": True}, "--ncu needs --device cuda"),
+        ({"baselines": ("inductor",)}, "unknown baseline"),
+    ],
+)
 def test_usage_errors(kwargs, message):
     with pytest.raises(UsageError, match=message):
         profile_command(SOFTMAX, **kwargs)
@@ -77,12 +87,27 @@ def test_timed_path_with_stand_ins(tmp_path, monkeypatch):
     def call(entry, payload, options, interpret=False, device=None):
         if entry != "device_job":
             return real_call(entry, payload, options, interpret)
-        return {"groups": [GROUP], "notes": [], "ceilings": CEILINGS, "ceilings_from_cache": True,
-                "versions": {"device_name": "NVIDIA H200", "capability": "9.0"},
-                "work": [{"group": GROUP, "bytes": 2 * 16384 * 4096 * 4, "flops": 0.0, "dtype": "fp32",
-                          "bytes_source": "inputs+outputs", "flops_source": "none"}],
-                "timings": [{"variant": v, "group": GROUP, "median_ms": ms, "reps": 30, "stable": True}
-                            for v, ms in (("candidate", 0.202), ("eager", 0.2116))]}
+        return {
+            "groups": [GROUP],
+            "notes": [],
+            "ceilings": CEILINGS,
+            "ceilings_from_cache": True,
+            "versions": {"device_name": "NVIDIA H200", "capability": "9.0"},
+            "work": [
+                {
+                    "group": GROUP,
+                    "bytes": 2 * 16384 * 4096 * 4,
+                    "flops": 0.0,
+                    "dtype": "fp32",
+                    "bytes_source": "inputs+outputs",
+                    "flops_source": "none",
+                }
+            ],
+            "timings": [
+                {"variant": v, "group": GROUP, "median_ms": ms, "reps": 30, "stable": True}
+                for v, ms in (("candidate", 0.202), ("eager", 0.2116))
+            ],
+        }
 
     monkeypatch.setattr(profile, "_call", call)
     code, text = profile_command(SOFTMAX, device="cuda", ncu=True, plot_dir=str(tmp_path), groups=[GROUP])

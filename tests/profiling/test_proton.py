@@ -22,8 +22,10 @@ def load(name: str):
 def test_kernels_are_read_per_scope_and_proton_bookkeeping_is_dropped():
     rows = proton.parse_hatchet(load("written_two_scopes.hatchet"))
     assert [(r.scope, r.kernel, r.count) for r in rows] == [
-        ("candidate@rows", "softmax_kernel", 10), ("candidate@rows", "scale_kernel", 10),
-        ("eager@rows", "cunn_SoftMaxForward", 10)]
+        ("candidate@rows", "softmax_kernel", 10),
+        ("candidate@rows", "scale_kernel", 10),
+        ("eager@rows", "cunn_SoftMaxForward", 10),
+    ]
     assert rows[0].scope_bytes == 268435456.0 and rows[0].scope_flops == 0.0
 
 

@@ -17,8 +17,14 @@ from diagnose.profiling.roofline import (
 )
 from diagnose.targets import TARGETS
 
-H200 = Ceilings("NVIDIA H200", 4.28e12, (("bf16", 722e12), ("fp16", 700e12), ("tf32", 370e12), ("fp32", 50e12)),
-                5e-6, True, "measured")
+H200 = Ceilings(
+    "NVIDIA H200",
+    4.28e12,
+    (("bf16", 722e12), ("fp16", 700e12), ("tf32", 370e12), ("fp32", 50e12)),
+    5e-6,
+    True,
+    "measured",
+)
 
 
 def test_memory_bound_copy_like_task():

@@ -18,8 +18,12 @@ from diagnose.targets import lookup
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ROOT / "benchmarks" / "profiling_variants"
-H200 = hardware(Ceilings("H200", 4.28e12, (("bf16", 722e12), ("fp16", 700e12), ("tf32", 370e12), ("fp32", 50e12)),
-                         5e-6, True, "test"), 132)
+H200 = hardware(
+    Ceilings(
+        "H200", 4.28e12, (("bf16", 722e12), ("fp16", 700e12), ("tf32", 370e12), ("fp32", 50e12)), 5e-6, True, "test"
+    ),
+    132,
+)
 WIDTHS = sorted(WIDTH_EFFICIENCY) + [None]
 
 features = st.builds(
@@ -80,8 +84,9 @@ def features_of(path: str, group: str | None = None) -> tuple[KernelFeatures, ..
     from diagnose.profiling import jobs
     from diagnose.profiling.profile import _features
 
-    out = jobs.static_job({"reference": path, "candidate": path, "groups": [group] if group else None,
-                           "target": "cuda:sm90"})
+    out = jobs.static_job(
+        {"reference": path, "candidate": path, "groups": [group] if group else None, "target": "cuda:sm90"}
+    )
     return tuple(_features(dict(k["features"])) for k in out["kernels"])
 
 

@@ -17,60 +17,138 @@ from diagnose.report.sarif import report_sarif
 from diagnose.report.summary import summary_text
 from tests.conftest import run_cli, run_cli_here
 
-TASK_LINES = ["import triton", "", "    x = tl.load(x_ptr + offs)  # the flagged line", "    tl.store(out_ptr + offs, x)"]
+TASK_LINES = [
+    "import triton",
+    "",
+    "    x = tl.load(x_ptr + offs)  # the flagged line",
+    "    tl.store(out_ptr + offs, x)",
+]
 
 
 def timing(variant, median, group="g"):
-    return {"variant": variant, "group": group, "median_ms": median, "p20_ms": median, "p80_ms": median,
-            "iqr_ms": 0.0 if median else None, "cv": 0.01 if median else None, "reps": 100 if median else 0,
-            "stable": bool(median), "note": "" if median else "not timed: no device here"}
+    return {
+        "variant": variant,
+        "group": group,
+        "median_ms": median,
+        "p20_ms": median,
+        "p80_ms": median,
+        "iqr_ms": 0.0 if median else None,
+        "cv": 0.01 if median else None,
+        "reps": 100 if median else 0,
+        "stable": bool(median),
+        "note": "" if median else "not timed: no device here",
+    }
 
 
 def verdict(timings, passed=True):
     checks = [{"name": "ghost_replay", "passed": passed, "detail": ""}]
-    return {"passed": passed, "device": "cuda", "cases": [], "checks": checks, "timings": timings, "failure": None,
-            "versions": [], "notes": [], "phases": [["candidate", 1.5], ["total", 3.0]]}
+    return {
+        "passed": passed,
+        "device": "cuda",
+        "cases": [],
+        "checks": checks,
+        "timings": timings,
+        "failure": None,
+        "versions": [],
+        "notes": [],
+        "phases": [["candidate", 1.5], ["total", 3.0]],
+    }
 
 
 def candidate(id_, made_by, predicted=None):
-    return {"id": id_, "source": "", "diff": f"--- a\n+++ b\n@@ -1 +1 @@\n-old {id_}\n+new {id_}\n", "made_by": made_by,
-            "safety": "safe", "answers": ["TRI001@task.py:3"], "predicted_gain": predicted, "searched": [],
-            "lineage": made_by}
+    return {
+        "id": id_,
+        "source": "",
+        "diff": f"--- a\n+++ b\n@@ -1 +1 @@\n-old {id_}\n+new {id_}\n",
+        "made_by": made_by,
+        "safety": "safe",
+        "answers": ["TRI001@task.py:3"],
+        "predicted_gain": predicted,
+        "searched": [],
+        "lineage": made_by,
+    }
 
 
 def evidence(path, line, name="GlobalAccessWidth"):
-    return {"stage": "ir", "source": "ptx", "name": name, "kind": "missed",
-            "location": {"path": path, "line": line, "col": 4, "end_line": None, "end_col": None},
-            "args": [["bits", 32]], "raw": None}
+    return {
+        "stage": "ir",
+        "source": "ptx",
+        "name": name,
+        "kind": "missed",
+        "location": {"path": path, "line": line, "col": 4, "end_line": None, "end_col": None},
+        "args": [["bits", 32]],
+        "raw": None,
+    }
 
 
 def make_report(task_path, timed=True):
     path = str(task_path)
     ms = (lambda value: value) if timed else (lambda value: None)
-    finding = {"code": "PRF001", "message": "Memory-bound: 25% of the roofline", "severity": "warning",
-               "confidence": "medium", "location": evidence(path, 3)["location"], "evidence": [evidence(path, 3, "Roofline")],
-               "secondary": [], "rewrites": []}
-    triage = {**finding, "code": "TRI001", "message": "Load is not coalesced", "evidence": [evidence(path, 4, "Strided")]}
+    finding = {
+        "code": "PRF001",
+        "message": "Memory-bound: 25% of the roofline",
+        "severity": "warning",
+        "confidence": "medium",
+        "location": evidence(path, 3)["location"],
+        "evidence": [evidence(path, 3, "Roofline")],
+        "secondary": [],
+        "rewrites": [],
+    }
+    triage = {
+        **finding,
+        "code": "TRI001",
+        "message": "Load is not coalesced",
+        "evidence": [evidence(path, 4, "Strided")],
+    }
     return {
-        "schema_version": 1, "task": path, "target": "cuda:sm90", "device": "cuda" if timed else "cpu",
+        "schema_version": 1,
+        "task": path,
+        "target": "cuda:sm90",
+        "device": "cuda" if timed else "cpu",
         "findings": [finding, triage],
-        "trace": [{"level": "baseline", "action": "verify the task as given", "reason": "passed=True", "at": 1.0},
-                  {"level": "profile", "action": "roofline and bottleneck", "reason": "25% of the roofline bound on g",
-                   "at": 2.5}],
+        "trace": [
+            {"level": "baseline", "action": "verify the task as given", "reason": "passed=True", "at": 1.0},
+            {
+                "level": "profile",
+                "action": "roofline and bottleneck",
+                "reason": "25% of the roofline bound on g",
+                "at": 2.5,
+            },
+        ],
         "candidates": [
-            {"candidate": candidate("widen-abc", ["vectorization-hints"], 1.8),
-             "verdict": verdict([timing("candidate", ms(1.0)), timing("initial", ms(2.0)), timing("eager", ms(1.5))])},
-            {"candidate": candidate("tile-def", ["two-level-tiling"], 3.0),
-             "verdict": verdict([timing("candidate", None)], passed=False)},
+            {
+                "candidate": candidate("widen-abc", ["vectorization-hints"], 1.8),
+                "verdict": verdict(
+                    [timing("candidate", ms(1.0)), timing("initial", ms(2.0)), timing("eager", ms(1.5))]
+                ),
+            },
+            {
+                "candidate": candidate("tile-def", ["two-level-tiling"], 3.0),
+                "verdict": verdict([timing("candidate", None)], passed=False),
+            },
         ],
         "best": "widen-abc",
         "environment": [["diagnose", "0"]],
         "baseline": verdict([timing("candidate", ms(2.0)), timing("eager", ms(1.5)), timing("compile", ms(1.2))]),
         "evidence": [evidence(path, 3)],
-        "roofline": {"work": [{"group": "g", "bytes": 1.5e9, "flops": 0.0, "dtype": "float32",
-                               "bytes_source": "inputs+outputs", "flops_source": "none"}],
-                     "roof": {"bytes_per_s": 3e12, "flops_per_s": 6e14, "dtype": "float32", "measured": True},
-                     "timed": timed, "profiled": "task", "estimate_ms": {"g": 0.8}, "bound_ms": 0.5, "group": "g"},
+        "roofline": {
+            "work": [
+                {
+                    "group": "g",
+                    "bytes": 1.5e9,
+                    "flops": 0.0,
+                    "dtype": "float32",
+                    "bytes_source": "inputs+outputs",
+                    "flops_source": "none",
+                }
+            ],
+            "roof": {"bytes_per_s": 3e12, "flops_per_s": 6e14, "dtype": "float32", "measured": True},
+            "timed": timed,
+            "profiled": "task",
+            "estimate_ms": {"g": 0.8},
+            "bound_ms": 0.5,
+            "group": "g",
+        },
         "deepest_level": "profile",
         "wall_s": 12.5,
     }
@@ -105,10 +183,14 @@ def test_html_has_the_roofline_with_every_timed_variant_and_the_evidence_with_it
     assert [label for label, _ in plot.points] == ["initial", "eager", "compile", "widen-abc"]
     assert not plot.estimated
     assert {label: round(p.fraction, 3) for label, p in plot.points} == {
-        "initial": 0.25, "eager": 0.333, "compile": 0.417, "widen-abc": 0.5}
+        "initial": 0.25,
+        "eager": 0.333,
+        "compile": 0.417,
+        "widen-abc": 0.5,
+    }
     page = render_html(report)
     assert page.count("<svg") == 1 and "<?xml" not in page and "<script" not in page
-    svg = page[page.index("<svg"):page.index("</svg>")]
+    svg = page[page.index("<svg") : page.index("</svg>")]
     for label in ("initial [g] 25%", "eager [g] 33%", "compile [g] 42%", "widen-abc [g] 50%"):
         assert label in svg, label  # matplotlib keeps every text as a comment beside its glyphs
     assert "25% of the roofline bound on g" in page  # the trace
@@ -142,7 +224,13 @@ def test_without_timings_the_report_says_so_and_plots_the_estimate(task_file):
 
 def test_summary_table_lists_each_candidate(task_file):
     text = summary_text(make_record(task_file))
-    assert "passed, best" in text and "widen-abc" in text and "vectorization-hints" in text and "2.00x" in text and "1 ms" in text
+    assert (
+        "passed, best" in text
+        and "widen-abc" in text
+        and "vectorization-hints" in text
+        and "2.00x" in text
+        and "1 ms" in text
+    )
     assert "tile-def" in text and "failed: ghost_replay" in text
     assert "TRI001@task.py:3" in text  # the finding each candidate answers
     untimed = summary_text(make_record(task_file, timed=False))
@@ -164,7 +252,12 @@ def test_report_command_renders_a_finished_run_in_every_format(task_file, tmp_pa
     folder.mkdir(parents=True)
     (folder / "report.json").write_text(json.dumps(make_report(task_file)))
     env = {"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")}
-    expected = {"json": '"best": "widen-abc"', "md": "## Escalation trace", "html": "<svg", "sarif": '"ruleId": "PRF001"'}
+    expected = {
+        "json": '"best": "widen-abc"',
+        "md": "## Escalation trace",
+        "html": "<svg",
+        "sarif": '"ruleId": "PRF001"',
+    }
     # One format as a user runs it (a process of its own), the others in this process: each command is a
     # fresh interpreter's imports otherwise (7 commands took 45 s of CI's two cores).
     sarif = run_cli("report", "run-1", "--format", "sarif", env=env, timeout=120)

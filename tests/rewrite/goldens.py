@@ -38,8 +38,11 @@ def folders() -> list[Path]:
 
 def real_code_pairs() -> list[tuple[Path, Path]]:
     """(`before_<style>.py`, `after_<style>.py`) of every folder."""
-    return [(before, before.with_name(before.name.replace("before_", "after_", 1)))
-            for folder in folders() for before in sorted(folder.glob("before_*.py"))]
+    return [
+        (before, before.with_name(before.name.replace("before_", "after_", 1)))
+        for folder in folders()
+        for before in sorted(folder.glob("before_*.py"))
+    ]
 
 
 def context(folder: Path, name: str = "before.py"):
@@ -51,13 +54,20 @@ def context(folder: Path, name: str = "before.py"):
     path = folder / name
     target = (folder / "target").read_text().strip() if (folder / "target").exists() else "cuda:sm90"
     evidence = ()
-    facts = folder / ("evidence.json" if name == "before.py" else name.replace("before_", "evidence_", 1)
-                      .removesuffix(".py") + ".json")
+    facts = folder / (
+        "evidence.json"
+        if name == "before.py"
+        else name.replace("before_", "evidence_", 1).removesuffix(".py") + ".json"
+    )
     if name.startswith("before") and facts.exists():
         evidence = tuple(
-            e if e.location is None else type(e)(e.stage, e.source, e.name, e.kind,
-                                                  Location(str(path), e.location.line, e.location.col), e.args, e.raw)
-            for e in as_evidence(json.loads(facts.read_text())))
+            e
+            if e.location is None
+            else type(e)(
+                e.stage, e.source, e.name, e.kind, Location(str(path), e.location.line, e.location.col), e.args, e.raw
+            )
+            for e in as_evidence(json.loads(facts.read_text()))
+        )
     params = json.loads((folder / "params.json").read_text()) if (folder / "params.json").exists() else {}
     return RewriteContext(path.read_text(), str(path), lookup(target), (), evidence, tuple(sorted(params.items())))
 

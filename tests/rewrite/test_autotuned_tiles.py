@@ -27,19 +27,24 @@ def test_a_new_shape_goes_first_and_the_authors_configs_stay():
 
 
 def test_an_equal_config_moves_first_instead_of_being_repeated():
-    source = WGMMA.read_text().replace("        triton.Config({\"BLOCK_M\": 64, ", f"        {HOPPER},\n"
-                                       "        triton.Config({\"BLOCK_M\": 64, ")
+    source = WGMMA.read_text().replace(
+        '        triton.Config({"BLOCK_M": 64, ', f'        {HOPPER},\n        triton.Config({{"BLOCK_M": 64, '
+    )
     assert len(configs(source)) == 3 and configs(source)[1] == HOPPER
     new = REWRITES["wgmma-tiles"].apply(RewriteContext(source, str(WGMMA)))
     assert configs(new) == [HOPPER, configs(source)[0], configs(source)[2]]
 
 
 def test_the_searched_shape_is_the_one_written():
-    ctx = RewriteContext(WGMMA.read_text(), str(WGMMA), params=(
-        ("BLOCK_K", 64), ("BLOCK_M", 64), ("BLOCK_N", 128), ("num_stages", 4), ("num_warps", 4)))
+    ctx = RewriteContext(
+        WGMMA.read_text(),
+        str(WGMMA),
+        params=(("BLOCK_K", 64), ("BLOCK_M", 64), ("BLOCK_N", 128), ("num_stages", 4), ("num_warps", 4)),
+    )
     new = REWRITES["wgmma-tiles"].apply(ctx)
-    assert configs(new)[0] == ('triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}, '
-                               'num_warps=4, num_stages=4)')
+    assert configs(new)[0] == (
+        'triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}, num_warps=4, num_stages=4)'
+    )
 
 
 def test_an_autotuned_attention_gets_a_hopper_shape_first():

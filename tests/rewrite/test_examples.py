@@ -86,10 +86,22 @@ def test_matmul_candidate_ir_uses_wgmma(results):
     from diagnose.ir.cli import run_worker
 
     def engines(file: Path) -> set[str]:
-        payload = {"path": str(file), "target": "cuda:sm90", "passes": False, "diff_pass": None, "stage": None,
-                   "kernel": None, "cache_root": str(cache_root())}
+        payload = {
+            "path": str(file),
+            "target": "cuda:sm90",
+            "passes": False,
+            "diff_pass": None,
+            "stage": None,
+            "kernel": None,
+            "cache_root": str(cache_root()),
+        }
         result = run_worker(payload)
-        return {dict(e["args"]).get("engine") for k in result["kernels"] for e in k["evidence"] if e["name"] == "DotLowering"}
+        return {
+            dict(e["args"]).get("engine")
+            for k in result["kernels"]
+            for e in k["evidence"]
+            if e["name"] == "DotLowering"
+        }
 
     path, _, _ = results["matmul"]
     assert engines(path) == {"mma_v2"}
@@ -128,11 +140,14 @@ def test_list_says_what_applies_and_why(results):
     assert "meant for npu" in rows["two-level-tiling"]
 
 
-@pytest.mark.parametrize("apply, message", [
-    (["no-such-rewrite"], "unknown rewrite or code"),
-    (["group-m-swizzle"], "group-m-swizzle does not apply to vector_add.py"),
-    (["TRI019"], "no rewrite for TRI019 applies"),
-])
+@pytest.mark.parametrize(
+    "apply, message",
+    [
+        (["no-such-rewrite"], "unknown rewrite or code"),
+        (["group-m-swizzle"], "group-m-swizzle does not apply to vector_add.py"),
+        (["TRI019"], "no rewrite for TRI019 applies"),
+    ],
+)
 def test_usage_errors(tmp_path, apply, message):
     path = tmp_path / "vector_add.py"
     shutil.copy(EXAMPLES / "vector_add.py", path)

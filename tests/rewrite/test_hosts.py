@@ -14,13 +14,13 @@ from tests.rewrite.goldens import FIXTURES, context, folders, real_code_pairs, r
 
 PAIRS = real_code_pairs()
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
-KERNEL = '''@triton.jit
+KERNEL = """@triton.jit
 def _k(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, 1.0, mask=offs < n)
 
 
-'''
+"""
 
 
 def sites(source: str):
@@ -28,7 +28,7 @@ def sites(source: str):
 
 
 def test_launches_are_found_in_every_host_function_in_source_order():
-    found = sites('''def op(x):
+    found = sites("""def op(x):
     _k[(1,)](x, 1, BLOCK=16)
 
     def inner(y):
@@ -59,11 +59,11 @@ class Block(torch.nn.Module):
     def forward(self, x):
         _k[(6,)](x, 6, BLOCK=16)
         return x
-''')
+""")
     assert [(s.host_name, code(s.grid), s.indent, s.assigns) for s in found] == [
         ("op", "(1,)", 4, False),
         ("op.<locals>.inner", "(2,)", 8, True),  # kept in a variable, found all the same
-        ("Fn.forward", "(4,)", 16, False),       # the alias launch `run[(3,)]` is not found
+        ("Fn.forward", "(4,)", 16, False),  # the alias launch `run[(3,)]` is not found
         ("Fn.backward", "(5,)", 12, False),
         ("Block.forward", "(6,)", 8, False),
     ]
@@ -80,19 +80,25 @@ def test_a_star_args_launch_maps_no_position_past_it():
     assert code(site.value(kernel, "BLOCK")) == "16"
 
 
-@pytest.mark.parametrize(("setup", "may_set_warps"), [
-    ("    options = {}\n    if x.is_cuda:\n        options['grf_mode'] = 'large'\n", False),
-    ("    options = {'num_warps': 4}\n", True),
-    ("    options = launch_options(x)\n", True),
-    ("    options = {}\n    options.update(extra)\n", True),
-])
+@pytest.mark.parametrize(
+    ("setup", "may_set_warps"),
+    [
+        ("    options = {}\n    if x.is_cuda:\n        options['grf_mode'] = 'large'\n", False),
+        ("    options = {'num_warps': 4}\n", True),
+        ("    options = launch_options(x)\n", True),
+        ("    options = {}\n    options.update(extra)\n", True),
+    ],
+)
 def test_what_a_kwargs_launch_may_pass(setup, may_set_warps):
     (site,) = sites(f"def op(x, extra):\n{setup}    _k[(1,)](x, 1, BLOCK=16, **options)\n")
     assert site.passes_unpacked("num_warps") is may_set_warps
 
 
 def test_a_grid_name_is_shared_only_within_its_host():
-    source = HEADER + KERNEL + '''def a(x):
+    source = (
+        HEADER
+        + KERNEL
+        + """def a(x):
     grid = (1,)
     _k[grid](x, 1, BLOCK=16)
 
@@ -101,14 +107,17 @@ def b(x):
     grid = (2,)
     _k[grid](x, 2, BLOCK=16)
     _k[grid](x, 2, BLOCK=32)
-'''
+"""
+    )
     module = cst.parse_module(source)
     assert [grid_shared(module, s) for s in launch_sites(module)] == [False, True, True]
 
 
 def test_a_launch_kept_in_a_variable_stays_one_in_both_branches():
     """int32-index's host switch in a nested function, the launch's result assigned."""
-    source = HEADER + '''@triton.jit
+    source = (
+        HEADER
+        + """@triton.jit
 def _k(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, 1.0, mask=offs < n)
@@ -120,7 +129,8 @@ def make():
         return handle
 
     return fill
-'''
+"""
+    )
     new = REWRITES["int32-index"].apply(RewriteContext(source))
     assert "    if _offsets_fit_int32(x):\n            handle = _k_i32[" in new
     assert "        else:\n            handle = _k[" in new
@@ -136,8 +146,9 @@ def test_every_rewrite_has_real_code_pairs():
     assert set(styles) == set(REWRITES), set(styles) ^ set(REWRITES)
     assert all((FIXTURES / r / "before.py").exists() for r in styles)
     assert all("module" in found for found in styles.values()), [r for r, s in styles.items() if "module" not in s]
-    assert all(len(found - {"module"}) >= 1 for found in styles.values()), \
-        [r for r, s in styles.items() if not s - {"module"}]
+    assert all(len(found - {"module"}) >= 1 for found in styles.values()), [
+        r for r, s in styles.items() if not s - {"module"}
+    ]
     autograd = [r for r, found in styles.items() if "autograd" in found]
     assert 3 * len(autograd) >= len(REWRITES), autograd
     assert any("with torch.cuda.device(" in (FIXTURES / r / "before_autograd.py").read_text() for r in autograd)
@@ -149,8 +160,9 @@ def test_every_rewrite_has_real_code_pairs():
 
 @pytest.mark.parametrize(("before", "after"), PAIRS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_real_code_golden_after(before, after):
-    assert rewritten(before.parent, before.name) == after.read_text(), \
+    assert rewritten(before.parent, before.name) == after.read_text(), (
         f"{before.parent.name}: output differs from {after.name} (regenerate with `python -m tests.rewrite.goldens`)"
+    )
 
 
 @pytest.mark.parametrize(("before", "after"), PAIRS, ids=lambda p: f"{p.parent.name}/{p.stem}")

@@ -12,9 +12,11 @@ FOLDER = FIXTURES / "int32-index"
 # Liger's DyT without a bias: the optional pointer argument is None, and the size check must skip it.
 # Liger's GRPO loss widens with the tensor method `.cast(tl.int64)`, its mask pointer None too.
 # A punica-style LoRA shrink: a pointer expression split over two lines inside `tl.load(...)`.
-CALLS = {"optional": "dyt(x=f32[4,300], alpha=f32[1], gamma=f32[300], beta=None)",
-         "method_cast": "selective_log_softmax(logits=f32[2,5,100], input_ids=i64[2,5](range=(0, 100)), mask=None)",
-         "multiline_pointer": "lora_shrink(x=f16[6,64], lora=f16[3,40,64], indices=i64[6](range=(-1, 3)))"}
+CALLS = {
+    "optional": "dyt(x=f32[4,300], alpha=f32[1], gamma=f32[300], beta=None)",
+    "method_cast": "selective_log_softmax(logits=f32[2,5,100], input_ids=i64[2,5](range=(0, 100)), mask=None)",
+    "multiline_pointer": "lora_shrink(x=f16[6,64], lora=f16[3,40,64], indices=i64[6](range=(-1, 3)))",
+}
 
 
 @pytest.mark.slow

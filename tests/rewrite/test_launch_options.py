@@ -49,8 +49,10 @@ def test_the_search_space_starts_from_the_current_values():
     assert {"num_warps": 8, "num_stages": 3} in space and {"num_warps": 4, "num_stages": 1} in space
     helper = context(FOLDER, "before_autograd.py")
     assert REWRITE.search_space(helper, REWRITE.check(helper).plan)[:3] == [
-        {"num_warps_scale": 1, "num_stages": 3}, {"num_warps_scale": 2, "num_stages": 3},
-        {"num_warps_scale": -2, "num_stages": 3}]
+        {"num_warps_scale": 1, "num_stages": 3},
+        {"num_warps_scale": 2, "num_stages": 3},
+        {"num_warps_scale": -2, "num_stages": 3},
+    ]
     plain = context(FOLDER, "before_module.py")
     assert all("num_stages" not in v for v in REWRITE.search_space(plain, REWRITE.check(plain).plan))
 
@@ -122,7 +124,7 @@ def test_a_kernel_parameter_named_num_stages_leaves_only_num_warps():
     """Triton binds `num_stages` to the kernel's parameter of that name: a launch option of the same
     name would be a second value for it (Liger's neighborhood mask kernel takes both as constexprs;
     `rejected_option_named_param.py` is the one that takes num_warps too)."""
-    source = '''import torch
+    source = """import torch
 import triton
 import triton.language as tl
 
@@ -137,7 +139,7 @@ def _rows(x_ptr, n_rows, n_cols, BLOCK: tl.constexpr, num_stages: tl.constexpr):
 def fill(x):
     _rows[(4,)](x, x.shape[0], x.shape[1], triton.next_power_of_2(x.shape[1]), 2)
     return x
-'''
+"""
     pre = REWRITE.check(RewriteContext(source))
     assert pre.holds and pre.plan.stages is None, pre.reason
     new = REWRITE.apply(RewriteContext(source, params=(("num_warps", 8), ("num_stages", 4))))

@@ -36,11 +36,16 @@ def test_the_loads_that_move_and_how_their_next_address_is_written():
 def test_a_load_after_its_pointer_moved_or_of_a_computed_address_stays():
     source = (FOLDER / "before_autograd.py").read_text()
     early = source.replace("        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)\n", "").replace(
-        "        X += stride\n", "        X += stride\n        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)\n")
+        "        X += stride\n",
+        "        X += stride\n        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)\n",
+    )
     pre = REWRITE.check(RewriteContext(early, "ops.py"))
     assert pre.holds and "x" not in [load.target for load in pre.plan.loads]
-    moving_end = (FOLDER / "before_module.py").read_text().replace(
-        "        db += dy\n", "        db += dy\n        row_end = row_end - 0\n")
+    moving_end = (
+        (FOLDER / "before_module.py")
+        .read_text()
+        .replace("        db += dy\n", "        db += dy\n        row_end = row_end - 0\n")
+    )
     assert "end or step reads a name the body assigns" in REWRITE.check(RewriteContext(moving_end, "ops.py")).reason
     gather = REWRITE.check(context(FOLDER, "rejected_gather.py"))
     assert not gather.holds and "scalars" in gather.reason
@@ -48,8 +53,11 @@ def test_a_load_after_its_pointer_moved_or_of_a_computed_address_stays():
 
 def test_a_mask_passed_by_position_gets_the_row_bound_where_it_is():
     """FlagGems writes `tl.load(ptr, mask, other)`: a second `mask=` would not compile."""
-    source = (FOLDER / "before_module.py").read_text().replace(
-        "tl.load(row_x + cols, mask=mask, other=0.0)", "tl.load(row_x + cols, mask, 0.0)")
+    source = (
+        (FOLDER / "before_module.py")
+        .read_text()
+        .replace("tl.load(row_x + cols, mask=mask, other=0.0)", "tl.load(row_x + cols, mask, 0.0)")
+    )
     new = REWRITE.apply(RewriteContext(source, "ops.py"))
     assert "x_next = tl.load(X + row_next * stride + cols, mask & (row_next < row_end), 0.0)" in new
 

@@ -41,10 +41,15 @@ def test_the_reads_it_scales_are_the_ones_the_grid_depends_on():
 def test_every_read_of_the_launching_function_is_scaled_together():
     """A grid that reads the helper directly and a row count that asks it again: both scaled, or the
     programs past the first count would find no rows, and a buffer sized by it would be too short."""
-    source = (FOLDER / "before_module.py").read_text().replace(
-        "    grid = (partial_dw.shape[0],)\n    rows_per_program = triton.cdiv(n_rows, grid[0])\n",
-        "    grid = (min(_num_sms(x.device), n_rows),)\n"
-        "    rows_per_program = triton.cdiv(n_rows, min(_num_sms(x.device), n_rows))\n")
+    source = (
+        (FOLDER / "before_module.py")
+        .read_text()
+        .replace(
+            "    grid = (partial_dw.shape[0],)\n    rows_per_program = triton.cdiv(n_rows, grid[0])\n",
+            "    grid = (min(_num_sms(x.device), n_rows),)\n"
+            "    rows_per_program = triton.cdiv(n_rows, min(_num_sms(x.device), n_rows))\n",
+        )
+    )
     assert source.count("_num_sms(x.device)") == 3
     new = REWRITE.apply(RewriteContext(source, "ops.py", params=(("programs_per_sm", 2),)))
     assert new.count("_num_sms(x.device) * 2") == 3
@@ -53,7 +58,11 @@ def test_every_read_of_the_launching_function_is_scaled_together():
 def test_the_search_space_starts_from_the_current_count():
     task = context(FOLDER)
     assert REWRITE.search_space(task, REWRITE.check(task).plan) == [
-        {"programs_per_sm": 1}, {"programs_per_sm": 2}, {"programs_per_sm": 4}, {"programs_per_sm": 8}]
+        {"programs_per_sm": 1},
+        {"programs_per_sm": 2},
+        {"programs_per_sm": 4},
+        {"programs_per_sm": 8},
+    ]
     after = context(FOLDER, "after.py")
     plan = REWRITE.check(after).plan
     assert plan.factor == 4 and REWRITE.search_space(after, plan)[0] == {"programs_per_sm": 4}

@@ -23,8 +23,12 @@ IDS = sorted(REWRITES)
 
 def rewrite_classes() -> dict[str, type[Rewrite]]:
     found = {}
-    modules = [f"{pkg.__name__}.{info.name}" for pkg in (package, codemods)
-               for info in pkgutil.iter_modules(pkg.__path__) if not info.ispkg]
+    modules = [
+        f"{pkg.__name__}.{info.name}"
+        for pkg in (package, codemods)
+        for info in pkgutil.iter_modules(pkg.__path__)
+        if not info.ispkg
+    ]
     for module in map(importlib.import_module, modules):
         for _, value in inspect.getmembers(module, inspect.isclass):
             if issubclass(value, Rewrite) and value is not Rewrite and value.__module__ == module.__name__:
@@ -38,8 +42,9 @@ def test_every_rewrite_module_is_in_the_table_once():
     assert len(IDS) >= 12
     for rewrite_id, cls in classes.items():
         assert type(REWRITES[rewrite_id]) is cls
-        assert cls.__module__ == f"diagnose.rewrite.codemods.{rewrite_id.replace('-', '_')}", \
+        assert cls.__module__ == f"diagnose.rewrite.codemods.{rewrite_id.replace('-', '_')}", (
             "one rewrite per file under codemods/, named for it"
+        )
 
 
 @pytest.mark.parametrize("rewrite_id", IDS)
@@ -75,11 +80,14 @@ def test_every_rewrite_has_its_fixtures():
 @pytest.mark.parametrize("rewrite_id", IDS)
 def test_golden_after(rewrite_id):
     folder = FIXTURES / rewrite_id
-    assert rewritten(folder) == (folder / "after.py").read_text(), \
+    assert rewritten(folder) == (folder / "after.py").read_text(), (
         f"{rewrite_id}: output differs from after.py (regenerate with `python -m tests.rewrite.goldens` if intended)"
+    )
 
 
-@pytest.mark.parametrize("rejected", sorted(FIXTURES.glob("*/rejected_*.py")), ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize(
+    "rejected", sorted(FIXTURES.glob("*/rejected_*.py")), ids=lambda p: f"{p.parent.name}/{p.stem}"
+)
 def test_precondition_says_no(rejected):
     expected = rejected.read_text().splitlines()[0].removeprefix("# rejects: ")
     pre = REWRITES[rejected.parent.name].check(context(rejected.parent, rejected.name))
@@ -139,11 +147,14 @@ def test_a_memory_bound_matmul_calls_for_larger_tiles():
     from diagnose.optimizer.pipeline import called_by, context_for, survey
 
     evidence = (Evidence("profile", "estimate", "Bottleneck", "analysis"),)
-    finding = Finding("PRF001", "Memory-bound: 43% of the roofline", "warning", "medium",
-                      Location("matmul_bias.py", 40), evidence)
+    finding = Finding(
+        "PRF001", "Memory-bound: 43% of the roofline", "warning", "medium", Location("matmul_bias.py", 40), evidence
+    )
     assert called_by(REWRITES["wgmma-tiles"], [finding], ()) == ("PRF001@matmul_bias.py:40",)
-    for path, holds in ((ROOT / "benchmarks/npukernel/level3/matmul_bias.py", True),
-                        (ROOT / "benchmarks/npukernel/level1/math_abs.py", False)):
+    for path, holds in (
+        (ROOT / "benchmarks/npukernel/level3/matmul_bias.py", True),
+        (ROOT / "benchmarks/npukernel/level1/math_abs.py", False),
+    ):
         found = {a.rewrite.id: a for a in survey(context_for(path, [finding], (), "cuda:sm90"))}
         assert found["wgmma-tiles"].precondition.holds is holds, path
 
@@ -159,7 +170,9 @@ def test_an_uncoalesced_gather_calls_for_row_program_order(tmp_path):
     from diagnose.verify.harness import CheckOptions, verify
 
     evidence = (Evidence("profile", "estimate", "Bottleneck", "analysis"),)
-    finding = Finding("PRF101", "Uncoalesced global accesses", "warning", "medium", Location("index_gather.py", 34), evidence)
+    finding = Finding(
+        "PRF101", "Uncoalesced global accesses", "warning", "medium", Location("index_gather.py", 34), evidence
+    )
     assert called_by(REWRITES["row-program-order"], [finding], ()) == ("PRF101@index_gather.py:34",)
     gather = ROOT / "benchmarks/npukernel/level1/index_gather.py"
     for path, holds in ((gather, True), (ROOT / "benchmarks/npukernel/level1/math_abs.py", False)):
@@ -184,8 +197,14 @@ def test_a_tail_bound_matmul_calls_for_split_k(tmp_path):
     from diagnose.verify.harness import CheckOptions, verify
 
     evidence = (Evidence("profile", "roofline", "RooflinePosition", "metric"),)
-    finding = Finding("PRF004", "Too few programs for the device: 6% of the roofline; 64 programs for 132 SMs",
-                      "warning", "medium", Location("matmul_split_k.py", 35), evidence)
+    finding = Finding(
+        "PRF004",
+        "Too few programs for the device: 6% of the roofline; 64 programs for 132 SMs",
+        "warning",
+        "medium",
+        Location("matmul_split_k.py", 35),
+        evidence,
+    )
     assert called_by(REWRITES["split-k"], [finding], ()) == ("PRF004@matmul_split_k.py:35",)
     entry = ROOT / "benchmarks/npukernel/level3/matmul_split_k.py"
     for path, holds in ((entry, True), (ROOT / "benchmarks/npukernel/level3/matmul_bias.py", False)):

@@ -62,7 +62,7 @@ def test_precondition_holds_and_only_the_launch_values_change(task):
 
 
 def test_only_block_dependent_accesses_need_a_mask():
-    kernel = kernel_of('''
+    kernel = kernel_of("""
 @triton.jit
 def k(x_ptr, y_ptr, idx_ptr, n, BLOCK: tl.constexpr):
     row = tl.program_id(0)
@@ -75,7 +75,7 @@ def k(x_ptr, y_ptr, idx_ptr, n, BLOCK: tl.constexpr):
         acc += tl.load(p + cols, mask=start + cols < n)
     first = tl.load(idx_ptr + row)
     tl.store(y_ptr + row, tl.sum(acc, axis=0) + tl.load(base + first))
-''')
+""")
     dependent = dependence(kernel.node, "BLOCK").names
     assert {"cols", "acc", "start", "p"} <= dependent  # `p` through its rebinding in the loop
     assert not {"row", "base", "first"} & dependent
@@ -86,14 +86,17 @@ def k(x_ptr, y_ptr, idx_ptr, n, BLOCK: tl.constexpr):
     assert not tile_accesses_masked(kernel, "BLOCK", frozenset({0}))
 
 
-@pytest.mark.parametrize("body", [
-    "    p = x_ptr + row\n    for start in range(0, n, BLOCK):\n        p += start\n    tl.store(p, 1.0)",
-    "    off = row\n    if row < BLOCK:\n        off = 0\n    tl.store(x_ptr + off, 1.0)",
-    "    with tl.static_assert(True):\n        off = row\n    tl.store(x_ptr + off, 1.0)",
-    "    tl.atomic_cas(x_ptr + row + tl.arange(0, BLOCK), 0, 1)",
-    "    if n < BLOCK:\n        tl.store(x_ptr + row, 1.0)",  # runs under a block-dependent condition
-    "    if n < BLOCK:\n        return\n    tl.store(x_ptr + row, 1.0)",  # after a block-dependent exit
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    p = x_ptr + row\n    for start in range(0, n, BLOCK):\n        p += start\n    tl.store(p, 1.0)",
+        "    off = row\n    if row < BLOCK:\n        off = 0\n    tl.store(x_ptr + off, 1.0)",
+        "    with tl.static_assert(True):\n        off = row\n    tl.store(x_ptr + off, 1.0)",
+        "    tl.atomic_cas(x_ptr + row + tl.arange(0, BLOCK), 0, 1)",
+        "    if n < BLOCK:\n        tl.store(x_ptr + row, 1.0)",  # runs under a block-dependent condition
+        "    if n < BLOCK:\n        return\n    tl.store(x_ptr + row, 1.0)",  # after a block-dependent exit
+    ],
+)
 def test_an_unmasked_access_that_may_depend_on_the_block_is_refused(body):
     kernel = kernel_of(f"@triton.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n    row = tl.program_id(0)\n{body}\n")
     assert not tile_accesses_masked(kernel, "BLOCK")
@@ -101,24 +104,34 @@ def test_an_unmasked_access_that_may_depend_on_the_block_is_refused(body):
 
 def test_a_block_that_must_cover_the_row_is_not_retuned():
     # one pass over a row of at most BLOCK values: a smaller block would drop the rest, masked off
-    source = (BENCH / "level2/reduce_sum_dim.py").read_text().replace(
-        "    for start in range(0, n_cols, BLOCK):\n        mask = start + cols < n_cols\n"
-        "        acc += tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)",
-        "    acc += tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)")
+    source = (
+        (BENCH / "level2/reduce_sum_dim.py")
+        .read_text()
+        .replace(
+            "    for start in range(0, n_cols, BLOCK):\n        mask = start + cols < n_cols\n"
+            "        acc += tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)",
+            "    acc += tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)",
+        )
+    )
     pre = REWRITES["retune-launch"].check(context(source, "single_pass.py"))
     assert not pre.holds and "neither multiplies a program id nor steps a loop" in pre.reason
 
 
-@pytest.mark.parametrize(("loop", "covers"), [
-    ("range(0, n, BLOCK)", True),
-    ("tl.range(row, n, BLOCK, num_stages=2)", True),
-    ("range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0))", True),  # grid-stride
-    ("range(0, 4 * BLOCK, BLOCK)", False),  # the bound follows the block
-    ("tl.static_range(BLOCK // 32)", False),  # a loop inside the tile
-])
+@pytest.mark.parametrize(
+    ("loop", "covers"),
+    [
+        ("range(0, n, BLOCK)", True),
+        ("tl.range(row, n, BLOCK, num_stages=2)", True),
+        ("range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0))", True),  # grid-stride
+        ("range(0, 4 * BLOCK, BLOCK)", False),  # the bound follows the block
+        ("tl.static_range(BLOCK // 32)", False),  # a loop inside the tile
+    ],
+)
 def test_what_counts_as_a_loop_over_the_data(loop, covers):
-    kernel = kernel_of(f"@triton.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n    row = tl.program_id(0)\n"
-                       f"    for i in {loop}:\n        pass\n")
+    kernel = kernel_of(
+        f"@triton.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n    row = tl.program_id(0)\n"
+        f"    for i in {loop}:\n        pass\n"
+    )
     assert steps_a_loop(kernel, "BLOCK") is covers
 
 
@@ -131,11 +144,16 @@ def test_a_host_block_shared_with_a_launch_that_cannot_follow_it_is_not_retuned(
 
 def test_profiling_findings_call_for_the_launch_retunes():
     evidence = (Evidence("profile", "estimate", "Bottleneck", "analysis"),)
-    findings = [Finding(code, "profiled", "warning", "medium", Location("gemv.py", 50), evidence)
-                for code in ("PRF003", "PRF005", "PRF001", "PRF002")]
+    findings = [
+        Finding(code, "profiled", "warning", "medium", Location("gemv.py", 50), evidence)
+        for code in ("PRF003", "PRF005", "PRF001", "PRF002")
+    ]
     for rewrite_id in ("retune-launch", "add-autotune"):  # compute-bound (PRF002) is the matrix engine's business
-        assert called_by(REWRITES[rewrite_id], findings, ()) == ("PRF003@gemv.py:50", "PRF005@gemv.py:50",
-                                                                 "PRF001@gemv.py:50")
+        assert called_by(REWRITES[rewrite_id], findings, ()) == (
+            "PRF003@gemv.py:50",
+            "PRF005@gemv.py:50",
+            "PRF001@gemv.py:50",
+        )
 
 
 @pytest.mark.slow
@@ -193,9 +211,11 @@ def test_online_softmax_fuses_the_max_and_sum_passes_of_long_rows(tmp_path):
     kernel = new.split("def row_loss_kernel", 1)[1].split("\n@triton.jit", 1)[0]
     assert kernel.count("for start in range(0, n_cols, BLOCK):") == 1 and kernel.count("tl.load(x_row + start") == 1
     assert "s = s * tl.exp(m - m_shift) + tl.exp(x - m_shift)" in kernel
-    assert "    row_max = tl.max(m, axis=0)\n    # rescale every lane to the row max\n" \
-           '    s = tl.where(m == float("-inf"), 0.0, s * tl.exp(m - row_max))\n' \
-           "    lse = tl.log(tl.sum(s, axis=0)) + row_max" in kernel
+    assert (
+        "    row_max = tl.max(m, axis=0)\n    # rescale every lane to the row max\n"
+        '    s = tl.where(m == float("-inf"), 0.0, s * tl.exp(m - row_max))\n'
+        "    lse = tl.log(tl.sum(s, axis=0)) + row_max" in kernel
+    )
     assert new.split("class ModelNew", 1)[1] == source.split("class ModelNew", 1)[1], "the launch is unchanged"
     candidate = tmp_path / "loss_cross_entropy_online.py"
     candidate.write_text(new)

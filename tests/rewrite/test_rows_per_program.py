@@ -38,7 +38,9 @@ def test_the_kernel_the_replayed_call_launches_is_the_one_changed(tmp_path):
 
 @pytest.mark.slow
 def test_a_widened_row_kernel_stays_correct(tmp_path):
-    verdict = verify_module_styles(FOLDER, {"widened": "geglu_forward(a=f32[10,40], b=f32[10,40])"}, tmp_path)["widened"]
+    verdict = verify_module_styles(FOLDER, {"widened": "geglu_forward(a=f32[10,40], b=f32[10,40])"}, tmp_path)[
+        "widened"
+    ]
     assert verdict.failure is None, verdict.failure
     assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]
 
@@ -74,8 +76,9 @@ def test_a_row_bound_through_the_librarys_own_program_id_helper_keeps_the_helper
 
 @pytest.mark.slow
 def test_a_library_program_id_kernel_stays_correct(tmp_path):
-    verdict = verify_module_styles(FOLDER, {"library_program_id": "row_max(x=f32[10,40])"},
-                                   tmp_path)["library_program_id"]
+    verdict = verify_module_styles(FOLDER, {"library_program_id": "row_max(x=f32[10,40])"}, tmp_path)[
+        "library_program_id"
+    ]
     assert verdict.failure is None, verdict.failure
     assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]
 
@@ -83,7 +86,8 @@ def test_a_library_program_id_kernel_stays_correct(tmp_path):
 @pytest.mark.slow
 def test_a_kernel_with_defaulted_parameters_stays_correct(tmp_path):
     """Liger's KL-div kernels give their constexpr options defaults: the appended parameters get one too."""
-    verdict = verify_module_styles(FOLDER, {"defaulted_params": "kldiv_rows(y_pred=f32[10,40], "
-                                            "y_true=f32[10,40](range=(0.01, 1.0)))"}, tmp_path)["defaulted_params"]
+    verdict = verify_module_styles(
+        FOLDER, {"defaulted_params": "kldiv_rows(y_pred=f32[10,40], y_true=f32[10,40](range=(0.01, 1.0)))"}, tmp_path
+    )["defaulted_params"]
     assert verdict.failure is None, verdict.failure
     assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]

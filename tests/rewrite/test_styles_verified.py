@@ -16,17 +16,26 @@ from tests.rewrite.goldens import FIXTURES, real_code_pairs
 
 # (rewrite, style) pairs whose verification lives in the rewrite's own test module.
 VERIFIED_ELSEWHERE = {
-    ("int32-index", "optional"), ("int32-index", "method_cast"), ("int32-index", "multiline_pointer"),
-    ("launch-options", "module"), ("launch-options", "autograd"), ("launch-options", "kwargs"),
-    ("prefetch-next-row", "module"), ("prefetch-next-row", "autograd"),
-    ("programs-per-sm", "module"), ("programs-per-sm", "autograd"), ("programs-per-sm", "autotuned"),
-    ("rows-per-program", "widened"), ("rows-per-program", "bare_tuple_grid"),
-    ("rows-per-program", "library_program_id"), ("rows-per-program", "defaulted_params"),
+    ("int32-index", "optional"),
+    ("int32-index", "method_cast"),
+    ("int32-index", "multiline_pointer"),
+    ("launch-options", "module"),
+    ("launch-options", "autograd"),
+    ("launch-options", "kwargs"),
+    ("prefetch-next-row", "module"),
+    ("prefetch-next-row", "autograd"),
+    ("programs-per-sm", "module"),
+    ("programs-per-sm", "autograd"),
+    ("programs-per-sm", "autotuned"),
+    ("rows-per-program", "widened"),
+    ("rows-per-program", "bare_tuple_grid"),
+    ("rows-per-program", "library_program_id"),
+    ("rows-per-program", "defaulted_params"),
 }
 # Pairs no call spec can reach, and why.
 UNREPLAYABLE = {
     ("persistent-grid", "nested"): "the launch is in a closure `make_clamp(lo, hi)` returns; a call spec names "
-                                   "a module attribute",
+    "a module attribute",
 }
 
 

@@ -93,14 +93,17 @@ def test_float_arguments_and_libdevice_math_in_the_interpreter():
 @pytest.mark.slow
 @pytest.mark.parametrize("interpret", [False])
 def test_a_compiling_process_gets_the_device_answers_but_no_interpreter_changes(interpret):
-    done = _run("""
+    done = _run(
+        """
         import torch
         from triton.runtime import interpreter
         assert torch.randn(2, device="cuda").device.type == "cpu"
         assert not getattr(interpreter._implicit_cvt, "diagnose_floats", False)
         assert interpreter.InterpretedFunction.__module__ == "triton.runtime.interpreter"
         print("ok")
-    """, interpret=interpret)
+    """,
+        interpret=interpret,
+    )
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
@@ -108,7 +111,8 @@ def test_a_compiling_process_gets_the_device_answers_but_no_interpreter_changes(
 def test_a_launcher_that_reads_the_compiled_kernels_shape_runs_in_the_interpreter():
     """FlagGems' idiom (tests/fixtures/modules/launcher): a launcher that unwraps autotune/heuristics
     objects down to the `JITFunction`, and launches again the kernel the first launch returned."""
-    done = _run("""
+    done = _run(
+        """
         import torch
         from triton.runtime.jit import JITFunction
         from gems.norm import rms_norm, rms_norm_kernel, scale_kernel, scale_twice
@@ -122,7 +126,9 @@ def test_a_launcher_that_reads_the_compiled_kernels_shape_runs_in_the_interprete
         assert [p.name for p in kernel.params if p.is_constexpr] == ["BLOCK", "EVEN"]
         assert len(scale_kernel.kernels) == 1 and len(rms_norm_kernel.kernels) == 1
         print("ok")
-    """, path=(LAUNCHER,))
+    """,
+        path=(LAUNCHER,),
+    )
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 

@@ -25,16 +25,25 @@ except Exception as exc:
 
 
 def answer(entry: str) -> str:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(entry=entry)], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(entry=entry)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
 
 
 @pytest.mark.slow
 def test_an_offline_compile_answers_device_queries_on_cpu_tensors_even_beside_a_gpu():
-    for entry in ("diagnose.optimizer.jobs:static_batch", "diagnose.profiling.jobs:static_job",
-                  "diagnose.ir.inspect:inspect_file"):
+    for entry in (
+        "diagnose.optimizer.jobs:static_batch",
+        "diagnose.profiling.jobs:static_job",
+        "diagnose.ir.inspect:inspect_file",
+    ):
         assert answer(entry) == "132", entry
 
 

@@ -51,8 +51,14 @@ def test_a_crash_is_reported_as_the_signal_that_killed_the_forked_worker():
 
 
 def test_the_zygote_and_its_workers_end_with_their_parent():
-    parent = subprocess.Popen([sys.executable, "-c", "from diagnose.runtime.runner import call; "
-                               f"call('{ENTRIES}:hang', {{}}, timeout_s=3600)"], cwd=ROOT)
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from diagnose.runtime.runner import call; call('{ENTRIES}:hang', {{}}, timeout_s=3600)",
+        ],
+        cwd=ROOT,
+    )
     try:
         tree: list[int] = []
         for _ in range(600):

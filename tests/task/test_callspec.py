@@ -42,18 +42,21 @@ def test_long_dtype_names_are_understood():
     assert parse_call("f(x=float16[2], y=int64[3], z=bool[4])").named()["z"].dtype == "b8"
 
 
-@pytest.mark.parametrize("text, says", [
-    ("f(x=f16[4", "does not parse"),
-    ("f(x=q16[4])", "unknown dtype 'q16'"),
-    ("f(x=f16[4](strides=(1,)))", "unknown tensor option 'strides'"),
-    ("f(x=f16[4,4](stride=(1,)))", "stride needs one integer per dimension"),
-    ("f(x=f16[-1])", "negative dimension"),
-    ("f(x=os.system('ls'))", "cannot read"),
-    ("f(**kw)", "`**` arguments are not allowed"),
-    ("x + 1", "expected `function(arg=..., ...)`"),
-    ("k[(1, 2, 3, 4)](x=f32[1])", "a grid has 1 to 3"),
-    ("f(x=i32[4](range=(5, 5)))", "is empty"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("f(x=f16[4", "does not parse"),
+        ("f(x=q16[4])", "unknown dtype 'q16'"),
+        ("f(x=f16[4](strides=(1,)))", "unknown tensor option 'strides'"),
+        ("f(x=f16[4,4](stride=(1,)))", "stride needs one integer per dimension"),
+        ("f(x=f16[-1])", "negative dimension"),
+        ("f(x=os.system('ls'))", "cannot read"),
+        ("f(**kw)", "`**` arguments are not allowed"),
+        ("x + 1", "expected `function(arg=..., ...)`"),
+        ("k[(1, 2, 3, 4)](x=f32[1])", "a grid has 1 to 3"),
+        ("f(x=i32[4](range=(5, 5)))", "is empty"),
+    ],
+)
 def test_mistakes_are_one_line(text, says):
     with pytest.raises(UsageError) as error:
         parse_call(text)

@@ -7,7 +7,7 @@ import textwrap
 from diagnose.task.generate import guess_launch, guessed_launches
 from diagnose.task.specs import DtypeValue, TensorSpec
 
-SOURCE = textwrap.dedent('''
+SOURCE = textwrap.dedent("""
     import triton
     import triton.language as tl
 
@@ -35,7 +35,7 @@ SOURCE = textwrap.dedent('''
 
     def host():
         pass
-''')
+""")
 
 
 def test_parameters_are_read_from_their_use():
@@ -64,7 +64,8 @@ def test_every_parameter_is_guessed_the_wrappers_drop_what_they_set_at_launch():
 def test_a_device_function_is_never_launched():
     """A `@triton.jit` function that returns a value (a helper, a `tl.reduce` combine function) compiles
     inside its callers: no launch is guessed for it."""
-    tree = ast.parse(textwrap.dedent('''
+    tree = ast.parse(
+        textwrap.dedent("""
         import triton
 
         @triton.jit
@@ -76,14 +77,16 @@ def test_a_device_function_is_never_launched():
             def inner():
                 return 1
             tl.store(x_ptr, n)
-    '''))
+    """)
+    )
     assert [call.target for call in guessed_launches(tree)] == ["kernel"]
 
 
 def test_a_pointer_whose_values_address_memory_holds_indices():
     """FlagGems' nll_loss and embedding: the target and the token ids have plain names; what marks them
     is that their loaded values are added to another pointer."""
-    tree = ast.parse(textwrap.dedent('''
+    tree = ast.parse(
+        textwrap.dedent("""
         import triton
         import triton.language as tl
 
@@ -101,7 +104,8 @@ def test_a_pointer_whose_values_address_memory_holds_indices():
             weight_ptr += row * N
             cols = tl.arange(0, BLOCK)
             tl.store(out_ptr + cols, tl.load(weight_ptr + cols, mask=cols < N), mask=cols < N)
-    '''))
+    """)
+    )
     nll, embed = guessed_launches(tree)
     assert nll.named()["tgt_ptr"].dtype == "i64" and nll.named()["inp_ptr"].dtype == "f32"
     assert embed.named()["in_ptr"].dtype == "i64" and embed.named()["weight_ptr"].dtype == "f32"
@@ -109,7 +113,8 @@ def test_a_pointer_whose_values_address_memory_holds_indices():
 
 def test_pointers_handed_to_a_helper_and_sizes_named_in_lower_case():
     """FlagGems' `unique`: the kernel passes its pointers and `tile_size` on to an `_impl` function."""
-    tree = ast.parse(textwrap.dedent('''
+    tree = ast.parse(
+        textwrap.dedent("""
         import triton
         import triton.language as tl
 
@@ -121,7 +126,8 @@ def test_pointers_handed_to_a_helper_and_sizes_named_in_lower_case():
         @triton.jit
         def counts_kernel(idx_ptr, n, counts_ptr, tile_size: tl.constexpr):
             counts_impl(tl.program_id(0), idx_ptr, n, counts_ptr=counts_ptr, tile_size=tile_size)
-    '''))
+    """)
+    )
     call = next(c for c in guessed_launches(tree) if c.target == "counts_kernel")
     named = call.named()
     assert isinstance(named["idx_ptr"], TensorSpec) and isinstance(named["counts_ptr"], TensorSpec)

@@ -23,8 +23,9 @@ def project(tmp_path):
 
 def test_a_call_spec_makes_a_task_whose_source_is_the_module_line_for_line(project, tmp_path):
     module = project / "kernels" / "rms_norm.py"
-    task = load_task(module, inputs=Inputs(calls=("RMSNormFunction.apply(x=f32[8,200], w=f32[200])",)),
-                     cache=tmp_path / "cache")
+    task = load_task(
+        module, inputs=Inputs(calls=("RMSNormFunction.apply(x=f32[8,200], w=f32[200])",)), cache=tmp_path / "cache"
+    )
     text = task.reference_path.read_text()
     assert task.origin == module.resolve() and task.reference_path.name == "rms_norm.py"
     assert user_part(text) == module.read_text()
@@ -39,10 +40,12 @@ def test_a_host_call_is_listed_before_a_larger_bare_launch():
     # an autograd backward cannot be called again, so its kernel is replayed bare: a task of it has no host
     # code to rewrite, so the forward's host call, though it moves fewer bytes, comes first
     bare = LaunchRecord("m.py", "bwd_kernel", 30, "bwd_kernel[(64,)](dx=f32[64,4096], dy=f32[64,4096], x=f32[64,4096])")
-    host = LaunchRecord("m.py", "fwd_kernel", 10, "fwd_kernel[(64,)](x=f32[64,1024])",
-                        call="Norm.apply(x=f32[64,1024], w=f32[1024])")
-    small_host = LaunchRecord("m.py", "fwd_kernel", 10, "fwd_kernel[(8,)](x=f32[8,1024])",
-                              call="Norm.apply(x=f32[8,1024], w=f32[1024])")
+    host = LaunchRecord(
+        "m.py", "fwd_kernel", 10, "fwd_kernel[(64,)](x=f32[64,1024])", call="Norm.apply(x=f32[64,1024], w=f32[1024])"
+    )
+    small_host = LaunchRecord(
+        "m.py", "fwd_kernel", 10, "fwd_kernel[(8,)](x=f32[8,1024])", call="Norm.apply(x=f32[8,1024], w=f32[1024])"
+    )
     assert [r.kernel for r in listing([bare, small_host, host])] == ["fwd_kernel", "fwd_kernel", "bwd_kernel"]
     assert listing([bare, small_host, host])[0] is host
 
@@ -50,8 +53,19 @@ def test_a_host_call_is_listed_before_a_larger_bare_launch():
 def test_captured_launches_make_input_groups_small_for_the_cpu_large_for_a_device(project, tmp_path):
     module = (project / "kernels" / "heuristics_add.py").resolve()
     sizes = [64, 1000, 1 << 20, 1 << 22]
-    merge(project, [LaunchRecord(str(module), "scaled_add_kernel", 27, f"scaled_add_kernel[(1,)](n={n})",
-                                 call=f"scaled_add(x=f32[{n}], y=f32[{n}], alpha=0.5)") for n in sizes])
+    merge(
+        project,
+        [
+            LaunchRecord(
+                str(module),
+                "scaled_add_kernel",
+                27,
+                f"scaled_add_kernel[(1,)](n={n})",
+                call=f"scaled_add(x=f32[{n}], y=f32[{n}], alpha=0.5)",
+            )
+            for n in sizes
+        ],
+    )
     assert [r.call.split("[")[1] for r in listing(records_for(module))][:2] == ["4194304], y=f32", "1048576], y=f32"]
     task = load_task(module, cache=tmp_path / "cache")
     groups = task.reference_path.read_text().split("'groups': ")[1]
@@ -68,16 +82,20 @@ def test_a_module_with_nothing_to_replay_says_how_to_get_launches(project, tmp_p
     assert "diagnose capture -- pytest" in message and "--call" in message and "\n" not in message
 
 
-@pytest.mark.parametrize("inputs, says", [
-    (Inputs(calls=("nothing_here(x=f32[4])",)), "defines no 'nothing_here' at module level"),
-    (Inputs(calls=("gelu(x=f32[4]",)), "does not parse"),
-    (Inputs(launch=3), "--launch 3: 1 launches were captured"),
-    (Inputs(calls=("gelu(x=f32[4])",), reference="nowhere.py"), "write it as path/to/file.py:function"),
-])
+@pytest.mark.parametrize(
+    "inputs, says",
+    [
+        (Inputs(calls=("nothing_here(x=f32[4])",)), "defines no 'nothing_here' at module level"),
+        (Inputs(calls=("gelu(x=f32[4]",)), "does not parse"),
+        (Inputs(launch=3), "--launch 3: 1 launches were captured"),
+        (Inputs(calls=("gelu(x=f32[4])",), reference="nowhere.py"), "write it as path/to/file.py:function"),
+    ],
+)
 def test_bad_inputs_are_one_line(project, tmp_path, inputs, says):
     module = (project / "kernels" / "hardcoded_gelu.py").resolve()
-    merge(project, [LaunchRecord(str(module), "gelu_kernel", 21, "gelu_kernel[(8,)](n=1000)",
-                                 call="gelu(x=f32[1000])")])
+    merge(
+        project, [LaunchRecord(str(module), "gelu_kernel", 21, "gelu_kernel[(8,)](n=1000)", call="gelu(x=f32[1000])")]
+    )
     with pytest.raises(UsageError) as error:
         load_task(module, inputs=inputs, cache=tmp_path / "cache")
     assert says in str(error.value) and "\n" not in str(error.value)
@@ -105,7 +123,7 @@ def test_an_edited_copy_of_the_module_is_the_candidate(project, tmp_path):
     assert header(task.candidate_path.read_text()) == header(task.reference_path.read_text())
 
 
-TUTORIAL_STYLE = '''import torch
+TUTORIAL_STYLE = """import torch
 import triton
 import triton.language as tl
 
@@ -140,7 +158,7 @@ def benchmark(size):
 benchmark(3)
 if __name__ == "__main__":
     add(x, y)
-'''
+"""
 
 
 def test_code_that_runs_at_import_is_left_out_line_for_line(tmp_path):
@@ -166,21 +184,21 @@ def test_checks_of_left_out_results_and_locals_of_the_same_name_are_left_out_too
     from diagnose.task.module import import_time_work
 
     source = (
-        "import torch\n"                                   # 1
-        "\n"                                               # 2
-        "def dropout(x, p):\n"                             # 3
-        "    output = torch.empty_like(x)\n"               # 4
-        "    return output\n"                              # 5
-        "\n"                                               # 6
-        "CACHE = {}\n"                                     # 7
-        "def cached(x):\n"                                 # 8
-        "    return CACHE.get(x)\n"                        # 9
-        "x = torch.randn(10)\n"                            # 10
-        "output = dropout(x, p=0.5)\n"                     # 11
-        "y_ref = x * 2\n"                                  # 12
-        "assert torch.allclose(output, y_ref)\n"           # 13
-        "for row in output:\n"                             # 14
-        "    pass\n"                                       # 15
-        "CACHE = dict(CACHE)\n"                            # 16
+        "import torch\n"  # 1
+        "\n"  # 2
+        "def dropout(x, p):\n"  # 3
+        "    output = torch.empty_like(x)\n"  # 4
+        "    return output\n"  # 5
+        "\n"  # 6
+        "CACHE = {}\n"  # 7
+        "def cached(x):\n"  # 8
+        "    return CACHE.get(x)\n"  # 9
+        "x = torch.randn(10)\n"  # 10
+        "output = dropout(x, p=0.5)\n"  # 11
+        "y_ref = x * 2\n"  # 12
+        "assert torch.allclose(output, y_ref)\n"  # 13
+        "for row in output:\n"  # 14
+        "    pass\n"  # 15
+        "CACHE = dict(CACHE)\n"  # 16
     )
     assert import_time_work(ast.parse(source)) == [(11, 11), (13, 13), (14, 15)]

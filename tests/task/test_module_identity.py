@@ -34,8 +34,10 @@ def test_other_compilers_jit_decorators_are_not_triton_kernels():
 
     from diagnose.task.module import jit_functions
 
-    tree = ast.parse("import cutlass.cute as cute\nimport triton\n\n"
-                     "@cute.jit\ndef host_side(x):\n    pass\n\n"
-                     "@triton.jit\ndef kernel(x_ptr):\n    pass\n\n"
-                     "@torch.jit.script\ndef scripted(x):\n    return x\n")
+    tree = ast.parse(
+        "import cutlass.cute as cute\nimport triton\n\n"
+        "@cute.jit\ndef host_side(x):\n    pass\n\n"
+        "@triton.jit\ndef kernel(x_ptr):\n    pass\n\n"
+        "@torch.jit.script\ndef scripted(x):\n    return x\n"
+    )
     assert jit_functions(tree) == ("kernel",)

@@ -22,9 +22,11 @@ def test_views_and_shared_storages_are_rebuilt():
 
 def test_value_ranges_and_sentinels_are_drawn_inside_them():
     torch.manual_seed(1)
-    labels, probs, flags = Layout(parse_call(
-        "f(labels=i64[4096](range=(0, 10), values=(-100,)), probs=f32[4096](range=(0.25, 0.5)), flags=b8[64])"
-    )).draw()
+    labels, probs, flags = Layout(
+        parse_call(
+            "f(labels=i64[4096](range=(0, 10), values=(-100,)), probs=f32[4096](range=(0.25, 0.5)), flags=b8[64])"
+        )
+    ).draw()
     assert set(labels.unique().tolist()) <= set(range(10)) | {-100}
     assert (labels == -100).any() and (labels >= 0).float().mean() > 0.7
     assert probs.min() >= 0.25 and probs.max() <= 0.5
@@ -43,8 +45,10 @@ def _namespace():
 
 
 def test_outputs_are_returned_tensors_then_written_storages():
-    harness = Harness(_namespace(), {"groups": {"a": "scale(x=f32[16], factor=2.0)",
-                                                "b": "scale(x=f32[16], factor=2.0, out=f32[16])"}})
+    harness = Harness(
+        _namespace(),
+        {"groups": {"a": "scale(x=f32[16], factor=2.0)", "b": "scale(x=f32[16], factor=2.0, out=f32[16])"}},
+    )
     model = harness.ModelNew()
     inputs = harness.get_input_groups()["a"]()
     outputs = model(*inputs)
@@ -78,8 +82,7 @@ def test_a_test_that_checks_itself_outputs_that_it_ran_to_its_end():
 
 
 def test_groups_with_storages_of_one_size_are_told_apart_by_their_index():
-    harness = Harness({"t": lambda x: x.t().contiguous()},
-                      {"groups": {"a": "t(x=f32[4,8])", "b": "t(x=f32[8,4])"}})
+    harness = Harness({"t": lambda x: x.t().contiguous()}, {"groups": {"a": "t(x=f32[4,8])", "b": "t(x=f32[8,4])"}})
     model = harness.Model()
     a, b = harness.get_input_groups()["a"](), harness.get_input_groups()["b"]()
     assert model(*a)[0].shape == (8, 4)
@@ -98,8 +101,9 @@ def test_autograd_apply_takes_its_arguments_in_forward_order():
 
 
 def test_get_inputs_gives_uninitialised_storages_of_the_largest_call():
-    harness = Harness(_namespace(), {"groups": {"small": "scale(x=f32[4], factor=1.0)",
-                                                "large": "scale(x=f32[4096], factor=1.0)"}})
+    harness = Harness(
+        _namespace(), {"groups": {"small": "scale(x=f32[4], factor=1.0)", "large": "scale(x=f32[4096], factor=1.0)"}}
+    )
     storages = harness.get_inputs()
     assert storages[0].shape == (4096,) and int(storages[-1]) == 1
 
@@ -120,8 +124,9 @@ def test_roofline_counts_the_storages_launches_touch_without_running_them():
         return out
 
     # two calls whose storages have one size: the call index picks the layout (on meta: the sizes)
-    harness = Harness({"double": double, "host": host}, {"groups": {"a": "host(x=f32[8,100])",
-                                                                     "b": "host(x=f32[100,8])"}})
+    harness = Harness(
+        {"double": double, "host": host}, {"groups": {"a": "host(x=f32[8,100])", "b": "host(x=f32[100,8])"}}
+    )
     roofline = harness.roofline
     inputs = harness.get_input_groups()["b"]()
     assert roofline["bytes"](inputs) == 2 * 800 * 4 and roofline["flops"](inputs) == 0.0
@@ -133,6 +138,7 @@ def test_roofline_counts_the_storages_launches_touch_without_running_them():
 def test_roofline_runs_host_checks_on_the_drawn_values():
     """Host code may check its inputs' values before launching (`assert target.max() < V`): the work is
     counted on copies of the drawn inputs, never on uninitialised memory (seen on the H200)."""
+
     def host(target, logits):
         assert int(target.max()) < logits.shape[1], "target out of bounds"
         return logits * 1.0
@@ -162,8 +168,9 @@ def test_a_launch_passing_tuned_values_leaves_them_to_the_autotuner_and_heuristi
 
     assert {"BLOCK", "EVEN", "num_warps", "num_stages"} <= decided_by(tuned)
     assert decided_by(tuned.fn.fn) == set()
-    harness = Harness({"tuned": tuned, "host": host},
-                      {"groups": {"g": "tuned[(1,)](x_ptr=f32[256], n=256, BLOCK=64, EVEN=False)"}})
+    harness = Harness(
+        {"tuned": tuned, "host": host}, {"groups": {"g": "tuned[(1,)](x_ptr=f32[256], n=256, BLOCK=64, EVEN=False)"}}
+    )
     launched = []
     with recording(lambda kernel, args, kwargs: launched.append(kwargs)):
         harness.ModelNew()(*harness.get_input_groups()["g"]())
@@ -173,6 +180,7 @@ def test_a_launch_passing_tuned_values_leaves_them_to_the_autotuner_and_heuristi
 def test_a_kernel_launched_through_code_of_its_own_is_named_in_the_error():
     """FlagGems' `pointwise_dynamic` turns a scalar `@triton.jit` function into an object that generates
     and launches its own kernel; it cannot be launched on a grid."""
+
     class Generated:
         def __call__(self, *args):
             return args

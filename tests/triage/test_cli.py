@@ -12,7 +12,7 @@ from diagnose.triage import triage_source
 from diagnose.triage.cli import triage_command
 from diagnose.triage.codes import select_codes
 
-SLOW_ADD = '''import triton
+SLOW_ADD = """import triton
 import triton.language as tl
 
 
@@ -24,7 +24,7 @@ def add_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def launch(x, out, n):
     add_kernel[(triton.cdiv(n, 128),)](x, out, n, BLOCK=128){comment}
-'''
+"""
 
 
 def write(tmp_path: Path, comment: str = "", pyproject: str | None = None) -> Path:
@@ -39,6 +39,7 @@ def write(tmp_path: Path, comment: str = "", pyproject: str | None = None) -> Pa
 
 def codes(out_json: str) -> list[str]:
     import json
+
     return [f["code"] for f in json.loads(out_json)]
 
 
@@ -51,10 +52,16 @@ def test_exit_codes_follow_fail_on(tmp_path):
     assert triage_command([str(GOOD_KERNELS / "fused_softmax.py")])[0] == 0
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"select": ["TRI999"]}, {"ignore": ["NOPE"]}, {"fmt": "xml"}, {"fail_on": "sometimes"},
-    {"target": "tpu:v5"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"select": ["TRI999"]},
+        {"ignore": ["NOPE"]},
+        {"fmt": "xml"},
+        {"fail_on": "sometimes"},
+        {"target": "tpu:v5"},
+    ],
+)
 def test_bad_usage_raises_usage_error(tmp_path, kwargs):
     with pytest.raises(UsageError):
         triage_command([str(write(tmp_path))], **kwargs)
@@ -104,13 +111,16 @@ def test_config_root_stops_the_walk(tmp_path):
     assert codes(triage_command([str(path)], fmt="json", config_root=str(path.parent))[1]) == ["TRI001"]
 
 
-@pytest.mark.parametrize("comment,flagged", [
-    ("  # diagnose: ignore[TRI001]", False),
-    ("  # diagnose: ignore", False),
-    ("  # diagnose: ignore[TRI007, TRI001]", False),
-    ("  # diagnose: ignore[TRI007]", True),
-    ("", True),
-])
+@pytest.mark.parametrize(
+    "comment,flagged",
+    [
+        ("  # diagnose: ignore[TRI001]", False),
+        ("  # diagnose: ignore", False),
+        ("  # diagnose: ignore[TRI007, TRI001]", False),
+        ("  # diagnose: ignore[TRI007]", True),
+        ("", True),
+    ],
+)
 def test_inline_suppressions(tmp_path, comment, flagged):
     path = write(tmp_path, comment=comment)
     assert bool(triage_source(path.read_text(), str(path))) is flagged

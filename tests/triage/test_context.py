@@ -6,7 +6,7 @@ from __future__ import annotations
 from diagnose.triage.context import build_context
 from diagnose.targets import lookup
 
-SOURCE = '''
+SOURCE = """
 import torch
 import torch.nn as nn
 import triton
@@ -46,7 +46,7 @@ class ModelNew(nn.Module):
 
 def get_input_groups():
     return {"small": [torch.randn(ROWS, 1000)], "big": [torch.randn(ROWS, 4096, dtype=torch.float16)]}
-'''
+"""
 
 
 def ctx():
@@ -61,30 +61,42 @@ def test_kernels_are_found_under_every_decorator_form():
     assert plain.defaults["BLOCK"][0] == 128
     assert tuned.do_not_specialize == {"n"} and tuned.heuristics == {"EVEN"}
     assert [(cfg.kwargs["BLOCK"][0], cfg.num_warps[0]) for cfg in tuned.configs] == [
-        (256, 4), (256, 8), (1024, 4), (1024, 8)]
+        (256, 4),
+        (256, 8),
+        (1024, 4),
+        (1024, 8),
+    ]
 
 
 def test_module_constants_and_input_groups():
     c = ctx()
     assert c.constants["ROWS"] == 4096
     assert [(name, [t.shape for t in tensors]) for name, tensors in c.inputs] == [
-        ("small", [(4096, 1000)]), ("big", [(4096, 4096)])]
+        ("small", [(4096, 1000)]),
+        ("big", [(4096, 4096)]),
+    ]
     assert c.inputs[1][1][0].dtype == "float16"
 
 
 def test_launch_sites_and_their_variants():
     c = ctx()
     assert [(launch.kernel, launch.cls, launch.function.name) for launch in c.launches] == [
-        ("plain", "ModelNew", "forward"), ("tuned", "ModelNew", "forward")]
+        ("plain", "ModelNew", "forward"),
+        ("tuned", "ModelNew", "forward"),
+    ]
     assert [fn.node.name for fn in c.hot_functions] == ["forward"]
     plain = c.variants(c.kernels["plain"])
     assert [(v.group, v.int("BLOCK"), v.num_warps, v.grid) for v in plain] == [
-        ("small", 1024, 8, (4000,)), ("big", 4096, 8, (4096,))]
+        ("small", 1024, 8, (4000,)),
+        ("big", 4096, 8, (4096,)),
+    ]
     launch_line = SOURCE.splitlines().index(next(line for line in SOURCE.splitlines() if "plain[(" in line)) + 1
     assert plain[0].where("BLOCK").lineno == launch_line  # the launch keyword, not the assignment
     tuned = c.variants(c.kernels["tuned"])
-    assert {(v.kind, v.int("BLOCK"), v.grid) for v in tuned} >= {("autotune", 256, (16000,)),
-                                                                  ("autotune", 1024, (16384,))}
+    assert {(v.kind, v.int("BLOCK"), v.grid) for v in tuned} >= {
+        ("autotune", 256, (16000,)),
+        ("autotune", 1024, (16384,)),
+    }
 
 
 def test_kernel_index():

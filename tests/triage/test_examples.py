@@ -29,7 +29,8 @@ def test_example_findings(name, target):
         pytest.skip(f"{name} is not in examples/ yet")
     findings = at_or_above(triage_source(path.read_text(), str(path), target), "warning")
     assert {f.code for f in findings} == EXPECTED[name][target], [
-        f"{f.location.line}: {f.code} {f.message}" for f in findings]
+        f"{f.location.line}: {f.code} {f.message}" for f in findings
+    ]
 
 
 def test_softmax_and_layernorm_flag_the_second_and_third_pass():

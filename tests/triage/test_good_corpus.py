@@ -16,8 +16,9 @@ from diagnose.triage.engine import at_or_above
 
 FILES = sorted(GOOD_KERNELS.glob("*.py"))
 GOOD_FOR = re.compile(r"^# good-for:(.*)$", re.M)
-CASES = [(path, family) for path in FILES
-         for family in (GOOD_FOR.search(path.read_text()) or ["", "cuda hip"])[1].split()]
+CASES = [
+    (path, family) for path in FILES for family in (GOOD_FOR.search(path.read_text()) or ["", "cuda hip"])[1].split()
+]
 MAX_INFO = 2  # across the whole corpus
 
 

@@ -11,9 +11,12 @@ from diagnose.targets import lookup
 from diagnose.triage import triage_source
 from diagnose.triage.context import build_context
 
-FIXTURES = [("TRI004_host_dtypes.py", "TRI004", "cuda:sm90"), ("TRI004_launched_elsewhere.py", "TRI004", "cuda:sm90"),
-            ("TRI017_padded_buffer.py", "TRI017", "cuda:sm90"),
-            ("TRI017_padded_buffer.py", "TRI017", "ascend:910b")]
+FIXTURES = [
+    ("TRI004_host_dtypes.py", "TRI004", "cuda:sm90"),
+    ("TRI004_launched_elsewhere.py", "TRI004", "cuda:sm90"),
+    ("TRI017_padded_buffer.py", "TRI017", "cuda:sm90"),
+    ("TRI017_padded_buffer.py", "TRI017", "ascend:910b"),
+]
 
 
 @pytest.mark.parametrize("name,code,target", FIXTURES)
@@ -46,13 +49,16 @@ def wrapper(x):
 
 
 def test_caller_records_carry_the_callers_tensors():
-    ctx = _context(HEADER + """
+    ctx = _context(
+        HEADER
+        + """
 def check():
     wrapper(torch.randn(32, dtype=torch.float16))
 
 if __name__ == "__main__":
     wrapper(torch.zeros(64, dtype=torch.bfloat16))
-""")
+"""
+    )
     (launch,) = ctx.launches
     records = ctx.caller_records(launch)
     assert sorted((r.args[0].dtype, r.args[1]) for r in records) == [("bfloat16", 64), ("float16", 32)]
@@ -65,10 +71,13 @@ def test_caller_records_unknown_without_a_caller():
     assert all(not hasattr(r.args[0], "dtype") for r in ctx.caller_records(launch) or [])
 
 
-@pytest.mark.parametrize("callers", [
-    "class M:\n    def run(self, x):\n        return wrapper(x)\n",  # a method calls it: not followed
-    "table = {'k': wrapper}\n",  # passed around as a value
-])
+@pytest.mark.parametrize(
+    "callers",
+    [
+        "class M:\n    def run(self, x):\n        return wrapper(x)\n",  # a method calls it: not followed
+        "table = {'k': wrapper}\n",  # passed around as a value
+    ],
+)
 def test_caller_records_unknown_when_a_caller_is_not_followed(callers):
     ctx = _context(HEADER + callers + "\ndef check():\n    wrapper(torch.randn(32, dtype=torch.float16))\n")
     (launch,) = ctx.launches
@@ -77,22 +86,28 @@ def test_caller_records_unknown_when_a_caller_is_not_followed(callers):
 
 
 def test_caller_records_give_up_on_calls_too_deep_to_follow():
-    ctx = _context(HEADER + """
+    ctx = _context(
+        HEADER
+        + """
 def a(x): wrapper(x)
 def b(x): a(x)
 def c(x): b(x)
 def d(x): c(x)
 def check():
     d(torch.randn(32, dtype=torch.float16))
-""")
+"""
+    )
     assert ctx.caller_records(ctx.launches[0]) is None
 
 
 def test_caller_evaluation_is_bounded_on_many_entry_points():
     import time
 
-    body = "def check():\n" + "".join(f"    x{i} = torch.randn(32, dtype=torch.float16)\n" for i in range(200)) \
+    body = (
+        "def check():\n"
+        + "".join(f"    x{i} = torch.randn(32, dtype=torch.float16)\n" for i in range(200))
         + "    wrapper(x0)\n"
+    )
     ctx = _context(HEADER + body + "check()\n" * 3000)
     start = time.perf_counter()
     records = ctx.caller_records(ctx.launches[0])
@@ -101,14 +116,17 @@ def test_caller_evaluation_is_bounded_on_many_entry_points():
 
 
 def test_caller_records_do_not_keep_a_dtype_through_an_unknown_cast():
-    ctx = _context(HEADER + """
+    ctx = _context(
+        HEADER
+        + """
 def check(dtype, device):
     x = torch.randn(32, dtype=torch.float16).to(device)
     wrapper(x.to(device=device))
     wrapper(x.to(dtype))
     wrapper(torch.empty_like(x, dtype=dtype))
     wrapper(torch.randn(32, dtype=dtype))
-""")
+"""
+    )
     records = ctx.caller_records(ctx.launches[0])
     assert [r.args[0].dtype for r in records] == ["float16", "unknown", "unknown", "unknown"]
 
@@ -137,8 +155,9 @@ def get_inputs():
 """
 
 
-@pytest.mark.parametrize("dtype,flagged", [("dtype=torch.bfloat16", False), ("dtype=torch.float32", True),
-                                           ("device='cuda'", True)])
+@pytest.mark.parametrize(
+    "dtype,flagged", [("dtype=torch.bfloat16", False), ("dtype=torch.float32", True), ("device='cuda'", True)]
+)
 def test_tri004_reads_model_inputs(dtype, flagged):
     source = MODEL.replace("DTYPE", dtype)
     findings = triage_source(source, "model.py", "cuda:sm90", select=["TRI004"])

@@ -35,7 +35,7 @@ def test_newer_python_syntax_is_info_and_a_real_syntax_error_stays_an_error():
 
 
 NEWER_HEADER = (
-    'type Shape = tuple[int, ...]\n'
+    "type Shape = tuple[int, ...]\n"
     'LABEL = f"{"rows"}"\n'  # PEP 701: the f-string nests its own quotes
     'NOTE = f"""\n{"two"}\n"""\n'
 )
@@ -52,6 +52,13 @@ def test_lowered_text_keeps_every_line_where_it_was():
     from diagnose import syntax
 
     text = syntax.lowered(NEWER_HEADER + "def first[T](xs: list[T]) -> T:\n    return xs[0]\n")
-    assert text.splitlines() == ["Shape = tuple[int, ...]", 'LABEL = ""', 'NOTE = """', "", '"""',
-                                 "def first(xs: list[T]) -> T:", "    return xs[0]"]
+    assert text.splitlines() == [
+        "Shape = tuple[int, ...]",
+        'LABEL = ""',
+        'NOTE = """',
+        "",
+        '"""',
+        "def first(xs: list[T]) -> T:",
+        "    return xs[0]",
+    ]
     assert syntax.lowered("def f(:\n") is None

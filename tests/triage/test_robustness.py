@@ -37,9 +37,20 @@ def check(source: str, target: str = "cuda:sm90") -> list[Finding]:
     return findings
 
 
-@pytest.mark.parametrize("source", ["", "\n", "x = 1\n", "def f(:\n", "import triton\n@triton.jit\n",
-                                    "\x00", "class ModelNew:\n    def forward(self): pass\n",
-                                    "@triton.jit\ndef k():\n    return\n", "\ufeffx = 1\n"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "",
+        "\n",
+        "x = 1\n",
+        "def f(:\n",
+        "import triton\n@triton.jit\n",
+        "\x00",
+        "class ModelNew:\n    def forward(self): pass\n",
+        "@triton.jit\ndef k():\n    return\n",
+        "\ufeffx = 1\n",
+    ],
+)
 def test_small_and_odd_sources(source):
     check(source)
 
@@ -54,12 +65,19 @@ def test_deep_nesting_and_hostile_constants():
     check("x = " + "(" * 300 + "1" + ")" * 300 + "\n")
     check("x = " + " + ".join(["1"] * 20000) + "\n")
     # the module's constants exhaust the evaluator's budget before the kernel's defaults are read
-    check("x = " + " + ".join(["1"] * 3000) + "\n" * 2 + "\n".join(f"y{i} = x + {i}" for i in range(30000))
-          + "\n@triton.jit\ndef k(p, B: tl.constexpr = 64):\n    tl.store(p + tl.arange(0, B), 1)\n"
-          + "def go(p):\n    k[(lambda m: (x,))](p)\n")
-    check("N = 10 ** 10 ** 10\nS = 'a' * 10 ** 9\nL = [1] * 10 ** 9\nM = 1 << 10 ** 9\n"
-          "@triton.jit\ndef k(x, B: tl.constexpr):\n    tl.store(x + tl.arange(0, B), 1)\n"
-          "def go(x):\n    k[(N,)](x, B=N)\n    k[(M,)](x, B=S)\n")
+    check(
+        "x = "
+        + " + ".join(["1"] * 3000)
+        + "\n" * 2
+        + "\n".join(f"y{i} = x + {i}" for i in range(30000))
+        + "\n@triton.jit\ndef k(p, B: tl.constexpr = 64):\n    tl.store(p + tl.arange(0, B), 1)\n"
+        + "def go(p):\n    k[(lambda m: (x,))](p)\n"
+    )
+    check(
+        "N = 10 ** 10 ** 10\nS = 'a' * 10 ** 9\nL = [1] * 10 ** 9\nM = 1 << 10 ** 9\n"
+        "@triton.jit\ndef k(x, B: tl.constexpr):\n    tl.store(x + tl.arange(0, B), 1)\n"
+        "def go(x):\n    k[(N,)](x, B=N)\n    k[(M,)](x, B=S)\n"
+    )
 
 
 def test_huge_file_is_still_fast_enough():

@@ -38,7 +38,8 @@ def test_rule_flags_exactly_the_marked_lines(code):
     assert expected, f"{path.name} marks no line with `# error: [{code}]`"
     got = {f.location.line for f in findings}
     assert got == expected, f"missing {sorted(expected - got)}, unexpected {sorted(got - expected)}: " + "; ".join(
-        f"{f.location.line}: {f.message}" for f in findings)
+        f"{f.location.line}: {f.message}" for f in findings
+    )
     for f in findings:
         assert f.code == code and f.severity == rule.severity
         assert f.evidence[0].stage == "triage" and f.evidence[0].source == "ast"

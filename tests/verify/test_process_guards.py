@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import json
     import torch
     import triton
@@ -37,13 +37,18 @@ SCRIPT = textwrap.dedent('''
     fill.run = lambda *a, **k: None  # a kernel's own `run` shadows the wrapper
     report["intact_after_shadowing"] = instrument.intact(watched)
     print(json.dumps(report))
-''')
+""")
 
 
 def watch(ghost: bool) -> dict:
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run([sys.executable, "-c", SCRIPT.replace("GHOST", str(ghost))], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT.replace("GHOST", str(ghost))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -61,7 +66,7 @@ def test_ghost_launches_are_counted_and_do_nothing():
     assert report["written"] == 0.0
 
 
-GRAPH_SCRIPT = textwrap.dedent('''
+GRAPH_SCRIPT = textwrap.dedent("""
     import json
     import torch
     import triton
@@ -100,7 +105,7 @@ GRAPH_SCRIPT = textwrap.dedent('''
         g.replay()
         counts.append(log.total())
     print(json.dumps(counts))
-''')
+""")
 
 
 def test_a_cuda_graph_replay_counts_the_launches_it_captured():
@@ -112,14 +117,16 @@ def test_a_cuda_graph_replay_counts_the_launches_it_captured():
 
 
 def test_the_process_holding_reference_outputs_is_not_dumpable():
-    script = ("import ctypes; from diagnose.verify.harness import hide_memory; libc = ctypes.CDLL(None); "
-              "before = libc.prctl(3, 0, 0, 0, 0); hide_memory(); print(before, libc.prctl(3, 0, 0, 0, 0))")
+    script = (
+        "import ctypes; from diagnose.verify.harness import hide_memory; libc = ctypes.CDLL(None); "
+        "before = libc.prctl(3, 0, 0, 0, 0); hide_memory(); print(before, libc.prctl(3, 0, 0, 0, 0))"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["1", "0"], done.stderr[-1000:]  # PR_GET_DUMPABLE
 
 
 def test_new_memory_reads_as_nan_inside_the_block_and_as_torch_ships_after_it(tmp_path):
-    script = textwrap.dedent('''
+    script = textwrap.dedent("""
         import sys, torch
         from pathlib import Path
         from diagnose.verify.jobs import uninitialized_filled
@@ -127,7 +134,7 @@ def test_new_memory_reads_as_nan_inside_the_block_and_as_torch_ships_after_it(tm
             inside = bool(torch.empty(1000).isnan().all()), torch.are_deterministic_algorithms_enabled()
         print(inside, torch.are_deterministic_algorithms_enabled(),
               torch.utils.deterministic.fill_uninitialized_memory)
-    ''')
+    """)
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["(True,", "True)", "False", "True"]  # torch ships the fill switch on

@@ -12,7 +12,7 @@ def module_of(source: str) -> types.ModuleType:
     return module
 
 
-KERNELBENCH_STYLE = '''
+KERNELBENCH_STYLE = """
 import torch
 batch_size = 16
 dim = 4096
@@ -32,7 +32,7 @@ def get_inputs():
     return [torch.randn(*shape()), torch.randn(dim) * scale if use_bias else None]
 def get_init_inputs():
     return [in_features]
-'''
+"""
 
 
 def test_only_sizes_that_shape_the_inputs_alone_change():

@@ -22,7 +22,7 @@ from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import json, sys, time
     from diagnose.verify import timing, timing_jobs
 
@@ -61,12 +61,17 @@ SCRIPT = textwrap.dedent('''
     timing.BUDGET_S = 0.5
     job, payload = sys.argv[1], json.loads(sys.argv[2])
     print(json.dumps(getattr(timing_jobs, job)(payload)))
-''')
+""")
 
 
 def run_job(job: str, payload: dict) -> dict:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, job, json.dumps(payload)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TRITON_INTERPRET": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, job, json.dumps(payload)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -80,15 +85,37 @@ def test_baselines_are_timed_where_the_candidate_never_runs(tmp_path):
     options = CheckOptions(device="cpu", seeds=(0,))
     with prepared(task, options) as reference:
         inputs = reference.inputs_of(0)
-        common = {"device": "cpu", "job_dir": reference.job_dir, "out_dir": str(tmp_path), "device_lock": None,
-                  "groups": reference.value["selected"], "inputs": inputs}
+        common = {
+            "device": "cpu",
+            "job_dir": reference.job_dir,
+            "out_dir": str(tmp_path),
+            "device_lock": None,
+            "groups": reference.value["selected"],
+            "inputs": inputs,
+        }
         with reference.vault.ticket(baseline_files(inputs)) as ticket:
-            baselines = run_job("baseline_timing_job", {**common, **ticket.payload, "reference": str(task.reference_path),
-                                                        "initial": None, "baselines": ["eager"]})
+            baselines = run_job(
+                "baseline_timing_job",
+                {
+                    **common,
+                    **ticket.payload,
+                    "reference": str(task.reference_path),
+                    "initial": None,
+                    "baselines": ["eager"],
+                },
+            )
         assert ticket.served == ticket.names, "the ticket names what the job fetches, no more"
         with reference.vault.ticket(timing_files(inputs, reference.spare, 0)) as ticket:
-            candidate = run_job("timing_job", {**common, **ticket.payload, "candidate": str(task.candidate_path),
-                                               "seed": 0, "recheck": reference.spare})
+            candidate = run_job(
+                "timing_job",
+                {
+                    **common,
+                    **ticket.payload,
+                    "candidate": str(task.candidate_path),
+                    "seed": 0,
+                    "recheck": reference.spare,
+                },
+            )
         assert not ticket.refused and ticket.served == ticket.names
     # The candidate sleeps 5 ms in every eager call once built; a 1000-element add takes microseconds.
     assert 0 < medians(baselines)["eager"] < 1.0, baselines
@@ -102,10 +129,18 @@ def test_variants_are_timed_side_by_side_on_inputs_from_the_vault(tmp_path):
     with prepared(task, CheckOptions(device="cpu", seeds=(0,))) as reference:
         inputs = reference.inputs_of(0)
         with reference.vault.ticket(baseline_files(inputs)) as ticket:
-            result = run_job("side_by_side_job", {
-                "device": "cpu", "job_dir": reference.job_dir, "device_lock": None, **ticket.payload,
-                "variants": {"a": str(task.candidate_path), "b": str(task.candidate_path)},
-                "groups": reference.value["selected"], "inputs": inputs})
+            result = run_job(
+                "side_by_side_job",
+                {
+                    "device": "cpu",
+                    "job_dir": reference.job_dir,
+                    "device_lock": None,
+                    **ticket.payload,
+                    "variants": {"a": str(task.candidate_path), "b": str(task.candidate_path)},
+                    "groups": reference.value["selected"],
+                    "inputs": inputs,
+                },
+            )
         assert not ticket.refused and ticket.served == ticket.names
     assert set(medians(result)) == {"a", "b"} and all(m > 0 for m in medians(result).values())
 
@@ -117,9 +152,20 @@ def test_the_recheck_reads_new_memory_as_the_reference_did(tmp_path):
     with prepared(task, CheckOptions(device="cpu", seeds=(0,))) as reference:
         inputs = reference.inputs_of(0)
         with reference.vault.ticket(timing_files(inputs, reference.spare, 0)) as ticket:
-            result = run_job("timing_job", {
-                "device": "cpu", "job_dir": reference.job_dir, "out_dir": str(tmp_path), "device_lock": None,
-                **ticket.payload, "groups": reference.value["selected"], "inputs": inputs,
-                "candidate": str(task.candidate_path), "seed": 0, "recheck": reference.spare})
+            result = run_job(
+                "timing_job",
+                {
+                    "device": "cpu",
+                    "job_dir": reference.job_dir,
+                    "out_dir": str(tmp_path),
+                    "device_lock": None,
+                    **ticket.payload,
+                    "groups": reference.value["selected"],
+                    "inputs": inputs,
+                    "candidate": str(task.candidate_path),
+                    "seed": 0,
+                    "recheck": reference.spare,
+                },
+            )
         after = compare_held(reference.spare, reference.held, result["recheck_outputs"], {})
     assert after.passed, after.reason

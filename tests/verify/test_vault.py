@@ -54,8 +54,9 @@ def test_another_process_fetches_and_cannot_write_the_sealed_file(vault):
         print(float(values[0].sum()))
     """)
     with vault.ticket(["inputs_b.pt"]) as ticket:
-        done = subprocess.run([sys.executable, "-c", script, json.dumps(ticket.payload)], capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(ticket.payload)], capture_output=True, text=True, timeout=120
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     assert float(done.stdout) == 9.0
     assert torch.equal(vault.load("inputs_b.pt")[0], torch.ones(3))
@@ -85,10 +86,22 @@ def test_a_candidate_jobs_ticket_names_exactly_what_it_fetches(tmp_path, soak):
     with prepared(task, CheckOptions(device="cpu", seeds=(0, 1))) as reference:
         cases = reference.cases + [reference.spare]
         with reference.vault.ticket(candidate_files(cases, soak)) as ticket:
-            done = call("diagnose.verify.jobs:candidate_job", {
-                "device": "cpu", "job_dir": reference.job_dir, "out_dir": str(tmp_path), "device_lock": None,
-                **ticket.payload, "candidate": str(task.candidate_path), "mode": "check", "cases": cases,
-                "soak": soak}, interpret=True, timeout_s=120)
+            done = call(
+                "diagnose.verify.jobs:candidate_job",
+                {
+                    "device": "cpu",
+                    "job_dir": reference.job_dir,
+                    "out_dir": str(tmp_path),
+                    "device_lock": None,
+                    **ticket.payload,
+                    "candidate": str(task.candidate_path),
+                    "mode": "check",
+                    "cases": cases,
+                    "soak": soak,
+                },
+                interpret=True,
+                timeout_s=120,
+            )
         assert done.ok, done.failure
         assert not ticket.refused and ticket.served == ticket.names
         assert (reference.spare["perturbation"] in ticket.names) == bool(soak)

@@ -11,8 +11,21 @@ SUMS = 6
 
 
 @triton.jit
-def q01_kernel(flag, status, quantity, price, discount, tax, ship, partial, n, cutoff, statuses,
-               GROUPS: tl.constexpr, BLOCK: tl.constexpr):
+def q01_kernel(
+    flag,
+    status,
+    quantity,
+    price,
+    discount,
+    tax,
+    ship,
+    partial,
+    n,
+    cutoff,
+    statuses,
+    GROUPS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < n
@@ -41,12 +54,38 @@ def core(t, s):
     groups = triton.next_power_of_2(max(flags * statuses, 2))
     blocks = max(triton.cdiv(n, BLOCK), 1)
     partial = torch.empty(blocks, groups, SUMS, dtype=torch.float64, device=flag.device)
-    q01_kernel[(blocks,)](flag, status, t["l_quantity"], t["l_extendedprice"], t["l_discount"], t["l_tax"],
-                          t["l_shipdate"], partial, n, s["cutoff"], statuses, GROUPS=groups, BLOCK=BLOCK)
+    q01_kernel[(blocks,)](
+        flag,
+        status,
+        t["l_quantity"],
+        t["l_extendedprice"],
+        t["l_discount"],
+        t["l_tax"],
+        t["l_shipdate"],
+        partial,
+        n,
+        s["cutoff"],
+        statuses,
+        GROUPS=groups,
+        BLOCK=BLOCK,
+    )
     sums = partial.sum(dim=0)
     present = sums[:, 5] > 0
     gid = torch.arange(groups, device=flag.device)[present]
     sums = sums[present]
     count = sums[:, 5]
-    return torch.stack([(gid // statuses).double(), (gid % statuses).double(), sums[:, 0], sums[:, 1], sums[:, 2],
-                        sums[:, 3], sums[:, 0] / count, sums[:, 1] / count, sums[:, 4] / count, count], dim=1)
+    return torch.stack(
+        [
+            (gid // statuses).double(),
+            (gid % statuses).double(),
+            sums[:, 0],
+            sums[:, 1],
+            sums[:, 2],
+            sums[:, 3],
+            sums[:, 0] / count,
+            sums[:, 1] / count,
+            sums[:, 4] / count,
+            count,
+        ],
+        dim=1,
+    )

@@ -37,12 +37,29 @@ def core(t, s):
     orders = t["o_orderkey"].numel()
     revenue = torch.zeros(orders, dtype=torch.float64, device=order.device)
     lines = torch.zeros(orders, dtype=torch.int32, device=order.device)
-    q03_kernel[(max(triton.cdiv(n, BLOCK), 1),)](order, found.to(torch.int8), order_ok.to(torch.int8),
-                                                 t["l_shipdate"], t["l_extendedprice"], t["l_discount"], revenue,
-                                                 lines, n, s["date"], BLOCK=BLOCK)
+    q03_kernel[(max(triton.cdiv(n, BLOCK), 1),)](
+        order,
+        found.to(torch.int8),
+        order_ok.to(torch.int8),
+        t["l_shipdate"],
+        t["l_extendedprice"],
+        t["l_discount"],
+        revenue,
+        lines,
+        n,
+        s["date"],
+        BLOCK=BLOCK,
+    )
     rows = torch.nonzero(lines > 0).reshape(-1)
     rows = rows[torch.sort(t["o_orderkey"][rows], stable=True)[1]]
     rows = rows[torch.sort(t["o_orderdate"][rows], stable=True)[1]]
     rows = rows[torch.sort(revenue[rows], descending=True, stable=True)[1]][:10]
-    return torch.stack([t["o_orderkey"][rows].double(), revenue[rows], t["o_orderdate"][rows].double(),
-                        t["o_shippriority"][rows].double()], dim=1)
+    return torch.stack(
+        [
+            t["o_orderkey"][rows].double(),
+            revenue[rows],
+            t["o_orderdate"][rows].double(),
+            t["o_shippriority"][rows].double(),
+        ],
+        dim=1,
+    )

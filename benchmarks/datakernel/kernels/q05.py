@@ -17,8 +17,24 @@ def lookup(build, probe):
 
 
 @triton.jit
-def q05_kernel(order, customer, supplier, found, o_date, c_nation, s_nation, s_slot, price, discount, partial, n,
-               date, end, GROUPS: tl.constexpr, BLOCK: tl.constexpr):
+def q05_kernel(
+    order,
+    customer,
+    supplier,
+    found,
+    o_date,
+    c_nation,
+    s_nation,
+    s_slot,
+    price,
+    discount,
+    partial,
+    n,
+    date,
+    end,
+    GROUPS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < n
@@ -51,12 +67,27 @@ def core(t, s):
     n = order.numel()
     blocks = max(triton.cdiv(n, BLOCK), 1)
     partial = torch.empty(blocks, groups, 2, dtype=torch.float64, device=order.device)
-    q05_kernel[(blocks,)](order, customer, supplier, (o_found & c_found & s_found).to(torch.int8), t["o_orderdate"],
-                          t["c_nationkey"], t["s_nationkey"], supplier_slot, t["l_extendedprice"], t["l_discount"],
-                          partial, n, s["date"], s["end"], GROUPS=groups, BLOCK=BLOCK)
+    q05_kernel[(blocks,)](
+        order,
+        customer,
+        supplier,
+        (o_found & c_found & s_found).to(torch.int8),
+        t["o_orderdate"],
+        t["c_nationkey"],
+        t["s_nationkey"],
+        supplier_slot,
+        t["l_extendedprice"],
+        t["l_discount"],
+        partial,
+        n,
+        s["date"],
+        s["end"],
+        GROUPS=groups,
+        BLOCK=BLOCK,
+    )
     sums = partial.sum(dim=0)
     present = sums[:, 1] > 0
-    present[len(region_names):] = False
+    present[len(region_names) :] = False
     codes = torch.cat([region_names, region_names.new_zeros(groups - len(region_names))])[present].double()
     revenue = sums[present, 0]
     _, rank = torch.sort(revenue, descending=True, stable=True)

@@ -9,8 +9,7 @@ BLOCK = 1024
 
 
 @triton.jit
-def q06_kernel(ship, discount, quantity, price, partial, n, date, end, low, high, max_quantity,
-               BLOCK: tl.constexpr):
+def q06_kernel(ship, discount, quantity, price, partial, n, date, end, low, high, max_quantity, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < n
@@ -26,6 +25,18 @@ def core(t, s):
     n = t["l_shipdate"].numel()
     blocks = max(triton.cdiv(n, BLOCK), 1)
     partial = torch.empty(blocks, dtype=torch.float64, device=t["l_shipdate"].device)
-    q06_kernel[(blocks,)](t["l_shipdate"], t["l_discount"], t["l_quantity"], t["l_extendedprice"], partial, n,
-                          s["date"], s["end"], s["low"], s["high"], s["quantity"], BLOCK=BLOCK)
+    q06_kernel[(blocks,)](
+        t["l_shipdate"],
+        t["l_discount"],
+        t["l_quantity"],
+        t["l_extendedprice"],
+        partial,
+        n,
+        s["date"],
+        s["end"],
+        s["low"],
+        s["high"],
+        s["quantity"],
+        BLOCK=BLOCK,
+    )
     return partial.sum().reshape(1, 1)

@@ -16,8 +16,9 @@ def lookup(build, probe):
 
 
 @triton.jit
-def q10_kernel(order, found, flag, order_customer, order_ok, price, discount, revenue, lines, n, returned,
-               BLOCK: tl.constexpr):
+def q10_kernel(
+    order, found, flag, order_customer, order_ok, price, discount, revenue, lines, n, returned, BLOCK: tl.constexpr
+):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < n
@@ -39,13 +40,32 @@ def core(t, s):
     customers = t["c_custkey"].numel()
     revenue = torch.zeros(customers, dtype=torch.float64, device=order.device)
     lines = torch.zeros(customers, dtype=torch.int32, device=order.device)
-    q10_kernel[(max(triton.cdiv(n, BLOCK), 1),)](order, found.to(torch.int8), t["l_returnflag"], order_customer,
-                                                 order_ok.to(torch.int8), t["l_extendedprice"], t["l_discount"],
-                                                 revenue, lines, n, s["flag"], BLOCK=BLOCK)
+    q10_kernel[(max(triton.cdiv(n, BLOCK), 1),)](
+        order,
+        found.to(torch.int8),
+        t["l_returnflag"],
+        order_customer,
+        order_ok.to(torch.int8),
+        t["l_extendedprice"],
+        t["l_discount"],
+        revenue,
+        lines,
+        n,
+        s["flag"],
+        BLOCK=BLOCK,
+    )
     rows = torch.nonzero(lines > 0).reshape(-1)
     rows = rows[torch.sort(t["c_custkey"][rows], stable=True)[1]]
     rows = rows[torch.sort(revenue[rows], descending=True, stable=True)[1]][:20]
     nation, _ = lookup(t["n_nationkey"], t["c_nationkey"][rows])
-    columns = [t["c_custkey"][rows], t["c_name"][rows], revenue[rows], t["c_acctbal"][rows], t["n_name"][nation],
-               t["c_address"][rows], t["c_phone"][rows], t["c_comment"][rows]]
+    columns = [
+        t["c_custkey"][rows],
+        t["c_name"][rows],
+        revenue[rows],
+        t["c_acctbal"][rows],
+        t["n_name"][nation],
+        t["c_address"][rows],
+        t["c_phone"][rows],
+        t["c_comment"][rows],
+    ]
     return torch.stack([c.double() for c in columns], dim=1)

@@ -16,8 +16,23 @@ def lookup(build, probe):
 
 
 @triton.jit
-def q12_kernel(order, found, shipmode, commit, receipt, ship, priority, mode_lut, high_lut, partial, n, date, end,
-               GROUPS: tl.constexpr, BLOCK: tl.constexpr):
+def q12_kernel(
+    order,
+    found,
+    shipmode,
+    commit,
+    receipt,
+    ship,
+    priority,
+    mode_lut,
+    high_lut,
+    partial,
+    n,
+    date,
+    end,
+    GROUPS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < n
@@ -45,10 +60,23 @@ def core(t, s):
     groups = triton.next_power_of_2(max(modes, 2))
     blocks = max(triton.cdiv(n, BLOCK), 1)
     partial = torch.empty(blocks, groups, 2, dtype=torch.int64, device=order.device)
-    q12_kernel[(blocks,)](order, found.to(torch.int8), t["l_shipmode"], t["l_commitdate"], t["l_receiptdate"],
-                          t["l_shipdate"], t["o_orderpriority"], t["l_shipmode_in"].to(torch.int8),
-                          t["o_orderpriority_high"].to(torch.int8), partial, n, s["date"], s["end"], GROUPS=groups,
-                          BLOCK=BLOCK)
+    q12_kernel[(blocks,)](
+        order,
+        found.to(torch.int8),
+        t["l_shipmode"],
+        t["l_commitdate"],
+        t["l_receiptdate"],
+        t["l_shipdate"],
+        t["o_orderpriority"],
+        t["l_shipmode_in"].to(torch.int8),
+        t["o_orderpriority_high"].to(torch.int8),
+        partial,
+        n,
+        s["date"],
+        s["end"],
+        GROUPS=groups,
+        BLOCK=BLOCK,
+    )
     counts = partial.sum(dim=0)[:modes]
     present = counts.sum(dim=1) > 0
     codes = torch.arange(modes, device=order.device)[present]

@@ -26,8 +26,9 @@ def q14_kernel(ship, price, discount, part, found, p_type, promo_lut, partial, n
     row = tl.load(part + offs, mask=keep, other=0)
     code = tl.load(p_type + row, mask=keep, other=0)
     promo = tl.load(promo_lut + code, mask=keep, other=0)
-    volume = tl.where(keep, tl.load(price + offs, mask=keep, other=0.0) * (1 - tl.load(discount + offs, mask=keep,
-                                                                                        other=0.0)), 0.0)
+    volume = tl.where(
+        keep, tl.load(price + offs, mask=keep, other=0.0) * (1 - tl.load(discount + offs, mask=keep, other=0.0)), 0.0
+    )
     tl.store(partial + pid * 2, tl.sum(tl.where(promo != 0, volume, 0.0), axis=0))
     tl.store(partial + pid * 2 + 1, tl.sum(volume, axis=0))
 
@@ -37,7 +38,19 @@ def core(t, s):
     n = part.numel()
     blocks = max(triton.cdiv(n, BLOCK), 1)
     partial = torch.empty(blocks, 2, dtype=torch.float64, device=part.device)
-    q14_kernel[(blocks,)](t["l_shipdate"], t["l_extendedprice"], t["l_discount"], part, found.to(torch.int8),
-                          t["p_type"], t["p_type_like"].to(torch.int8), partial, n, s["date"], s["end"], BLOCK=BLOCK)
+    q14_kernel[(blocks,)](
+        t["l_shipdate"],
+        t["l_extendedprice"],
+        t["l_discount"],
+        part,
+        found.to(torch.int8),
+        t["p_type"],
+        t["p_type_like"].to(torch.int8),
+        partial,
+        n,
+        s["date"],
+        s["end"],
+        BLOCK=BLOCK,
+    )
     sums = partial.sum(dim=0)
     return (100.0 * sums[0] / sums[1]).reshape(1, 1)

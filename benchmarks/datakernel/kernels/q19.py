@@ -15,9 +15,32 @@ def lookup(build, probe):
 
 
 @triton.jit
-def q19_kernel(part, found, quantity, price, discount, shipmode, shipinstruct, p_brand, p_size, p_container,
-               mode_lut, box0, box1, box2, partial, n, instruct, brand0, brand1, brand2, qty0, qty1, qty2,
-               BLOCK: tl.constexpr):
+def q19_kernel(
+    part,
+    found,
+    quantity,
+    price,
+    discount,
+    shipmode,
+    shipinstruct,
+    p_brand,
+    p_size,
+    p_container,
+    mode_lut,
+    box0,
+    box1,
+    box2,
+    partial,
+    n,
+    instruct,
+    brand0,
+    brand1,
+    brand2,
+    qty0,
+    qty1,
+    qty2,
+    BLOCK: tl.constexpr,
+):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     inside = offs < n
@@ -47,10 +70,30 @@ def core(t, s):
     n = part.numel()
     blocks = max(triton.cdiv(n, BLOCK), 1)
     partial = torch.empty(blocks, dtype=torch.float64, device=part.device)
-    luts = [t[name].to(torch.int8) for name in ("l_shipmode_in", "p_container_in0", "p_container_in1",
-                                                 "p_container_in2")]
-    q19_kernel[(blocks,)](part, found.to(torch.int8), t["l_quantity"], t["l_extendedprice"], t["l_discount"],
-                          t["l_shipmode"], t["l_shipinstruct"], t["p_brand"], t["p_size"], t["p_container"], *luts,
-                          partial, n, s["instruct"], s["brand0"], s["brand1"], s["brand2"], s["quantity0"],
-                          s["quantity1"], s["quantity2"], BLOCK=BLOCK)
+    luts = [
+        t[name].to(torch.int8) for name in ("l_shipmode_in", "p_container_in0", "p_container_in1", "p_container_in2")
+    ]
+    q19_kernel[(blocks,)](
+        part,
+        found.to(torch.int8),
+        t["l_quantity"],
+        t["l_extendedprice"],
+        t["l_discount"],
+        t["l_shipmode"],
+        t["l_shipinstruct"],
+        t["p_brand"],
+        t["p_size"],
+        t["p_container"],
+        *luts,
+        partial,
+        n,
+        s["instruct"],
+        s["brand0"],
+        s["brand1"],
+        s["brand2"],
+        s["quantity0"],
+        s["quantity1"],
+        s["quantity2"],
+        BLOCK=BLOCK,
+    )
     return partial.sum().reshape(1, 1)

@@ -73,7 +73,7 @@ def with_locations(text: str) -> str:
     out = []
     for line in text.splitlines():
         stripped = line.strip()
-        if (OP_START.match(stripped) and not stripped.endswith(("{", ")")) and not split_loc(stripped)[1]):
+        if OP_START.match(stripped) and not stripped.endswith(("{", ")")) and not split_loc(stripped)[1]:
             line += " loc(unknown)"
         out.append(line)
     return "\n".join(out) + "\n"

@@ -37,13 +37,21 @@ def indirect_access(ctx: AscendFactContext) -> list[Evidence]:
         result = (shaped_types(results) or [None])[-1]
         if call.callee == GATHER:
             source = types[0] if types else None
-            args = {"via": "ub_gather", "source": str(source) if source else None,
-                    "elements": result.numel if result else None, "dtype": result.elem if result else None}
+            args = {
+                "via": "ub_gather",
+                "source": str(source) if source else None,
+                "elements": result.numel if result else None,
+                "dtype": result.elem if result else None,
+            }
             out.append(ctx.evidence("IndirectAccess", "passed", "ttadapter", call.location, args, call.line))
             continue
         # load: (memref, offsets, mask, other) -> values; store: (memref, offsets, values, mask)
         values = result if SIMT[call.callee] == "load" else (types[2] if len(types) > 2 else None)
-        args = {"via": "simt", "access": SIMT[call.callee],
-                "elements": values.numel if values else None, "dtype": values.elem if values else None}
+        args = {
+            "via": "simt",
+            "access": SIMT[call.callee],
+            "elements": values.numel if values else None,
+            "dtype": values.elem if values else None,
+        }
         out.append(ctx.evidence("IndirectAccess", "analysis", "ttadapter", call.location, args, call.line))
     return out

@@ -25,9 +25,24 @@ from collections import defaultdict
 from diagnose.ascend.facts.context import AscendFactContext
 from diagnose.records import Evidence
 
-INT_OPS = ("arith.extsi", "arith.extui", "arith.muli", "arith.addi", "arith.subi", "arith.cmpi",
-           "arith.divsi", "arith.remsi", "arith.andi", "arith.ori", "arith.shli", "arith.shrsi", "arith.select",
-           "arith.maxsi", "arith.minsi", "arith.trunci")
+INT_OPS = (
+    "arith.extsi",
+    "arith.extui",
+    "arith.muli",
+    "arith.addi",
+    "arith.subi",
+    "arith.cmpi",
+    "arith.divsi",
+    "arith.remsi",
+    "arith.andi",
+    "arith.ori",
+    "arith.shli",
+    "arith.shrsi",
+    "arith.select",
+    "arith.maxsi",
+    "arith.minsi",
+    "arith.trunci",
+)
 # `to tensor<1024xi64>`, `: tensor<1024xi64>`, `-> tensor<4x8xi64>`
 VECTOR_I64 = re.compile(r"tensor<(?:\d+x)+i64>")
 # `: i64` at the end, or `i32 to i64`

@@ -56,8 +56,12 @@ def pass_origin(ctx: AscendFactContext) -> list[Evidence]:
     out = []
     for (marker, _path, _line), (p, raw, location) in first.items():
         owner = passes[p["parent"]] if p.get("parent") is not None else p
-        args = {"marker": marker, "pass": owner["name"], "stage": owner["stage"],
-                "via": p["name"] if owner is not p else None}
+        args = {
+            "marker": marker,
+            "pass": owner["name"],
+            "stage": owner["stage"],
+            "via": p["name"] if owner is not p else None,
+        }
         out.append(ctx.evidence("PassIntroduced", "analysis", f"pass:{owner['arg']}", location, args, raw))
     return out
 

@@ -42,9 +42,7 @@ DISCRETE_MARKER = "{DiscreteMemAccess}"
 
 def scalarized_access(ctx: AscendFactContext) -> list[Evidence]:
     ops = ctx.ops()
-    discrete = Counter(
-        op.location.line for op in ops if op.location and DISCRETE_MARKER in ctx.line(op)
-    )
+    discrete = Counter(op.location.line for op in ops if op.location and DISCRETE_MARKER in ctx.line(op))
     out = []
     for loop in ops:
         if loop.name != "scf.for" or LOOP_MARKER not in ctx.closing_line(loop):
@@ -54,7 +52,11 @@ def scalarized_access(ctx: AscendFactContext) -> list[Evidence]:
         load = next((op for op in body if op.name == "memref.load"), None)
         access = store or load
         element = result_type(ctx.line(access)) if access is not None else None
-        index = "loaded" if any(op.name == "tensor.extract" and DISCRETE_MARKER in ctx.line(op) for op in body) else "computed"
+        index = (
+            "loaded"
+            if any(op.name == "tensor.extract" and DISCRETE_MARKER in ctx.line(op) for op in body)
+            else "computed"
+        )
         args = {
             "access": "store" if store is not None else "load",
             "elements": trip_count(ctx, loop),

@@ -34,8 +34,17 @@ from diagnose.ascend.facts.context import AscendFactContext, ShapedType, result_
 from diagnose.records import Evidence
 
 # Results that reuse the memory of their first tensor operand.
-VIEWS = ("bufferization.to_tensor", "tensor.extract_slice", "tensor.reshape", "tensor.expand_shape",
-         "tensor.collapse_shape", "tensor.cast", "memref.subview", "memref.reinterpret_cast", "memref.cast")
+VIEWS = (
+    "bufferization.to_tensor",
+    "tensor.extract_slice",
+    "tensor.reshape",
+    "tensor.expand_shape",
+    "tensor.collapse_shape",
+    "tensor.cast",
+    "memref.subview",
+    "memref.reinterpret_cast",
+    "memref.cast",
+)
 # Values with no memory of their own until something writes them.
 EMPTY = ("tensor.empty", "bufferization.alloc_tensor")
 # Cube ops: their operands and accumulators live in L1 and L0, not in the unified buffer.
@@ -64,7 +73,9 @@ def ub_footprint(ctx: AscendFactContext) -> list[Evidence]:
     measured = (ctx.kernel.get("npubin") or {}).get("required_ub_bits")
     if measured:
         args = {"required_bytes": measured // 8, "ub_bytes": ctx.target.shared_per_block}
-        out.append(ctx.evidence("UBAllocated", "metric", "npubin", ctx.kernel_location, args, f"UB size = {measured} bits"))
+        out.append(
+            ctx.evidence("UBAllocated", "metric", "npubin", ctx.kernel_location, args, f"UB size = {measured} bits")
+        )
     return out
 
 
@@ -111,7 +122,9 @@ def live_buffers(ctx: AscendFactContext) -> list[Buffer]:
             continue
         result = op.results[0].split(":")[0]
         if op.name in VIEWS or op.name == "tensor.insert":
-            source = op.operands[1] if op.name == "tensor.insert" and len(op.operands) > 1 else (op.operands or [None])[0]
+            source = (
+                op.operands[1] if op.name == "tensor.insert" and len(op.operands) > 1 else (op.operands or [None])[0]
+            )
             if source:
                 alias[result] = source
             continue

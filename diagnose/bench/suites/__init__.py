@@ -35,16 +35,34 @@ class Format:
 
 
 DEFAULT = "npukernel"
-FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("npukernel", None, "NPUKernelBench-style folder of task files (Model, get_inputs, ModelNew) [default]"),
-    Format("kernelbench", "diagnose.bench.suites.kernelbench", "KernelBench level folders + a folder of ModelNew solutions"),
-    Format("multikernelbench", "diagnose.bench.suites.multikernelbench",
-           "reference with get_input_groups() + a JSON-lines file of input cases"),
-    Format("tritonbench", "diagnose.bench.suites.tritonbench", "TritonBench-G/T files: code, a # line, test_* functions"),
-    Format("kernelgen", "diagnose.bench.suites.kernelgen", "KernelGenBench-style operator specs (shapes x dtypes)"),
-    Format("prtask", "diagnose.bench.suites.prtask", "PR-derived tasks judged by a host project's own tests"),
-    Format("datakernel", "diagnose.bench.suites.datakernel", "DataKernelBench: TPC-H TorchPlans (core/full) + Triton kernels"),
-)}
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("npukernel", None, "NPUKernelBench-style folder of task files (Model, get_inputs, ModelNew) [default]"),
+        Format(
+            "kernelbench",
+            "diagnose.bench.suites.kernelbench",
+            "KernelBench level folders + a folder of ModelNew solutions",
+        ),
+        Format(
+            "multikernelbench",
+            "diagnose.bench.suites.multikernelbench",
+            "reference with get_input_groups() + a JSON-lines file of input cases",
+        ),
+        Format(
+            "tritonbench",
+            "diagnose.bench.suites.tritonbench",
+            "TritonBench-G/T files: code, a # line, test_* functions",
+        ),
+        Format("kernelgen", "diagnose.bench.suites.kernelgen", "KernelGenBench-style operator specs (shapes x dtypes)"),
+        Format("prtask", "diagnose.bench.suites.prtask", "PR-derived tasks judged by a host project's own tests"),
+        Format(
+            "datakernel",
+            "diagnose.bench.suites.datakernel",
+            "DataKernelBench: TPC-H TorchPlans (core/full) + Triton kernels",
+        ),
+    )
+}
 
 
 def adapter(name: str) -> ModuleType:

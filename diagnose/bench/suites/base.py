@@ -69,14 +69,21 @@ def digest(paths: list[Path] | tuple[Path, ...], extra: str = "") -> str:
     return h.hexdigest()[:16]
 
 
-def make_entry(root: Path, path: Path, files: list[Path], category: str | None = None,
-               level: int | None = None, extra: str = "") -> Entry:
+def make_entry(
+    root: Path, path: Path, files: list[Path], category: str | None = None, level: int | None = None, extra: str = ""
+) -> Entry:
     relative = path.relative_to(root).with_suffix("").as_posix()
     if level is None:
         found = re.search(r"level_?(\d+)", relative)
         level = int(found.group(1)) if found else None
-    return Entry(id=relative, path=path, level=level, category=category or path.parent.name, op=path.stem,
-                 source_hash=digest(files, extra))
+    return Entry(
+        id=relative,
+        path=path,
+        level=level,
+        category=category or path.parent.name,
+        op=path.stem,
+        source_hash=digest(files, extra),
+    )
 
 
 def keep(tasks: list[SuiteTask], pattern: str | None) -> list[SuiteTask]:
@@ -112,8 +119,16 @@ def hidden(path: Path, root: Path) -> bool:
 
 def failed(kind: str, message: str) -> list[Row]:
     """The one row of a task that could not be scored, with its one-line reason."""
-    return [("*", "failed", {"failure": {"kind": kind, "message": message.splitlines()[0] if message else kind,
-                                         "log_tail": ""}, "failed_checks": []})]
+    return [
+        (
+            "*",
+            "failed",
+            {
+                "failure": {"kind": kind, "message": message.splitlines()[0] if message else kind, "log_tail": ""},
+                "failed_checks": [],
+            },
+        )
+    ]
 
 
 def unsupported(message: str) -> list[Row]:
@@ -139,7 +154,7 @@ def without_input_functions(source: str, name: str) -> str:
             continue
         if names <= set(INPUT_FUNCTIONS):
             first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-            lines[first - 1:node.end_lineno] = [f"# {', '.join(sorted(names))}: the reference's, bound below"]
+            lines[first - 1 : node.end_lineno] = [f"# {', '.join(sorted(names))}: the reference's, bound below"]
     return "\n".join(lines) + "\n"
 
 
@@ -149,8 +164,10 @@ def merged_task(solution: Path, reference: str, out: Path) -> Path:
     `get_input_groups`) last. ValueError when the solution does not parse."""
     code = without_input_functions(solution.read_text(encoding="utf-8"), solution.name)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(f"{code}\n\n# --- diagnose: the reference, bound last so that it is the reference whatever the "
-                   f"solution ({solution}) defines ---\n{reference}")
+    out.write_text(
+        f"{code}\n\n# --- diagnose: the reference, bound last so that it is the reference whatever the "
+        f"solution ({solution}) defines ---\n{reference}"
+    )
     return out
 
 
@@ -182,11 +199,18 @@ def verify_rows(reference: Path, candidate: Path | None, options) -> list[Row]:
     the harness; store rows."""
     try:
         task = load_task(reference, candidate)
-        verdict = verify(task, CheckOptions(device=options.device, seeds=tuple(range(options.seeds)),
-                                            timeout_s=options.timeout_s, baselines=options.baselines,
-                                            tolerances=tolerance.overrides(options.tolerance),
-                                            device_lock=options.device_lock,
-                                            memory_limit=getattr(options, "memory_limit", 16 * 2**30)))
+        verdict = verify(
+            task,
+            CheckOptions(
+                device=options.device,
+                seeds=tuple(range(options.seeds)),
+                timeout_s=options.timeout_s,
+                baselines=options.baselines,
+                tolerances=tolerance.overrides(options.tolerance),
+                device_lock=options.device_lock,
+                memory_limit=getattr(options, "memory_limit", 16 * 2**30),
+            ),
+        )
     except DiagnoseError as exc:
         return failed("load_error", str(exc))
     return group_rows(verdict)
@@ -230,17 +254,23 @@ def group_rows(verdict: Verdict) -> list[tuple[str, str, dict]]:
         correct = all(c.passed for c in cases)
         status = "passed" if verdict.passed else "failed"
         medians = {t.variant: t.median_ms for t in verdict.timings if t.group == group}
-        out.append((group, status, {
-            "correct": correct,
-            "max_abs_err": max((c.max_abs_err or 0.0) for c in cases),
-            "reasons": sorted({c.reason for c in cases if c.reason}),
-            "failed_checks": failed_checks,
-            "medians_ms": medians,
-            "stable": all(t.stable for t in verdict.timings if t.group == group and t.median_ms is not None),
-            "speedup_vs_eager": verdict.speedups("eager").get(group),
-            "speedup_vs_compile": verdict.speedups("compile").get(group),
-            "timed": any(m is not None for m in medians.values()),
-            # The whole entry's harness steps (seconds), the same on each of its groups' rows.
-            "phases": [list(step) for step in verdict.phases],
-        }))
+        out.append(
+            (
+                group,
+                status,
+                {
+                    "correct": correct,
+                    "max_abs_err": max((c.max_abs_err or 0.0) for c in cases),
+                    "reasons": sorted({c.reason for c in cases if c.reason}),
+                    "failed_checks": failed_checks,
+                    "medians_ms": medians,
+                    "stable": all(t.stable for t in verdict.timings if t.group == group and t.median_ms is not None),
+                    "speedup_vs_eager": verdict.speedups("eager").get(group),
+                    "speedup_vs_compile": verdict.speedups("compile").get(group),
+                    "timed": any(m is not None for m in medians.values()),
+                    # The whole entry's harness steps (seconds), the same on each of its groups' rows.
+                    "phases": [list(step) for step in verdict.phases],
+                },
+            )
+        )
     return out

@@ -41,9 +41,19 @@ from diagnose import syntax
 ELEMENTS = 1 << 18
 FALLBACK_ELEMENTS = 1 << 24  # where no factor within ELEMENTS runs: the most tried before keeping the sizes as written
 MIN_SIZE = 16
-FACTORS = tuple(2 ** i for i in range(17))
-PURE = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List,
-        ast.operator, ast.unaryop)
+FACTORS = tuple(2**i for i in range(17))
+PURE = (
+    ast.Expression,
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Tuple,
+    ast.List,
+    ast.operator,
+    ast.unaryop,
+)
 
 
 def scaled(value: int, factor: int) -> int:
@@ -58,9 +68,12 @@ def size_assignments(tree: ast.Module) -> list[tuple[str, ast.expr]]:
             continue
         known = {name for name, _ in out}
         nodes = list(ast.walk(node.value))
-        if all(isinstance(n, PURE) for n in nodes) and any(isinstance(n, (ast.Constant, ast.Name)) for n in nodes) and \
-                all(type(n.value) is int for n in nodes if isinstance(n, ast.Constant)) and \
-                all(n.id in known for n in nodes if isinstance(n, ast.Name)):
+        if (
+            all(isinstance(n, PURE) for n in nodes)
+            and any(isinstance(n, (ast.Constant, ast.Name)) for n in nodes)
+            and all(type(n.value) is int for n in nodes if isinstance(n, ast.Constant))
+            and all(n.id in known for n in nodes if isinstance(n, ast.Name))
+        ):
             out.append((node.targets[0].id, node.value))
     return out
 
@@ -94,8 +107,12 @@ def on_meta():
     class StayOnMeta(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if func in (torch.Tensor.cuda, torch.Tensor.cpu, torch.Tensor.to) and args and \
-                    isinstance(args[0], torch.Tensor) and args[0].is_meta:
+            if (
+                func in (torch.Tensor.cuda, torch.Tensor.cpu, torch.Tensor.to)
+                and args
+                and isinstance(args[0], torch.Tensor)
+                and args[0].is_meta
+            ):
                 dtype = kwargs.get("dtype") or next((a for a in args[1:] if isinstance(a, torch.dtype)), None)
                 return args[0] if dtype is None else torch.empty_like(args[0], dtype=dtype)
             return func(*args, **kwargs)
@@ -112,7 +129,9 @@ def elements(module: ModuleType) -> float:
         with on_meta():
             inputs = list(module.get_inputs())
             model = module.Model(*module.get_init_inputs())
-        return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor)) + sum(p.numel() for p in model.parameters())
+        return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor)) + sum(
+            p.numel() for p in model.parameters()
+        )
     except Exception:  # noqa: BLE001 - user code: its size stays unknown
         return math.inf
 
@@ -185,8 +204,13 @@ def load_problem(path: str, device: str, record: str | None = None) -> ModuleTyp
 
 def scale_case(case: dict, factor: int) -> dict:
     """A `.json` case with its dimensions of at least `MIN_SIZE` divided by `factor` (module docstring)."""
-    dims = {d for spec in case.get("inputs", []) if isinstance(spec, dict) and isinstance(spec.get("shape"), list)
-            for d in spec["shape"] if isinstance(d, int) and d >= MIN_SIZE}
+    dims = {
+        d
+        for spec in case.get("inputs", [])
+        if isinstance(spec, dict) and isinstance(spec.get("shape"), list)
+        for d in spec["shape"]
+        if isinstance(d, int) and d >= MIN_SIZE
+    }
 
     def follow(value):
         if type(value) is int and value in dims:
@@ -208,6 +232,10 @@ def scale_case(case: dict, factor: int) -> dict:
 
 
 def case_elements(case: dict) -> int:
-    return sum(math.prod(spec["shape"]) for spec in case.get("inputs", [])
-               if isinstance(spec, dict) and isinstance(spec.get("shape"), list)
-               and all(isinstance(d, int) for d in spec["shape"]))
+    return sum(
+        math.prod(spec["shape"])
+        for spec in case.get("inputs", [])
+        if isinstance(spec, dict)
+        and isinstance(spec.get("shape"), list)
+        and all(isinstance(d, int) for d in spec["shape"])
+    )

@@ -55,13 +55,13 @@ Model = _problem.Model
 get_inputs = _problem.get_inputs
 get_init_inputs = _problem.get_init_inputs
 '''
-BINDING = '''
+BINDING = """
 
 # --- diagnose: DataKernelBench binding of this file's `core` to {stem} ({kind}) ---
 from diagnose.bench.suites.datakernel_task import candidate as _datakernel_candidate  # noqa: E402
 
 ModelNew = _datakernel_candidate({query!r}, {data!r}, {kind!r}, core)
-'''
+"""
 
 
 def default_root() -> Path:
@@ -105,10 +105,22 @@ def load(root: Path, options) -> list[SuiteTask]:
         for query in queries:
             kernel = kernels / query.name
             files = [query, root / "_tpch.py"] + ([kernel] if kernel.is_file() else [])
-            entry = Entry(id=f"{kind}/{query.stem}", path=query, level=None, category=kind, op=query.stem,
-                          source_hash=digest(files, f"{kind}|{folder.name}"))
-            tasks.append(SuiteTask(entry, tuple(files), kernel if kernel.is_file() else None,
-                                   None if kernel.is_file() else NO_KERNEL.format(stem=query.stem)))
+            entry = Entry(
+                id=f"{kind}/{query.stem}",
+                path=query,
+                level=None,
+                category=kind,
+                op=query.stem,
+                source_hash=digest(files, f"{kind}|{folder.name}"),
+            )
+            tasks.append(
+                SuiteTask(
+                    entry,
+                    tuple(files),
+                    kernel if kernel.is_file() else None,
+                    None if kernel.is_file() else NO_KERNEL.format(stem=query.stem),
+                )
+            )
     return keep(tasks, options.pattern)
 
 
@@ -178,12 +190,20 @@ def summary(rows: list) -> dict:
         passed = [e for e in entries if all(r.status == "passed" for r in mine if r.entry == e)]
         per_query = {e: min(effective_speedup(r) for r in mine if r.entry == e) for e in entries}
         timed = [e for e in entries if any(r.data.get("speedup_vs_compile") for r in mine if r.entry == e)]
-        kernels = [e for e in entries if not any((r.data.get("failure") or {}).get("kind") == "no_kernel"
-                                                 for r in mine if r.entry == e)]
-        out[kind] = {"tasks": len(entries), "passed": len(passed), "pass_rate": len(passed) / len(entries),
-                     "with_kernel": len(kernels),
-                     "timed": len(timed), "geomean": geomean(per_query.values()) if timed else None,
-                     "speedups": per_query}
+        kernels = [
+            e
+            for e in entries
+            if not any((r.data.get("failure") or {}).get("kind") == "no_kernel" for r in mine if r.entry == e)
+        ]
+        out[kind] = {
+            "tasks": len(entries),
+            "passed": len(passed),
+            "pass_rate": len(passed) / len(entries),
+            "with_kernel": len(kernels),
+            "timed": len(timed),
+            "geomean": geomean(per_query.values()) if timed else None,
+            "speedups": per_query,
+        }
     return out
 
 
@@ -191,6 +211,8 @@ def render_summary(data: dict) -> str:
     lines = ["DataKernelBench (speedup over the compiled TorchPlan; a failed or slower kernel counts 1.0)"]
     for kind, values in data.items():
         geo = "not timed (CPU)" if values["geomean"] is None else f"geomean {values['geomean']:.3g}x"
-        lines.append(f"{kind:5} {values['passed']}/{values['tasks']} verified (pass rate "
-                     f"{values['pass_rate']:.0%}; {values['with_kernel']} have a kernel), {geo}")
+        lines.append(
+            f"{kind:5} {values['passed']}/{values['tasks']} verified (pass rate "
+            f"{values['pass_rate']:.0%}; {values['with_kernel']} have a kernel), {geo}"
+        )
     return "\n".join(lines)

@@ -46,8 +46,7 @@ SCALE_FACTORS = (0.01, 0.1, 1.0, 3.0, 10.0, 30.0, 100.0)
 TABLES = ("lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region")
 ROW_GROUP_ROWS = 16384
 RELATIVE = 1e-9
-MISSING = ("DataKernelBench needs duckdb, duckdb-extension-tpch, pyarrow and dask: "
-           "pip install 'diagnose[datakernel]'")
+MISSING = "DataKernelBench needs duckdb, duckdb-extension-tpch, pyarrow and dask: pip install 'diagnose[datakernel]'"
 
 
 @dataclass(frozen=True)
@@ -125,8 +124,9 @@ def dataset(sf: float, root: Path | None = None, progress: Callable[[str], None]
         con.execute(f"CALL dbgen(sf={sf})")
         for name in TABLES:
             say(f"  writing {name}.parquet")
-            con.execute(f"COPY {name} TO '{scratch / (name + '.parquet')}' "
-                        f"(FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
+            con.execute(
+                f"COPY {name} TO '{scratch / (name + '.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
+            )
         con.close()
         (scratch / "DONE").write_text(f"sf {sf:g}\n")
         if folder.exists():  # another process finished first: keep its copy
@@ -220,7 +220,6 @@ def validate_command(root: Path, sf: float | None, pattern: str | None) -> int:
 
     from rich.console import Console  # deferred: only the command line prints
 
-
     console = Console(stderr=True)
     folder = dataset(sf or 0.01, progress=lambda text: console.print(text, markup=False))
     paths = [p for p in query_files(Path(root)) if not pattern or matches(p.stem, pattern)]
@@ -232,6 +231,9 @@ def validate_command(root: Path, sf: float | None, pattern: str | None) -> int:
         start = time.perf_counter()
         result = validate(path, folder)
         bad += not result.ok
-        print(f"{path.stem:6} {result.rows:>6} {time.perf_counter() - start:>8.2f}  "
-              f"{result.detail if result.ok else 'MISMATCH: ' + result.detail}", flush=True)
+        print(
+            f"{path.stem:6} {result.rows:>6} {time.perf_counter() - start:>8.2f}  "
+            f"{result.detail if result.ok else 'MISMATCH: ' + result.detail}",
+            flush=True,
+        )
     return 1 if bad else 0

@@ -128,8 +128,9 @@ def fixed_dictionaries(module, folder: Path, columns: list[str]) -> dict:
     import pyarrow.parquet as pq  # optional: the datakernel extra
 
     schema = pq.read_schema(folder / f"{module.STREAM}.parquet")
-    strings = [c for c in columns
-               if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)]
+    strings = [
+        c for c in columns if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)
+    ]
     out = {}
     for column in strings:
         frame = dd.read_parquet(str(folder / f"{module.STREAM}.parquet"), columns=[column], dtype_backend="pyarrow")
@@ -138,8 +139,13 @@ def fixed_dictionaries(module, folder: Path, columns: list[str]) -> dict:
     return out
 
 
-def run_streamed(module, folder: Path, device: str = "cpu", partition_rows: int | None = None,
-                 on_partition: Callable[[int, int], None] | None = None) -> tuple[list[tuple], int, int]:
+def run_streamed(
+    module,
+    folder: Path,
+    device: str = "cpu",
+    partition_rows: int | None = None,
+    on_partition: Callable[[int, int], None] | None = None,
+) -> tuple[list[tuple], int, int]:
     """The query's result rows streamed (module docstring), the partition count and rows per partition.
     `on_partition(done, total)` hears of each partition."""
     import dask.dataframe as dd  # optional: the datakernel extra
@@ -147,17 +153,28 @@ def run_streamed(module, folder: Path, device: str = "cpu", partition_rows: int 
     import pyarrow.parquet as pq  # optional: the datakernel extra
     import torch  # deferred: torch is heavy
 
-    from _tpch import Tables, decode, merge  # deferred: the suite's own module, importable once its folder is on sys.path
+    from _tpch import (
+        Tables,
+        decode,
+        merge,
+    )  # deferred: the suite's own module, importable once its folder is on sys.path
 
     folder = Path(folder)
     columns, per_row = plan(module, folder)
     rows = partition_rows or rows_for(per_row, device)
     groups = max(1, rows // ROW_GROUP_ROWS)
-    others = {name: pq.read_table(folder / f"{name}.parquet", columns=cols)
-              for name, cols in columns.items() if name != module.STREAM}
+    others = {
+        name: pq.read_table(folder / f"{name}.parquet", columns=cols)
+        for name, cols in columns.items()
+        if name != module.STREAM
+    }
     dictionaries = fixed_dictionaries(module, folder, columns[module.STREAM])
-    frame = dd.read_parquet(str(folder / f"{module.STREAM}.parquet"), columns=columns[module.STREAM],
-                            split_row_groups=groups, dtype_backend="pyarrow")
+    frame = dd.read_parquet(
+        str(folder / f"{module.STREAM}.parquet"),
+        columns=columns[module.STREAM],
+        split_row_groups=groups,
+        dtype_backend="pyarrow",
+    )
     partials, tensors, scalars, names = [], {}, {}, {}
     for i in range(frame.npartitions):
         with quiet_dask():
@@ -173,8 +190,13 @@ def run_streamed(module, folder: Path, device: str = "cpu", partition_rows: int 
     return decode(result, module.COLUMNS, names), frame.npartitions, groups * ROW_GROUP_ROWS
 
 
-def validate_streamed(path: Path, folder: Path, device: str = "cpu", partition_rows: int | None = None,
-                      on_partition: Callable[[int, int], None] | None = None) -> StreamRun:
+def validate_streamed(
+    path: Path,
+    folder: Path,
+    device: str = "cpu",
+    partition_rows: int | None = None,
+    on_partition: Callable[[int, int], None] | None = None,
+) -> StreamRun:
     """Run one query out of core and compare it with DuckDB's answer."""
 
     module = load_query(path)
@@ -187,13 +209,11 @@ def validate_streamed(path: Path, folder: Path, device: str = "cpu", partition_r
     return StreamRun(path.stem, partitions, rows, seconds, verdict.ok, verdict.detail)
 
 
-def stream_command(root: Path, sf: float | None, pattern: str | None, device: str,
-                   partition_rows: int | None) -> int:
+def stream_command(root: Path, sf: float | None, pattern: str | None, device: str, partition_rows: int | None) -> int:
     """`diagnose bench datakernel --mode stream`: every streamable query (or those `pattern` names), a
     progress bar each, a table of results; exit 1 when one does not match DuckDB."""
     from rich.console import Console  # deferred: only the command line prints
     from rich.progress import Progress  # deferred: only the command line prints
-
 
     console = Console(stderr=True)
     folder = data.dataset(sf or 0.01, progress=lambda text: console.print(text, markup=False))
@@ -205,10 +225,19 @@ def stream_command(root: Path, sf: float | None, pattern: str | None, device: st
     for path in paths:
         with Progress(console=console, transient=False) as bar:
             task = bar.add_task(f"{path.stem} out of core", total=None)
-            runs.append(validate_streamed(path, folder, device, partition_rows,
-                                          lambda done, total: bar.update(task, completed=done, total=total)))
+            runs.append(
+                validate_streamed(
+                    path,
+                    folder,
+                    device,
+                    partition_rows,
+                    lambda done, total: bar.update(task, completed=done, total=total),
+                )
+            )
     print(f"{'query':6} {'partitions':>10} {'rows each':>10} {'seconds':>8}  DuckDB")
     for run in runs:
-        print(f"{run.query:6} {run.partitions:>10} {run.partition_rows:>10} {run.seconds:>8.2f}  "
-              f"{'match' if run.ok else 'MISMATCH: ' + run.detail}")
+        print(
+            f"{run.query:6} {run.partitions:>10} {run.partition_rows:>10} {run.seconds:>8.2f}  "
+            f"{'match' if run.ok else 'MISMATCH: ' + run.detail}"
+        )
     return 0 if all(r.ok for r in runs) else 1

@@ -69,7 +69,6 @@ def largest_table_columns(tensors: dict, data: Path) -> list[str]:
     """The names among `tensors` that are columns of the largest table they read."""
     import pyarrow.parquet as pq  # optional: the datakernel extra
 
-
     owner = {}
     for table in TABLES:
         for column in pq.read_schema(data / f"{table}.parquet").names:
@@ -136,11 +135,15 @@ def problem(query: str, data: str, kind: str) -> SimpleNamespace:
     module = query_module(query)
     if kind == "core":
         value = captured(query, data)
-        made = SimpleNamespace(Model=core_model(query, data, module._query_core),
-                               get_inputs=lambda: subsample(value), get_init_inputs=lambda: [])
+        made = SimpleNamespace(
+            Model=core_model(query, data, module._query_core),
+            get_inputs=lambda: subsample(value),
+            get_init_inputs=lambda: [],
+        )
     else:
-        made = SimpleNamespace(Model=full_model(query, data, module._query_core),
-                               get_inputs=lambda: [], get_init_inputs=lambda: [])
+        made = SimpleNamespace(
+            Model=full_model(query, data, module._query_core), get_inputs=lambda: [], get_init_inputs=lambda: []
+        )
     _PROBLEMS[key] = made
     return made
 

@@ -45,7 +45,14 @@ from diagnose import syntax
 from diagnose.ascend.inspect import ascend_facts
 from diagnose.bench.suites import kernelgen_repo
 from diagnose.bench.suites.base import (
-    Row, SuiteTask, failed, keep, make_entry, python_problem, read_json_object, verify_rows,
+    Row,
+    SuiteTask,
+    failed,
+    keep,
+    make_entry,
+    python_problem,
+    read_json_object,
+    verify_rows,
 )
 from diagnose.cache import cache_root
 from diagnose.errors import DiagnoseError, ToolchainError, UsageError
@@ -105,8 +112,12 @@ def read_spec(path: Path) -> dict:
     if not isinstance(spec["shapes"], list) or not spec["shapes"]:
         raise ValueError(f"{path.name}: `shapes` must be a non-empty list")
     shapes = [per_input(s, len(inputs), path.name) for s in spec["shapes"]]
-    return {**spec, "shapes": shapes, "kernel": spec.get("kernel", f"{spec['op']}_triton.py"),
-            "init": spec.get("init", [])}
+    return {
+        **spec,
+        "shapes": shapes,
+        "kernel": spec.get("kernel", f"{spec['op']}_triton.py"),
+        "init": spec.get("init", []),
+    }
 
 
 def per_input(shape, count: int, name: str) -> list[list[int]]:
@@ -131,8 +142,14 @@ def cases(spec: dict) -> list[tuple[str, list[list[int]], str]]:
 
 
 def reference_source(spec: dict, spec_name: str, first: int = 0) -> str:
-    return REFERENCE.format(spec=spec_name, expr=spec["torch"], args=", ".join(spec["inputs"]),
-                            cases=cases(spec), init=spec["init"], first=first)
+    return REFERENCE.format(
+        spec=spec_name,
+        expr=spec["torch"],
+        args=", ".join(spec["inputs"]),
+        cases=cases(spec),
+        init=spec["init"],
+        first=first,
+    )
 
 
 def load(root: Path, options) -> list[SuiteTask]:
@@ -154,8 +171,7 @@ def load(root: Path, options) -> list[SuiteTask]:
             problem = str(exc)
         files = [path] + ([kernel] if kernel and kernel.is_file() else [])
         targets = ",".join(options.targets) if options.mode == "portability" else ""
-        tasks.append(SuiteTask(make_entry(root, path, files, extra=targets), tuple(files),
-                               kernel, problem))
+        tasks.append(SuiteTask(make_entry(root, path, files, extra=targets), tuple(files), kernel, problem))
     return keep(tasks, options.pattern)
 
 
@@ -186,21 +202,42 @@ def portability(task: SuiteTask, spec: dict, options, scratch: Path) -> list[Row
     for dtype in spec["dtypes"]:
         path = scratch / dtype / task.solution.name
         path.parent.mkdir(parents=True)
-        path.write_text(kernel_source + "\n\n" + reference_source(spec, task.entry.path.name, largest_case(spec, dtype)))
+        path.write_text(
+            kernel_source + "\n\n" + reference_source(spec, task.entry.path.name, largest_case(spec, dtype))
+        )
         files[dtype] = path
     rows = []
     for target in options.targets:
         outcome = {dtype: compile_for(target, path) for dtype, path in files.items()}
         unavailable = [o["unavailable"] for o in outcome.values() if "unavailable" in o]
         if unavailable:
-            rows.append((target, "unavailable", {"failure": {"kind": "not_available", "message": unavailable[0],
-                                                              "log_tail": ""}, "failed_checks": [], "target": target}))
+            rows.append(
+                (
+                    target,
+                    "unavailable",
+                    {
+                        "failure": {"kind": "not_available", "message": unavailable[0], "log_tail": ""},
+                        "failed_checks": [],
+                        "target": target,
+                    },
+                )
+            )
             continue
         errors = [f"{dtype}: {e}" for dtype, o in outcome.items() for e in o.get("errors", [])]
-        rows.append((target, "failed" if errors else "passed", {
-            "target": target, "compiled": not errors, "reasons": errors, "failed_checks": [], "timed": False,
-            "kernels": {dtype: o.get("kernels", []) for dtype, o in outcome.items()},
-        }))
+        rows.append(
+            (
+                target,
+                "failed" if errors else "passed",
+                {
+                    "target": target,
+                    "compiled": not errors,
+                    "reasons": errors,
+                    "failed_checks": [],
+                    "timed": False,
+                    "kernels": {dtype: o.get("kernels", []) for dtype, o in outcome.items()},
+                },
+            )
+        )
     return rows
 
 
@@ -214,8 +251,17 @@ def compile_for(target: str, path: Path) -> dict:
             if not spec.can_compile_here:
                 return {"unavailable": f"{spec.name}: not available here (no toolchain to compile for it)"}
 
-            result = run_worker({"path": str(path), "target": spec.name, "passes": False, "diff_pass": None,
-                                 "stage": None, "kernel": None, "cache_root": str(cache_root().resolve())})
+            result = run_worker(
+                {
+                    "path": str(path),
+                    "target": spec.name,
+                    "passes": False,
+                    "diff_pass": None,
+                    "stage": None,
+                    "kernel": None,
+                    "cache_root": str(cache_root().resolve()),
+                }
+            )
     except ToolchainError as exc:
         return {"unavailable": f"not available: {str(exc).splitlines()[0]}"}
     except DiagnoseError as exc:
@@ -237,8 +283,12 @@ def kernel_facts(kernel: dict) -> dict:
             mma.append(str(args.get("engine", "?")))
         elif e["name"] == "CubeMatmul":
             mma.append("cube")
-    return {"kernel": kernel.get("kernel", "?"), "vector_widths": sorted(set(widths)), "mma": sorted(set(mma)),
-            "num_warps": kernel.get("metadata", {}).get("num_warps")}
+    return {
+        "kernel": kernel.get("kernel", "?"),
+        "vector_widths": sorted(set(widths)),
+        "mma": sorted(set(mma)),
+        "num_warps": kernel.get("metadata", {}).get("num_warps"),
+    }
 
 
 def cell(row) -> str:

@@ -128,10 +128,23 @@ def load(root: Path, options) -> list[SuiteTask]:
     for namespace, key in NAMESPACES:
         for name in table.get(key, []):
             test = tests.get(name)
-            why = ("its accuracy test runs only in KernelGenBench's own harness (sandbox, operator "
-                   "registration), not reproduced here" if test else "its accuracy test is not in this checkout")
-            tasks.append(task(root, f"{namespace}/{name}", namespace, name, [listing] + ([test] if test else []),
-                              None, f"{namespace}::{name}: unsupported: {why}"))
+            why = (
+                "its accuracy test runs only in KernelGenBench's own harness (sandbox, operator "
+                "registration), not reproduced here"
+                if test
+                else "its accuracy test is not in this checkout"
+            )
+            tasks.append(
+                task(
+                    root,
+                    f"{namespace}/{name}",
+                    namespace,
+                    name,
+                    [listing] + ([test] if test else []),
+                    None,
+                    f"{namespace}::{name}: unsupported: {why}",
+                )
+            )
     for label, spec in table.get("MM_SHAPE_OPERATORS", {}).items():
         solution = mm_solution(solutions, label)
         problem = None
@@ -145,8 +158,14 @@ def load(root: Path, options) -> list[SuiteTask]:
 
 
 def task(root: Path, task_id: str, category: str, op: str, files: list[Path], solution, problem) -> SuiteTask:
-    entry = Entry(id=task_id, path=root / KERNEL_LIST, level=None, category=category, op=op,
-                  source_hash=digest(files, extra=task_id))
+    entry = Entry(
+        id=task_id,
+        path=root / KERNEL_LIST,
+        level=None,
+        category=category,
+        op=op,
+        source_hash=digest(files, extra=task_id),
+    )
     return SuiteTask(entry, tuple(files), solution, problem)
 
 
@@ -158,15 +177,39 @@ def score(task: SuiteTask, options) -> list[Row]:
     if task.problem:
         return failed("unsupported" if ": unsupported: " in task.problem else "load_error", task.problem)
     if task.solution is None:
-        return [("*", "failed", {"failure": {"kind": "unsupported", "log_tail": "", "message": (
-            f"{task.entry.id}: KernelGenBench tasks are scored with --solutions DIR (<label>.py or mm.py "
-            "defining `def mm(a, b)`, as KernelGenBench's generated code does)")}, "failed_checks": []})]
+        return [
+            (
+                "*",
+                "failed",
+                {
+                    "failure": {
+                        "kind": "unsupported",
+                        "log_tail": "",
+                        "message": (
+                            f"{task.entry.id}: KernelGenBench tasks are scored with --solutions DIR (<label>.py or mm.py "
+                            "defining `def mm(a, b)`, as KernelGenBench's generated code does)"
+                        ),
+                    },
+                    "failed_checks": [],
+                },
+            )
+        ]
     (m, k), (_, n), short = tables(task.entry.path.parents[3])["MM_SHAPE_OPERATORS"][task.entry.op]
     dtype = DTYPES[short]
     sm, sk, sn = (min(d, CPU_DIM) for d in (m, k, n))
     on_cpu = options.device == "cpu"
-    source = TASK.format(label=task.entry.op, solution=str(task.solution.resolve()), dtype=dtype, m=m, k=k, n=n,
-                         sm=sm, sk=sk, sn=sn, small=f"{sm}x{sk}x{sn}")
+    source = TASK.format(
+        label=task.entry.op,
+        solution=str(task.solution.resolve()),
+        dtype=dtype,
+        m=m,
+        k=k,
+        n=n,
+        sm=sm,
+        sk=sk,
+        sn=sn,
+        small=f"{sm}x{sk}x{sn}",
+    )
     reduce_dim = sk if on_cpu else k
     theirs = ((dtype, (1e-4 * reduce_dim, RTOL[dtype])),)
     with tempfile.TemporaryDirectory(prefix="diagnose-kernelgen-") as scratch:
@@ -174,8 +217,11 @@ def score(task: SuiteTask, options) -> list[Row]:
         path.write_text(source)
         ours = verified(path, options, tolerance.overrides(options.tolerance))
         kgb = verified(path, options, theirs)
-    verdict = {"passed": all(status == "passed" for _, status, _ in kgb), "atol": theirs[0][1][0],
-               "rtol": theirs[0][1][1]}
+    verdict = {
+        "passed": all(status == "passed" for _, status, _ in kgb),
+        "atol": theirs[0][1][0],
+        "rtol": theirs[0][1][1],
+    }
     scaled = f"{m}x{k}x{n} -> {sm}x{sk}x{sn} on the CPU" if on_cpu and (sm, sk, sn) != (m, k, n) else None
     return [(g, s, {**d, "kernelgenbench": verdict, "scaled": scaled}) for g, s, d in ours]
 
@@ -183,9 +229,17 @@ def score(task: SuiteTask, options) -> list[Row]:
 def verified(path: Path, options, tolerances) -> list[Row]:
     """The harness's rows for a generated task file under the given (dtype, (atol, rtol)) overrides."""
     try:
-        verdict = verify(load_task(path, None), CheckOptions(
-            device=options.device, seeds=tuple(range(options.seeds)), timeout_s=options.timeout_s,
-            baselines=options.baselines, tolerances=tuple(tolerances), device_lock=options.device_lock))
+        verdict = verify(
+            load_task(path, None),
+            CheckOptions(
+                device=options.device,
+                seeds=tuple(range(options.seeds)),
+                timeout_s=options.timeout_s,
+                baselines=options.baselines,
+                tolerances=tuple(tolerances),
+                device_lock=options.device_lock,
+            ),
+        )
     except DiagnoseError as exc:
         return failed("load_error", str(exc))
     return group_rows(verdict)

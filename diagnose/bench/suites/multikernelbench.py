@@ -42,23 +42,43 @@ import re
 import tempfile
 from pathlib import Path
 
-from diagnose.bench.suites.base import (Row, SuiteTask, failed, hidden, keep, make_entry, match_solution, merged_task,
-                                        python_problem, verify_rows, with_tokens)
+from diagnose.bench.suites.base import (
+    Row,
+    SuiteTask,
+    failed,
+    hidden,
+    keep,
+    make_entry,
+    match_solution,
+    merged_task,
+    python_problem,
+    verify_rows,
+    with_tokens,
+)
 from diagnose.bench.suites.kernelbench import TASK, annotate, optimize_problem, score_problem
 from diagnose.bench.suites.multikernelbench_cases import (  # noqa: F401 - cpu_cases ... shipped_inputs: this adapter's API
-    CPU_CASES, DTYPES, cpu_cases, json_groups, make_input, read_cases, read_shipped, shipped_inputs,
+    CPU_CASES,
+    DTYPES,
+    cpu_cases,
+    json_groups,
+    make_input,
+    read_cases,
+    read_shipped,
+    shipped_inputs,
 )
 from diagnose.knobs import cache_root
 
 MODES = ("score", "optimize")
-NO_SOLUTION = ("optimize mode runs the agent on a solution's ModelNew and this task has none: give --solutions "
-               "or put <op>_triton.py beside it")
+NO_SOLUTION = (
+    "optimize mode runs the agent on a solution's ModelNew and this task has none: give --solutions "
+    "or put <op>_triton.py beside it"
+)
 GROUPS_NAMES = ("Model", "get_init_inputs", "get_input_groups")
 CLASSIC_NAMES = ("Model", "get_inputs", "get_init_inputs")
 SOLUTION_SUFFIX = "_triton"
 FENCED = re.compile(r"```(.*?)```", re.DOTALL)
 
-JSONL_GROUPS = '''CASES = {cases_json!r}
+JSONL_GROUPS = """CASES = {cases_json!r}
 
 
 def get_input_groups():
@@ -71,14 +91,14 @@ def get_input_groups():
     for case in json.loads(CASES):
         groups[case["name"]] = lambda case=case: [make_input(spec) for spec in case["inputs"]]
     return groups
-'''
-JSON_GROUPS = '''
+"""
+JSON_GROUPS = """
 
 def get_input_groups():
     from diagnose.bench.suites.multikernelbench_cases import json_groups
 
     return json_groups(_problem, {cases!r}, {device!r}, {record!r})
-'''
+"""
 
 FIRST_GROUP = """
 
@@ -159,10 +179,14 @@ def cases_file(task: SuiteTask) -> Path | None:
 def reference_source(reference: Path, cases: Path, device: str, record: Path) -> str:
     """A generated reference file over a task with a cases file: the task's `Model` and `get_init_inputs`,
     a group per case (on the CPU the chosen cases scaled down, the choice kept in `record`)."""
-    head = TASK.format(path=str(reference.resolve()), device="as written", record=None,
-                       how=f"with the cases of {cases.name}")
-    groups = (JSONL_GROUPS.format(cases_json=json.dumps(read_cases(cases))) if cases.suffix == ".jsonl"
-              else JSON_GROUPS.format(cases=str(cases.resolve()), device=device, record=str(record)))
+    head = TASK.format(
+        path=str(reference.resolve()), device="as written", record=None, how=f"with the cases of {cases.name}"
+    )
+    groups = (
+        JSONL_GROUPS.format(cases_json=json.dumps(read_cases(cases)))
+        if cases.suffix == ".jsonl"
+        else JSON_GROUPS.format(cases=str(cases.resolve()), device=device, record=str(record))
+    )
     return head + "Model = _problem.Model\nget_init_inputs = _problem.get_init_inputs\n" + groups + FIRST_GROUP
 
 
@@ -192,8 +216,15 @@ def score(task: SuiteTask, options) -> list[Row]:
         candidate = solution
         if solution is None:
             candidate = Path(scratch, f"{reference.stem}_self.py")
-            candidate.write_text(TASK.format(path=str(reference.resolve()), device="as written", record=None,
-                                             how=f"with the cases of {cases.name}") + "ModelNew = _problem.Model\n")
+            candidate.write_text(
+                TASK.format(
+                    path=str(reference.resolve()),
+                    device="as written",
+                    record=None,
+                    how=f"with the cases of {cases.name}",
+                )
+                + "ModelNew = _problem.Model\n"
+            )
         rows = verify_rows(wrapper, candidate, options)
         rows = [annotate(row, "multikernelbench", options, None, solution is None) for row in rows]
         rows = with_case_shapes(rows, record)
@@ -213,6 +244,7 @@ def optimize_task(task: SuiteTask, options, folder: Path, agent) -> list[Row]:
         return optimize_problem(reference, solution, options, folder, agent)
     record = folder / "cpu_shapes.json"
     record.unlink(missing_ok=True)  # a rerun chooses its cases again: the task may have changed
-    path = merged_task(solution, reference_source(reference, cases, options.device, record),
-                       folder / f"{reference.stem}.py")
+    path = merged_task(
+        solution, reference_source(reference, cases, options.device, record), folder / f"{reference.stem}.py"
+    )
     return with_case_shapes(agent(path), record)

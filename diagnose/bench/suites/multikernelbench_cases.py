@@ -47,7 +47,11 @@ def read_cases(path: Path) -> list[dict]:
             case = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{where}: malformed JSON line: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(case, dict) or not isinstance(case.get("name"), str) or not isinstance(case.get("inputs"), list):
+        if (
+            not isinstance(case, dict)
+            or not isinstance(case.get("name"), str)
+            or not isinstance(case.get("inputs"), list)
+        ):
             raise ValueError(f"{where}: a case needs a string `name` and a list `inputs`")
         for i, spec in enumerate(case["inputs"]):
             check_input(spec, f"{where}: input {i}")
@@ -77,11 +81,13 @@ def read_shipped(path: Path) -> list[dict]:
 
 def cpu_cases(cases: list[dict]) -> list[int]:
     """The cases run on the CPU: the first, the first with an empty tensor, then new dtype combinations."""
+
     def dtypes(case):
         return tuple(str(s.get("dtype")) for s in case["inputs"] if isinstance(s, dict) and "shape" in s)
 
-    empty = [i for i, c in enumerate(cases) if any(isinstance(s, dict) and 0 in (s.get("shape") or [1])
-                                                   for s in c["inputs"])]
+    empty = [
+        i for i, c in enumerate(cases) if any(isinstance(s, dict) and 0 in (s.get("shape") or [1]) for s in c["inputs"])
+    ]
     chosen = [0] + empty[:1]
     for i, case in enumerate(cases):
         if len(chosen) >= CPU_CASES:
@@ -108,7 +114,9 @@ def make_input(spec: dict):
 def shipped_inputs(module, case: dict) -> list:
     """The inputs the reference's own `get_input_groups()` builds from one case (worker side)."""
     line = json.dumps(case) + "\n"
-    module.open = lambda path, *a, **k: io.StringIO(line) if str(path).endswith(".json") else builtins.open(path, *a, **k)
+    module.open = lambda path, *a, **k: (
+        io.StringIO(line) if str(path).endswith(".json") else builtins.open(path, *a, **k)
+    )
     try:
         groups = module.get_input_groups()
         first = next(iter(groups.values())) if isinstance(groups, dict) else groups[0]
@@ -126,13 +134,30 @@ def json_groups(module, cases_path: str, device: str, record: str) -> dict:
     chosen = json.loads(Path(record).read_text()) if Path(record).is_file() else {}
     if not chosen:
         for i in cpu_cases(cases):
-            tries = [f for f in cpu_shapes.FACTORS if cpu_shapes.case_elements(cpu_shapes.scale_case(cases[i], f))
-                     <= cpu_shapes.ELEMENTS] + [1]
-            factor = next((f for f in tries if cpu_shapes.runs(module, shipped_inputs(module, cpu_shapes.scale_case(
-                cases[i], f)))), 1)
-            chosen[f"test_case{i}"] = {"index": i, "factor": factor, "shapes": [
-                s.get("shape") for s in cpu_shapes.scale_case(cases[i], factor)["inputs"] if isinstance(s, dict)
-                and "shape" in s]}
+            tries = [
+                f
+                for f in cpu_shapes.FACTORS
+                if cpu_shapes.case_elements(cpu_shapes.scale_case(cases[i], f)) <= cpu_shapes.ELEMENTS
+            ] + [1]
+            factor = next(
+                (
+                    f
+                    for f in tries
+                    if cpu_shapes.runs(module, shipped_inputs(module, cpu_shapes.scale_case(cases[i], f)))
+                ),
+                1,
+            )
+            chosen[f"test_case{i}"] = {
+                "index": i,
+                "factor": factor,
+                "shapes": [
+                    s.get("shape")
+                    for s in cpu_shapes.scale_case(cases[i], factor)["inputs"]
+                    if isinstance(s, dict) and "shape" in s
+                ],
+            }
         Path(record).write_text(json.dumps(chosen))
-    return {name: (lambda c=cpu_shapes.scale_case(cases[v["index"]], v["factor"]): shipped_inputs(module, c))
-            for name, v in chosen.items()}
+    return {
+        name: (lambda c=cpu_shapes.scale_case(cases[v["index"]], v["factor"]): shipped_inputs(module, c))
+        for name, v in chosen.items()
+    }

@@ -42,7 +42,14 @@ import time
 from pathlib import Path
 
 from diagnose.bench.suites.base import (
-    Row, SuiteTask, failed, keep, make_entry, match_solution, read_json_object, with_tokens,
+    Row,
+    SuiteTask,
+    failed,
+    keep,
+    make_entry,
+    match_solution,
+    read_json_object,
+    with_tokens,
 )
 from diagnose.errors import UsageError
 
@@ -63,8 +70,13 @@ def read_task(path: Path) -> dict:
         raise ValueError(f"{path.name}: {task['repo']} is not a git checkout")
     if not (repo / task["kernel_file"]).is_file():
         raise ValueError(f"{path.name}: the checkout has no kernel file {task['kernel_file']}")
-    return {**task, "repo": repo, "base": task.get("base", "HEAD"), "pass_to_pass": task.get("pass_to_pass", []),
-            "timeout_s": float(task.get("timeout_s", DEFAULT_TIMEOUT_S))}
+    return {
+        **task,
+        "repo": repo,
+        "base": task.get("base", "HEAD"),
+        "pass_to_pass": task.get("pass_to_pass", []),
+        "timeout_s": float(task.get("timeout_s", DEFAULT_TIMEOUT_S)),
+    }
 
 
 def load(root: Path, options) -> list[SuiteTask]:
@@ -90,16 +102,31 @@ def load(root: Path, options) -> list[SuiteTask]:
 
 
 def git(args: list[str], cwd: Path, timeout_s: float) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout_s, check=False,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def run_command(command: str, cwd: Path, timeout_s: float, env: dict) -> dict:
     """Run a host command in its own process group; kill the group when it passes `timeout_s`."""
     start = time.monotonic()
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(command, shell=True, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            shell=True,
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
         try:
             code = proc.wait(timeout=timeout_s)
             timed_out = False
@@ -113,8 +140,13 @@ def run_command(command: str, cwd: Path, timeout_s: float, env: dict) -> dict:
         log.seek(0)
         text = log.read().decode("utf-8", "replace")
     lines = [line for line in text.splitlines() if line.strip()]
-    return {"command": command, "returncode": code, "timed_out": timed_out,
-            "wall_s": round(time.monotonic() - start, 3), "last_line": (lines[-1] if lines else "")[-TAIL:]}
+    return {
+        "command": command,
+        "returncode": code,
+        "timed_out": timed_out,
+        "wall_s": round(time.monotonic() - start, 3),
+        "last_line": (lines[-1] if lines else "")[-TAIL:],
+    }
 
 
 def describe(result: dict) -> str:
@@ -160,8 +192,21 @@ def in_worktree(spec: dict, tree: Path, patch: Path, options) -> list[Row]:
     applied = git(["apply", "--whitespace=nowarn", str(patch.resolve())], tree, 60)
     if applied.returncode != 0:
         message = (applied.stderr.strip().splitlines() or ["git apply failed"])[0]
-        return [("*", "failed", {"failure": {"kind": "patch_error", "message": f"{patch.name} does not apply: {message}",
-                                             "log_tail": applied.stderr[-TAIL:]}, "failed_checks": [], "applied": False})]
+        return [
+            (
+                "*",
+                "failed",
+                {
+                    "failure": {
+                        "kind": "patch_error",
+                        "message": f"{patch.name} does not apply: {message}",
+                        "log_tail": applied.stderr[-TAIL:],
+                    },
+                    "failed_checks": [],
+                    "applied": False,
+                },
+            )
+        ]
     changed = git(["diff", "--name-only"], tree, 60).stdout.split()
     ftp = [run_command(c, tree, timeout, env) for c in spec["fail_to_pass"]]
     ptp = [run_command(c, tree, timeout, env) for c in spec["pass_to_pass"]]
@@ -173,14 +218,29 @@ def in_worktree(spec: dict, tree: Path, patch: Path, options) -> list[Row]:
     reasons += [f"e2e {d}" for d in e2e_failed]
     timed = bool(e2e_before and e2e_after and not e2e_failed)
     speedup = e2e_before["wall_s"] / e2e_after["wall_s"] if timed and e2e_after["wall_s"] > 0 else None
-    return [("e2e", "passed" if not reasons and not checks else "failed", {
-        "correct": not reasons, "applied": True, "changed_files": changed,
-        "fail_to_pass": ftp, "pass_to_pass": ptp,
-        "ftp_passed": sum(r["returncode"] == 0 for r in ftp), "ptp_passed": sum(r["returncode"] == 0 for r in ptp),
-        "reasons": reasons, "failed_checks": checks,
-        "medians_ms": {"candidate": e2e_after["wall_s"] * 1e3 if timed else None,
-                       "initial": e2e_before["wall_s"] * 1e3 if timed else None},
-        "timed": timed, "speedup_vs_original": speedup, "speedup_vs_eager": None, "speedup_vs_compile": None,
-        "test_wall_s": round(sum(r["wall_s"] for r in ftp + ptp), 3),
-    })]
-
+    return [
+        (
+            "e2e",
+            "passed" if not reasons and not checks else "failed",
+            {
+                "correct": not reasons,
+                "applied": True,
+                "changed_files": changed,
+                "fail_to_pass": ftp,
+                "pass_to_pass": ptp,
+                "ftp_passed": sum(r["returncode"] == 0 for r in ftp),
+                "ptp_passed": sum(r["returncode"] == 0 for r in ptp),
+                "reasons": reasons,
+                "failed_checks": checks,
+                "medians_ms": {
+                    "candidate": e2e_after["wall_s"] * 1e3 if timed else None,
+                    "initial": e2e_before["wall_s"] * 1e3 if timed else None,
+                },
+                "timed": timed,
+                "speedup_vs_original": speedup,
+                "speedup_vs_eager": None,
+                "speedup_vs_compile": None,
+                "test_wall_s": round(sum(r["wall_s"] for r in ftp + ptp), 3),
+            },
+        )
+    ]

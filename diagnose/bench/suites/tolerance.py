@@ -22,8 +22,13 @@ from diagnose.errors import UsageError
 FLOATS = ("float64", "float32", "float16", "bfloat16", "complex64")
 PROFILES: dict[str, dict[str, tuple[float, float]]] = {
     "default": {},
-    "kernelbench": {"float64": (1e-4, 1e-4), "float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2),
-                    "bfloat16": (1e-2, 1e-2), "complex64": (1e-4, 1e-4)},
+    "kernelbench": {
+        "float64": (1e-4, 1e-4),
+        "float32": (1e-4, 1e-4),
+        "float16": (1e-2, 1e-2),
+        "bfloat16": (1e-2, 1e-2),
+        "complex64": (1e-4, 1e-4),
+    },
     "kernelbench-v0": {name: (1e-2, 1e-2) for name in FLOATS},
     "multikernelbench": {name: (1e-4, 1e-4) for name in FLOATS},
     "datakernel": {"float64": (1e-9, 1e-9)},

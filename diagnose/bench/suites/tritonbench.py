@@ -66,11 +66,29 @@ from pathlib import Path
 
 from diagnose import syntax
 from diagnose.bench.suites import tolerance
-from diagnose.bench.suites.base import (Row, SuiteTask, failed, hidden, keep, make_entry, match_solution, unsupported,
-                                        with_tokens)
+from diagnose.bench.suites.base import (
+    Row,
+    SuiteTask,
+    failed,
+    hidden,
+    keep,
+    make_entry,
+    match_solution,
+    unsupported,
+    with_tokens,
+)
 from diagnose.bench.suites.tritonbench_eval import (  # noqa: F401 - compare, flat: this adapter's API
-    compare, flat, install_standin, kernel_ms, perf_script, perf_summary, perf_times, predict_text, run_script,
-    suite_kind, tritonbench_verdict,
+    compare,
+    flat,
+    install_standin,
+    kernel_ms,
+    perf_script,
+    perf_summary,
+    perf_times,
+    predict_text,
+    run_script,
+    suite_kind,
+    tritonbench_verdict,
 )
 from diagnose.bench.suites.tritonbench_llm import match_lines, materialize, read_jsonl, tritonbench_code
 from diagnose.runtime.runner import call
@@ -84,12 +102,18 @@ ENTRY = "diagnose.bench.suites.tritonbench_eval:run_tests"
 DATA = ("data/TritonBench_G_v1", "data/TritonBench_T_v1")
 # TritonBench's own separator, as its evaluator writes candidate files.
 TB_SEPARATOR = "#" * 146
-T_NOT_OPTIMIZED = ("optimize mode runs the agent on an original's Triton kernels, and a TritonBench-T original is a "
-                   "PyTorch function (an LLM output given as its candidate would become its own reference)")
-NOT_WITH_SOLUTIONS = ("optimize mode runs the agent on the originals as they are (their own test part supplies the "
-                      "launches); --solutions is for score mode")
-T_NEEDS_CANDIDATE = ("a TritonBench-T original is a PyTorch function and launches no Triton kernel: give "
-                     "candidates with --solutions (a folder, or one of TritonBench's LLM_generated/*.jsonl)")
+T_NOT_OPTIMIZED = (
+    "optimize mode runs the agent on an original's Triton kernels, and a TritonBench-T original is a "
+    "PyTorch function (an LLM output given as its candidate would become its own reference)"
+)
+NOT_WITH_SOLUTIONS = (
+    "optimize mode runs the agent on the originals as they are (their own test part supplies the "
+    "launches); --solutions is for score mode"
+)
+T_NEEDS_CANDIDATE = (
+    "a TritonBench-T original is a PyTorch function and launches no Triton kernel: give "
+    "candidates with --solutions (a folder, or one of TritonBench's LLM_generated/*.jsonl)"
+)
 
 
 def split(source: str, name: str) -> tuple[str, str]:
@@ -97,7 +121,7 @@ def split(source: str, name: str) -> tuple[str, str]:
     found = SEPARATOR.search(source)
     if not found:
         raise ValueError(f"{name}: no separator line of `#` between the code and its test")
-    return source[:found.start()], source[found.end():]
+    return source[: found.start()], source[found.end() :]
 
 
 def parsed(source: str, name: str) -> ast.Module:
@@ -109,8 +133,11 @@ def parsed(source: str, name: str) -> ast.Module:
 
 def test_names(test_part: str, name: str) -> list[str]:
     tree = parsed(test_part, name)
-    names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
-             and len(n.args.args) == len(n.args.defaults)]
+    names = [
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("test") and len(n.args.args) == len(n.args.defaults)
+    ]
     if not names:
         raise ValueError(f"{name}: the test part has no test_* function without arguments")
     return names
@@ -118,10 +145,19 @@ def test_names(test_part: str, name: str) -> list[str]:
 
 def bound_names(node: ast.stmt) -> set[str]:
     """Names a top-level statement binds (assignment targets, loop variables, `with ... as`)."""
-    targets = [t for n in ast.walk(node) for t in (
-        n.targets if isinstance(n, ast.Assign) else
-        [n.target] if isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr)) else
-        [i.optional_vars for i in n.items if i.optional_vars] if isinstance(n, ast.With) else [])]
+    targets = [
+        t
+        for n in ast.walk(node)
+        for t in (
+            n.targets
+            if isinstance(n, ast.Assign)
+            else [n.target]
+            if isinstance(n, (ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr))
+            else [i.optional_vars for i in n.items if i.optional_vars]
+            if isinstance(n, ast.With)
+            else []
+        )
+    ]
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
@@ -136,8 +172,9 @@ def without_calls(test_part: str, name: str) -> str:
             continue
         calls = [c for c in ast.walk(node) if isinstance(c, ast.Call)]
         runs_test = any(isinstance(c.func, ast.Name) and c.func.id in tests for c in calls)
-        reads_dropped = bool({n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-                              and isinstance(n.ctx, ast.Load)} & dropped_names)
+        reads_dropped = bool(
+            {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & dropped_names
+        )
         if runs_test or reads_dropped:
             drop.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
             dropped_names |= bound_names(node)
@@ -146,7 +183,7 @@ def without_calls(test_part: str, name: str) -> str:
 
 def code_part(source: str) -> str:
     found = SEPARATOR.search(source)
-    return source[:found.start()] if found else source
+    return source[: found.start()] if found else source
 
 
 def task_folders(root: Path) -> list[Path]:
@@ -160,9 +197,14 @@ def load(root: Path, options) -> list[SuiteTask]:
     jsonl = solutions if solutions is not None and solutions.is_file() else None
     if solutions is not None and jsonl is None and not solutions.is_dir():
         raise ValueError(f"{solutions}: --solutions is a folder or a TritonBench .jsonl file")
-    paths = [p for folder in task_folders(root) for p in sorted(folder.rglob("*.py"))
-             if not p.name.startswith("_") and not hidden(p, folder)
-             and not (solutions and solutions.is_dir() and p.resolve().is_relative_to(solutions.resolve()))]
+    paths = [
+        p
+        for folder in task_folders(root)
+        for p in sorted(folder.rglob("*.py"))
+        if not p.name.startswith("_")
+        and not hidden(p, folder)
+        and not (solutions and solutions.is_dir() and p.resolve().is_relative_to(solutions.resolve()))
+    ]
     sources, problems = {}, {}
     for path in paths:
         try:
@@ -207,14 +249,20 @@ def optimize_task(task: SuiteTask, options, folder: Path, agent) -> list[Row]:
 
 # --- parent side -------------------------------------------------------------------------------------
 
+
 def score(task: SuiteTask, options) -> list[Row]:
     if task.problem:
         return failed("load_error", task.problem)
     original = task.entry.path
     kind = suite_kind(original.parent)
     if kind == "T" and task.solution == original:
-        return [("*", "failed", {"failure": {"kind": "unsupported", "message": T_NEEDS_CANDIDATE, "log_tail": ""},
-                                 "failed_checks": []})]
+        return [
+            (
+                "*",
+                "failed",
+                {"failure": {"kind": "unsupported", "message": T_NEEDS_CANDIDATE, "log_tail": ""}, "failed_checks": []},
+            )
+        ]
     where = require(options.device)
     runner = where.runner_options() if hasattr(where, "runner_options") else {"interpret": interpreted(options.device)}
     code, test_part = split(original.read_text(encoding="utf-8"), original.name)
@@ -224,12 +272,22 @@ def score(task: SuiteTask, options) -> list[Row]:
     try:
         parsed(candidate_code, task.solution.name)
     except ValueError as exc:
-        return [("*", "failed", {"failure": {"kind": "candidate_error", "message": str(exc), "log_tail": ""},
-                                 "failed_checks": []})]
+        return [
+            (
+                "*",
+                "failed",
+                {"failure": {"kind": "candidate_error", "message": str(exc), "log_tail": ""}, "failed_checks": []},
+            )
+        ]
     raw = predict_text(task.solution) if task.solution != original else None
-    scripts = {"original": code + "\n" + TB_SEPARATOR + "\n" + test_part,
-               "candidate": (tritonbench_code(raw, kind) if raw is not None else candidate_code)
-               + "\n" + TB_SEPARATOR + "\n" + test_part}
+    scripts = {
+        "original": code + "\n" + TB_SEPARATOR + "\n" + test_part,
+        "candidate": (tritonbench_code(raw, kind) if raw is not None else candidate_code)
+        + "\n"
+        + TB_SEPARATOR
+        + "\n"
+        + test_part,
+    }
     sides = {"original": code, "candidate": candidate_code}
     perf, shapes = perf_script(original)
     with tempfile.TemporaryDirectory(prefix="diagnose-tritonbench-") as job:
@@ -241,22 +299,36 @@ def score(task: SuiteTask, options) -> list[Row]:
             whole = Path(job, side, "whole", original.name)
             whole.parent.mkdir()
             whole.write_text(scripts[side])
-            payload = {"path": str(path), "folder": str(original.resolve().parent), "tests": tests, "side": side,
-                       "seeds": list(range(options.seeds)), "job_dir": job, "timed": timed(options.device),
-                       "device": options.device, "script": str(whole), "stem": original.stem,
-                       "perf_script": str(perf) if perf else None}
+            payload = {
+                "path": str(path),
+                "folder": str(original.resolve().parent),
+                "tests": tests,
+                "side": side,
+                "seeds": list(range(options.seeds)),
+                "job_dir": job,
+                "timed": timed(options.device),
+                "device": options.device,
+                "script": str(whole),
+                "stem": original.stem,
+                "perf_script": str(perf) if perf else None,
+            }
             result = call(ENTRY, payload, timeout_s=options.timeout_s, **runner)
             if not result.ok:
                 if side == "original":
-                    return failed("load_error", f"{original.name}: the original's test failed: {result.failure.message}")
+                    return failed(
+                        "load_error", f"{original.name}: the original's test failed: {result.failure.message}"
+                    )
                 return [("*", "failed", {"failure": result.failure.to_dict(), "failed_checks": []})]
             results[side] = result.value
         own = tritonbench_verdict(results)
         perf_g = perf_summary(results, perf, shapes)
         rows = []
         for name in tests:
-            pairs = [(o, c) for o, c in zip(results["original"]["cases"], results["candidate"]["cases"])
-                     if o["group"] == name]
+            pairs = [
+                (o, c)
+                for o, c in zip(results["original"]["cases"], results["candidate"]["cases"])
+                if o["group"] == name
+            ]
             overrides = dict(tolerance.overrides(options.tolerance))
             verdicts = [compare(tensors.load(o["outputs"]), tensors.load(c["outputs"]), overrides) for o, c in pairs]
             correct = all(v[0] for v in verdicts)
@@ -264,19 +336,25 @@ def score(task: SuiteTask, options) -> list[Row]:
             checks = [f"launches_triton: no Triton kernel launched ({', '.join(silent)})"] if silent else []
             ref_ms = results["original"]["times_ms"].get(name)
             cand_ms = results["candidate"]["times_ms"].get(name)
-            rows.append((name, "passed" if correct and not checks else "failed", {
-                "correct": correct,
-                "max_abs_err": max(v[1] for v in verdicts),
-                "reasons": sorted({v[2] for v in verdicts if not v[0]}),
-                "failed_checks": checks,
-                "medians_ms": {"candidate": cand_ms, "initial": ref_ms},
-                "timed": cand_ms is not None,
-                "stable": True,
-                "speedup_vs_eager": None,
-                "speedup_vs_compile": None,
-                "speedup_vs_original": ref_ms / cand_ms if ref_ms and cand_ms else None,
-                "candidate_is_original": task.solution == original,
-                "tritonbench": own,
-                "perf_g": perf_g,
-            }))
+            rows.append(
+                (
+                    name,
+                    "passed" if correct and not checks else "failed",
+                    {
+                        "correct": correct,
+                        "max_abs_err": max(v[1] for v in verdicts),
+                        "reasons": sorted({v[2] for v in verdicts if not v[0]}),
+                        "failed_checks": checks,
+                        "medians_ms": {"candidate": cand_ms, "initial": ref_ms},
+                        "timed": cand_ms is not None,
+                        "stable": True,
+                        "speedup_vs_eager": None,
+                        "speedup_vs_compile": None,
+                        "speedup_vs_original": ref_ms / cand_ms if ref_ms and cand_ms else None,
+                        "candidate_is_original": task.solution == original,
+                        "tritonbench": own,
+                        "perf_g": perf_g,
+                    },
+                )
+            )
     return with_tokens(rows, task.solution if task.solution != original else None)

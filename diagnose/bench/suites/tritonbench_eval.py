@@ -41,7 +41,7 @@ SCRIPT_SEED = 0
 
 
 def suite_kind(folder: Path) -> str:
-    """"T" for a TritonBench-T folder (its name says so), else "G"."""
+    """ "T" for a TritonBench-T folder (its name says so), else "G"."""
     return "T" if re.search(r"_T(_|$)", folder.name) else "G"
 
 
@@ -134,8 +134,12 @@ def tritonbench_verdict(results: dict) -> dict | None:
     if not original or not candidate:
         return None
     same = original["ran"] and candidate["ran"] and original["stdout"] == candidate["stdout"]
-    return {"call": candidate["ran"], "exec": bool(same), "stdout_empty": not original["stdout"] and not candidate["stdout"],
-            "error": candidate["error"]}
+    return {
+        "call": candidate["ran"],
+        "exec": bool(same),
+        "stdout_empty": not original["stdout"] and not candidate["stdout"],
+        "error": candidate["error"],
+    }
 
 
 def perf_summary(results: dict, script: Path | None, shapes: int | None) -> dict | None:
@@ -144,8 +148,12 @@ def perf_summary(results: dict, script: Path | None, shapes: int | None) -> dict
     ref, cand = results["original"].get("perf_g"), results["candidate"].get("perf_g")
     out = {"script": script.name, "golden_shapes": shapes, "timed": False}
     if ref and cand and "ms" in ref and "ms" in cand and len(ref["ms"]) == len(cand["ms"]) and sum(cand["ms"]):
-        out.update(timed=True, ms_original=ref["ms"], ms_candidate=cand["ms"],
-                   speedup=round(sum(ref["ms"]) / sum(cand["ms"]), 4))
+        out.update(
+            timed=True,
+            ms_original=ref["ms"],
+            ms_candidate=cand["ms"],
+            speedup=round(sum(ref["ms"]) / sum(cand["ms"]), 4),
+        )
     elif ref or cand:
         out["error"] = (cand or {}).get("error") or (ref or {}).get("error")
     return out
@@ -167,6 +175,7 @@ def kernel_ms(test, kernels: list, device: str, reps: int = TIMING_REPS) -> floa
     backend = getattr(torch, device)
     spans: list = []
     for kernel in kernels:
+
         def timed_run(*args, _original=kernel.run, **kwargs):
             start, end = backend.Event(enable_timing=True), backend.Event(enable_timing=True)
             start.record()
@@ -247,8 +256,14 @@ def run_tests(payload: dict) -> dict:
                 value = test()
             value = printed.getvalue() if value is None else value
             path = Path(payload["job_dir"], f"{payload['side']}_{name}_{seed}.pt")
-            cases.append({"group": name, "seed": seed, "launches": log.total() - before,
-                          "outputs": tensors.save(flat(value), path)})
+            cases.append(
+                {
+                    "group": name,
+                    "seed": seed,
+                    "launches": log.total() - before,
+                    "outputs": tensors.save(flat(value), path),
+                }
+            )
         if payload["timed"]:
             with contextlib.redirect_stdout(io.StringIO()):
                 times[name] = kernel_ms(test, kernels, payload["device"])

@@ -60,8 +60,12 @@ def tritonbench_code(predict: str, kind: str) -> str:
 def descriptions(root: Path) -> dict[str, str]:
     """{file: description} of `data/TritonBench_T_v1.json[l]` under (or beside) `root`, where present."""
     for base in (root, *root.parents[:2]):
-        for path in (base / "data/TritonBench_T_v1.json", base / "data/TritonBench_T_v1.jsonl",
-                     base / "TritonBench_T_v1.json", base / "TritonBench_T_v1.jsonl"):
+        for path in (
+            base / "data/TritonBench_T_v1.json",
+            base / "data/TritonBench_T_v1.jsonl",
+            base / "TritonBench_T_v1.json",
+            base / "TritonBench_T_v1.jsonl",
+        ):
             if path.is_file():
                 text = path.read_text(encoding="utf-8")
                 try:

@@ -21,9 +21,13 @@ from diagnose.ir.facts.context import FactContext
 from diagnose.records import Evidence
 
 # ; NumVgprs: 142      ; TotalNumVgprs: 208      ; Occupancy: 2
-COMMENT_VALUE = re.compile(r"^\s*;\s*(NumVgprs|NumAgprs|TotalNumVgprs|NumSgprs|TotalNumSgprs|ScratchSize|Occupancy):\s*(\d+)", re.MULTILINE)
+COMMENT_VALUE = re.compile(
+    r"^\s*;\s*(NumVgprs|NumAgprs|TotalNumVgprs|NumSgprs|TotalNumSgprs|ScratchSize|Occupancy):\s*(\d+)", re.MULTILINE
+)
 #     .vgpr_spill_count: 0
-META_VALUE = re.compile(r"^\s*\.(sgpr_count|vgpr_count|sgpr_spill_count|vgpr_spill_count|private_segment_fixed_size):\s*(\d+)", re.MULTILINE)
+META_VALUE = re.compile(
+    r"^\s*\.(sgpr_count|vgpr_count|sgpr_spill_count|vgpr_spill_count|private_segment_fixed_size):\s*(\d+)", re.MULTILINE
+)
 NAMES = {
     "NumVgprs": "vgprs",
     "NumAgprs": "agprs",

@@ -18,7 +18,9 @@ from diagnose.records import Evidence, Location
 from diagnose.targets import Target
 
 # %x_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32, tt.pointer_range = 32 : i32} loc("x_ptr"(#loc))
-FUNC_ARG = re.compile(r"%(?P<name>[\w-]+): (?P<type>!tt\.ptr<[^>]+>|!tt\.tensordesc<.*?>|[\w.]+)(?: \{(?P<attrs>[^}]*)\})?")
+FUNC_ARG = re.compile(
+    r"%(?P<name>[\w-]+): (?P<type>!tt\.ptr<[^>]+>|!tt\.tensordesc<.*?>|[\w.]+)(?: \{(?P<attrs>[^}]*)\})?"
+)
 # #blocked1 = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
 BLOCKED_DEF = re.compile(r"^(#\w+) = #ttg\.blocked<\{sizePerThread = \[([\d, ]+)\].*order = \[([\d, ]+)\]")
 

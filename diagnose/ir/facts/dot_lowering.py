@@ -30,7 +30,9 @@ DOT_OPS = ("tt.dot", "ttng.warp_group_dot", "ttng.tc_gen5_mma", "tt.dot_scaled",
 # #mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 16]}>
 MMA_DEF = re.compile(r"^(#\w+) = #ttg\.(?P<kind>nvidia_mma|amd_mfma|amd_wmma)<\{(?P<body>.*)\}>")
 # v_mfma_f32_32x32x8_f16 / wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 / mma.sync.aligned.m16n8k16
-ASM_DOT = re.compile(r"\b(wgmma\.mma_async|mma\.sync\.aligned|tcgen05\.mma|v_mfma_\w+|v_wmma_\w+|fma\.rn\.f32|v_fma\w*|v_pk_fma\w*)")
+ASM_DOT = re.compile(
+    r"\b(wgmma\.mma_async|mma\.sync\.aligned|tcgen05\.mma|v_mfma_\w+|v_wmma_\w+|fma\.rn\.f32|v_fma\w*|v_pk_fma\w*)"
+)
 PRECISIONS = {"0": "tf32", "1": "tf32x3", "2": "ieee"}  # InputPrecision enum as printed on ttng ops
 BEST = {"cuda": {80: "mma_v2", 90: "wgmma", 100: "tcgen05"}, "hip": "mfma"}
 

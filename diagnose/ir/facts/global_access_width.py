@@ -48,11 +48,15 @@ NAME = "GlobalAccessWidth"
 # @%p1 ld.global.v4.b32 { %r1, %r2, %r3, %r4 }, [ %rd1 + 0 ];     st.global.b32 [ %rd3 + 0 ], { %r5 };
 PTX_GLOBAL = re.compile(r"^\s*(?:@!?%p\d+\s+)?(?P<dir>ld|st)\.global(?P<mods>(?:\.[\w:]+)*)\s")
 # cp.async.cg.shared.global [ %r139 + 0 ], [ %rd106 + 0 ], 0x10, %r141;
-PTX_CP_ASYNC = re.compile(r"^\s*(?:@!?%p\d+\s+)?cp\.async\.c[ag]\.shared\.global\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-f]+|\d+)")
+PTX_CP_ASYNC = re.compile(
+    r"^\s*(?:@!?%p\d+\s+)?cp\.async\.c[ag]\.shared\.global\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-f]+|\d+)"
+)
 # cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [ %r1 ], [ %rd2, { %r3, %r4 } ], [ %r5 ];
 PTX_TMA = re.compile(r"^\s*(?:@!?%p\d+\s+)?cp\.async\.bulk\.tensor\.\d+d\.(?P<dst>[\w:]+?)\.(?P<src>[\w:]+?)[.\s]")
 # buffer_load_dwordx4 v[2:5], v1, s[8:11], 0 offen        global_store_short v[0:1], v2, off
-AMD_GLOBAL = re.compile(r"^\s*(?:global|buffer|flat)_(?P<dir>load|store)_(?P<kind>dwordx[234]|dword|b128|b96|b64|b32|b16|[su]?short(?:_d16(?:_hi)?)?|[su]?byte(?:_d16(?:_hi)?)?|d16\w*)\b")
+AMD_GLOBAL = re.compile(
+    r"^\s*(?:global|buffer|flat)_(?P<dir>load|store)_(?P<kind>dwordx[234]|dword|b128|b96|b64|b32|b16|[su]?short(?:_d16(?:_hi)?)?|[su]?byte(?:_d16(?:_hi)?)?|d16\w*)\b"
+)
 AMD_BITS = {"dwordx4": 128, "b128": 128, "dwordx3": 96, "b96": 96, "dwordx2": 64, "b64": 64, "dword": 32, "b32": 32}
 # vectorization fails vec = 1 origin vec = 4 numElems = 8 mask is 1
 VEC_REMARK = re.compile(r"vectorization fails")
@@ -155,7 +159,9 @@ def _elements_per_thread(ctx: FactContext, ttype) -> int | None:
     return size_per_thread[order[0]]
 
 
-def _reasons(ctx: FactContext, op: IROp, bits: int, elem_bits: int | None, per_thread: int | None) -> list[tuple[str, str]]:
+def _reasons(
+    ctx: FactContext, op: IROp, bits: int, elem_bits: int | None, per_thread: int | None
+) -> list[tuple[str, str]]:
     reasons: list[tuple[str, str]] = []
     ttype = tensor_type(op.raw)
     if ttype and ttype.layout and ttype.layout.startswith("#mma"):

@@ -41,7 +41,13 @@ def index_width(ctx: FactContext) -> list[Evidence]:
     out = []
     for key, ops in sorted(by_line.items()):
         wide_args = sorted(
-            {x.name for op in ops for v in op.operands for x in ctx.provenance(v, 80) if isinstance(x, FuncArg) and x.type == "i64"}
+            {
+                x.name
+                for op in ops
+                for v in op.operands
+                for x in ctx.provenance(v, 80)
+                if isinstance(x, FuncArg) and x.type == "i64"
+            }
         )
         args = {
             "ops": len(ops),

@@ -23,7 +23,9 @@ from diagnose.ir.sourcemap import parse_mlir_ops
 from diagnose.records import Evidence
 
 # %4 = ttg.convert_layout %y {allocation.offset = 0 : i32} : tensor<64x64xf32, #blocked1> -> tensor<64x64xf32, #blocked>
-CONVERT = re.compile(r":\s*tensor<[^,]+,\s*(?P<src>#[\w.]+(?:<\{.*?\}>)?)>\s*->\s*tensor<[^,]+,\s*(?P<dst>#[\w.]+(?:<\{.*?\}>)?)>")
+CONVERT = re.compile(
+    r":\s*tensor<[^,]+,\s*(?P<src>#[\w.]+(?:<\{.*?\}>)?)>\s*->\s*tensor<[^,]+,\s*(?P<dst>#[\w.]+(?:<\{.*?\}>)?)>"
+)
 
 
 def layout_conversions(ctx: FactContext) -> list[Evidence]:

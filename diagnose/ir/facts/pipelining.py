@@ -52,7 +52,10 @@ def pipelining(ctx: FactContext) -> list[Evidence]:
         num_stages = ctx.record.metadata.get("num_stages")
         load_lines = {op.location.line for op in body if op.name in SYNC_LOADS and op.location}
         # The pipeliner peels a prologue: the loop's loads also appear once before it.
-        prologue = any(op.ir_line < loop.ir_line and op.name in SYNC_LOADS and op.location and op.location.line in load_lines for op in ops)
+        prologue = any(
+            op.ir_line < loop.ir_line and op.name in SYNC_LOADS and op.location and op.location.line in load_lines
+            for op in ops
+        )
         mechanism = "tma" if tma else "cp.async" if async_copies else "prefetch" if prologue else None
         args = {
             "pipelined": mechanism is not None,

@@ -31,5 +31,9 @@ def shared_memory(ctx: FactContext) -> list[Evidence]:
     out = [ctx.evidence("SharedMemoryUsage", "metric", "ttgir", ctx.kernel_location, args, f"ttg.shared = {shared}")]
     if shared > limit:
         over = {"shared": shared, "limit": limit, "over_by": shared - limit}
-        out.append(ctx.evidence("SharedMemoryOverLimit", "missed", "ttgir", ctx.kernel_location, over, f"ttg.shared = {shared}"))
+        out.append(
+            ctx.evidence(
+                "SharedMemoryOverLimit", "missed", "ttgir", ctx.kernel_location, over, f"ttg.shared = {shared}"
+            )
+        )
     return out

@@ -27,7 +27,9 @@ MTE2_SLOW = 2.0
 BANK_CONFLICT_HIGH = 0.1
 
 
-def _finding(code: str, message: str, location: Location, evidence: list[Evidence], confidence: str = "high") -> Finding:
+def _finding(
+    code: str, message: str, location: Location, evidence: list[Evidence], confidence: str = "high"
+) -> Finding:
     spec = CODES[code]
     return Finding(code, f"{spec.title}: {message}", spec.severity, confidence, location, tuple(evidence))
 
@@ -46,30 +48,52 @@ def cores_for(core: str | None, target: Target) -> int:
     return target.sm_count
 
 
-def diagnose_npu(evidence: list[Evidence], target: Target, location: Location, bytes_moved: float | None = None) -> list[Finding]:
+def diagnose_npu(
+    evidence: list[Evidence], target: Target, location: Location, bytes_moved: float | None = None
+) -> list[Finding]:
     """Findings from NpuKernel / PipeUtilization / NpuOpBasicInfo / BankConflicts evidence."""
     out = []
     pipes = ("PipeUtilization", "NpuKernel")
     scalar, s_ev = _first(evidence, "aiv_scalar_ratio", pipes)
     vector, v_ev = _first(evidence, "aiv_vec_ratio", pipes)
     if scalar is not None and vector is not None and scalar >= SCALAR_HIGH and vector < VECTOR_LOW:
-        out.append(_finding("PRF201", f"scalar pipe {scalar:.0%} busy, vector pipe {vector:.0%}", location,
-                            [e for e in (s_ev, v_ev) if e is not None][:1]))
+        out.append(
+            _finding(
+                "PRF201",
+                f"scalar pipe {scalar:.0%} busy, vector pipe {vector:.0%}",
+                location,
+                [e for e in (s_ev, v_ev) if e is not None][:1],
+            )
+        )
     mte2_us, m_ev = _first(evidence, "aiv_mte2_time_us", pipes)
     if mte2_us is not None and bytes_moved and target.peaks.hbm_bytes_per_s:
         need_us = bytes_moved / target.peaks.hbm_bytes_per_s * 1e6
         if mte2_us > MTE2_SLOW * need_us:
-            out.append(_finding("PRF202", f"MTE2 takes {mte2_us:.1f} us for {bytes_moved / 1e6:.3g} MB, "
-                                f"{mte2_us / need_us:.1f}x the {need_us:.1f} us at {target.peaks.hbm_bytes_per_s / 1e12:.2g} TB/s",
-                                location, [m_ev], "medium"))
+            out.append(
+                _finding(
+                    "PRF202",
+                    f"MTE2 takes {mte2_us:.1f} us for {bytes_moved / 1e6:.3g} MB, "
+                    f"{mte2_us / need_us:.1f}x the {need_us:.1f} us at {target.peaks.hbm_bytes_per_s / 1e12:.2g} TB/s",
+                    location,
+                    [m_ev],
+                    "medium",
+                )
+            )
     blocks, b_ev = _first(evidence, "block_dim", ("NpuKernel", "NpuOpBasicInfo"))
     if blocks:
         core = b_ev.arg("core")
         cores = cores_for(core, target)
         if blocks > cores:
             rounds = math.ceil(blocks / cores)
-            out.append(_finding("PRF203", f"{int(blocks)} blocks on {cores} {('vector ' if cores != target.sm_count else '')}cores: "
-                                f"{rounds} scheduling rounds", location, [b_ev]))
+            out.append(
+                _finding(
+                    "PRF203",
+                    f"{int(blocks)} blocks on {cores} {('vector ' if cores != target.sm_count else '')}cores: "
+                    f"{rounds} scheduling rounds",
+                    location,
+                    [b_ev],
+                )
+            )
     conflicts, c_ev = _first(evidence, "aiv_vec_bank_cflt_ratio", ("BankConflicts",))
     if conflicts is None:
         conflicts, c_ev = _first(evidence, "aiv_vec_total_cflt_ratio", ("BankConflicts",))
@@ -77,6 +101,10 @@ def diagnose_npu(evidence: list[Evidence], target: Target, location: Location, b
         out.append(_finding("PRF204", f"{conflicts:.0%} of vector cycles in bank conflicts", location, [c_ev]))
     longest = next((e for e in evidence if e.name == "PipeUtilization" and e.arg("longest_pipe")), None)
     if longest is not None:
-        out = [f if longest in f.evidence else Finding(f.code, f.message, f.severity, f.confidence, f.location,
-                                                       f.evidence + (longest,)) for f in out]
+        out = [
+            f
+            if longest in f.evidence
+            else Finding(f.code, f.message, f.severity, f.confidence, f.location, f.evidence + (longest,))
+            for f in out
+        ]
     return out

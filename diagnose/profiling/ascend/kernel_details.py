@@ -23,8 +23,15 @@ from __future__ import annotations
 from diagnose.profiling.tables import column, ratio, read_table, value
 from diagnose.records import Evidence, Location
 
-RATIOS = ("aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio", "aic_cube_ratio", "aic_mte2_ratio",
-          "aic_scalar_ratio")
+RATIOS = (
+    "aiv_vec_ratio",
+    "aiv_scalar_ratio",
+    "aiv_mte2_ratio",
+    "aiv_mte3_ratio",
+    "aic_cube_ratio",
+    "aic_mte2_ratio",
+    "aic_scalar_ratio",
+)
 
 
 def parse_kernel_details(text: str, location: Location | None = None, triton_only: bool = False) -> list[Evidence]:
@@ -48,6 +55,14 @@ def parse_kernel_details(text: str, location: Location | None = None, triton_onl
             "input_dtypes": column(row, "Input Data Types"),
             **{r: ratio(row, r) for r in RATIOS},
         }
-        out.append(Evidence("profile", "torch_npu", "NpuKernel", "metric", location,
-                            tuple((k, v) for k, v in args.items() if v is not None and v != "")))
+        out.append(
+            Evidence(
+                "profile",
+                "torch_npu",
+                "NpuKernel",
+                "metric",
+                location,
+                tuple((k, v) for k, v in args.items() if v is not None and v != ""),
+            )
+        )
     return out

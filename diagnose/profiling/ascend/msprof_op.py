@@ -71,14 +71,26 @@ def pipe_utilization(text: str, location: Location | None = None) -> Evidence:
 
 def memory_bandwidth(text: str, location: Location | None = None) -> Evidence:
     means = _means(read_table(text))
-    return Evidence("profile", "msprof", "NpuMemoryBandwidth", "metric", location,
-                    tuple((f"{k}_gb_per_s", round(x, 3)) for k, x in means.items() if k.endswith("_bw")))
+    return Evidence(
+        "profile",
+        "msprof",
+        "NpuMemoryBandwidth",
+        "metric",
+        location,
+        tuple((f"{k}_gb_per_s", round(x, 3)) for k, x in means.items() if k.endswith("_bw")),
+    )
 
 
 def bank_conflicts(text: str, location: Location | None = None) -> Evidence:
     means = _means(read_table(text))
-    return Evidence("profile", "msprof", "BankConflicts", "metric", location,
-                    tuple((k, round(_ratio(x), 4)) for k, x in means.items() if "cflt" in k))
+    return Evidence(
+        "profile",
+        "msprof",
+        "BankConflicts",
+        "metric",
+        location,
+        tuple((k, round(_ratio(x), 4)) for k, x in means.items() if "cflt" in k),
+    )
 
 
 def basic_info(text: str, location: Location | None = None) -> Evidence | None:
@@ -86,17 +98,31 @@ def basic_info(text: str, location: Location | None = None) -> Evidence | None:
     if not rows:
         return None
     row = rows[0]
-    args = {"op_name": column(row, "Op Name"), "block_dim": value(row, "Block Dim"),
-            "mix_block_dim": value(row, "Mix Block Dim"), "duration_us": value(row, "Task Duration(us)")}
-    return Evidence("profile", "msprof", "NpuOpBasicInfo", "metric", location,
-                    tuple((k, v) for k, v in args.items() if v is not None))
+    args = {
+        "op_name": column(row, "Op Name"),
+        "block_dim": value(row, "Block Dim"),
+        "mix_block_dim": value(row, "Mix Block Dim"),
+        "duration_us": value(row, "Task Duration(us)"),
+    }
+    return Evidence(
+        "profile",
+        "msprof",
+        "NpuOpBasicInfo",
+        "metric",
+        location,
+        tuple((k, v) for k, v in args.items() if v is not None),
+    )
 
 
 def parse_msprof_op(folder: str | Path, location: Location | None = None) -> list[Evidence]:
     """Every table found under an `OPPROF_*` folder (or the folder holding the CSVs)."""
     folder = Path(folder)
-    readers = (("OpBasicInfo", basic_info), ("PipeUtilization", pipe_utilization), ("Memory", memory_bandwidth),
-               ("ResourceConflictRatio", bank_conflicts))
+    readers = (
+        ("OpBasicInfo", basic_info),
+        ("PipeUtilization", pipe_utilization),
+        ("Memory", memory_bandwidth),
+        ("ResourceConflictRatio", bank_conflicts),
+    )
     out = []
     for stem, read in readers:
         found = sorted(folder.glob(f"{stem}.csv")) or sorted(folder.glob(f"**/{stem}*.csv"))

@@ -29,14 +29,31 @@ def parse_op_statistic(text: str, location: Location | None = None) -> list[Evid
             continue
         count = value(row, "Count")
         total = value(row, "Total Time(us)") or (avg * count if count else avg)
-        rows.append({"op_type": op, "core": column(row, "Core Type"), "count": count, "avg_us": avg, "total_us": total,
-                     "min_us": value(row, "Min Time(us)"), "max_us": value(row, "Max Time(us)"),
-                     "ratio": value(row, "Ratio(%)")})
+        rows.append(
+            {
+                "op_type": op,
+                "core": column(row, "Core Type"),
+                "count": count,
+                "avg_us": avg,
+                "total_us": total,
+                "min_us": value(row, "Min Time(us)"),
+                "max_us": value(row, "Max Time(us)"),
+                "ratio": value(row, "Ratio(%)"),
+            }
+        )
     grand = sum(r["total_us"] for r in rows) or 1.0
     out = []
     for r in sorted(rows, key=lambda r: -r["total_us"]):
         share = r.pop("ratio")
         r["share"] = share / 100.0 if share is not None else r["total_us"] / grand
-        out.append(Evidence("profile", "torch_npu", "NpuOpStatistic", "metric", location,
-                            tuple((k, v) for k, v in r.items() if v is not None)))
+        out.append(
+            Evidence(
+                "profile",
+                "torch_npu",
+                "NpuOpStatistic",
+                "metric",
+                location,
+                tuple((k, v) for k, v in r.items() if v is not None),
+            )
+        )
     return out

@@ -83,7 +83,10 @@ def counters(result: NcuResult) -> NcuCounters:
     return NcuCounters(
         kernel=result.kernel,
         duration_s=duration,
-        dram_pct=v("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+        dram_pct=v(
+            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+        ),
         dram_bytes=dram_bytes,
         l2_pct=v("lts__throughput.avg.pct_of_peak_sustained_elapsed"),
         sm_pct=v("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
@@ -120,34 +123,52 @@ def evidence(c: NcuCounters, location: Location | None, raw: str | None = None) 
     """The counters as Evidence records (stage `profile`, source `ncu`)."""
 
     def ev(name: str, args: dict, kind: str = "metric") -> Evidence:
-        return Evidence("profile", "ncu", name, kind, location,
-                        tuple((k, _round(x)) for k, x in args.items() if x is not None), raw)
+        return Evidence(
+            "profile", "ncu", name, kind, location, tuple((k, _round(x)) for k, x in args.items() if x is not None), raw
+        )
 
     out = []
     if c.duration_s is not None:
         out.append(ev("NcuDuration", {"kernel": c.kernel, "duration_us": c.duration_s * 1e6}))
     if c.dram_pct is not None or c.dram_bytes is not None:
         rate = c.dram_bytes_per_s
-        out.append(ev("DramThroughput", {"pct_of_peak": c.dram_pct, "bytes": c.dram_bytes,
-                                         "tb_per_s": rate / 1e12 if rate else None}))
+        out.append(
+            ev(
+                "DramThroughput",
+                {"pct_of_peak": c.dram_pct, "bytes": c.dram_bytes, "tb_per_s": rate / 1e12 if rate else None},
+            )
+        )
     if c.l2_pct is not None:
         out.append(ev("L2Throughput", {"pct_of_peak": c.l2_pct}))
     if c.sm_pct is not None or c.memory_pct is not None:
         out.append(ev("SpeedOfLight", {"sm_pct": c.sm_pct, "memory_pct": c.memory_pct}))
     if c.achieved_occupancy_pct is not None:
-        out.append(ev("AchievedOccupancy", {"achieved_pct": c.achieved_occupancy_pct,
-                                            "theoretical_pct": c.theoretical_occupancy_pct,
-                                            "limiter": c.occupancy_limiter,
-                                            "registers_per_thread": c.registers_per_thread,
-                                            "block_size": c.block_size, "waves_per_sm": c.waves_per_sm}))
+        out.append(
+            ev(
+                "AchievedOccupancy",
+                {
+                    "achieved_pct": c.achieved_occupancy_pct,
+                    "theoretical_pct": c.theoretical_occupancy_pct,
+                    "limiter": c.occupancy_limiter,
+                    "registers_per_thread": c.registers_per_thread,
+                    "block_size": c.block_size,
+                    "waves_per_sm": c.waves_per_sm,
+                },
+            )
+        )
     if c.stalls:
         top = {f"{reason}": share for reason, share in c.stalls[:3]}
         out.append(ev("WarpStalls", {"top": c.stalls[0][0], **{f"share_{k}": x for k, x in top.items()}}))
     share = c.excessive_share
     if share is not None:
         kind = "missed" if share > EXCESSIVE_SHARE_MISSED else "passed"
-        out.append(ev("UncoalescedGlobalAccess", {"excessive_sectors": c.excessive_sectors,
-                                                  "l2_sectors": c.l2_sectors, "excessive_share": share}, kind))
+        out.append(
+            ev(
+                "UncoalescedGlobalAccess",
+                {"excessive_sectors": c.excessive_sectors, "l2_sectors": c.l2_sectors, "excessive_share": share},
+                kind,
+            )
+        )
     return out
 
 

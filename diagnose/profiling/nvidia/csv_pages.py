@@ -30,8 +30,19 @@ from diagnose.records import Record
 
 PREFIX = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 BASE_UNITS = ("byte", "second", "s", "cycle", "hz", "inst", "sector", "request", "warp", "thread", "block")
-IDENTITY_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-                    "Block Size", "Grid Size", "Device", "CC")
+IDENTITY_COLUMNS = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+)
 
 
 def _scale(part: str) -> float:
@@ -93,7 +104,7 @@ def parse_raw_page(text: str) -> list[NcuResult]:
     if head is None:
         return []
     header = [c.strip() for c in table[head]]
-    body = table[head + 1:]
+    body = table[head + 1 :]
     units = [""] * len(header)
     if body and body[0] and body[0][0].strip() == "":
         units = [c.strip() for c in body[0]] + [""] * (len(header) - len(body[0]))
@@ -108,6 +119,13 @@ def parse_raw_page(text: str) -> list[NcuResult]:
             for i, (name, cell) in enumerate(zip(header, row))
             if name not in IDENTITY_COLUMNS
         )
-        out.append(NcuResult(int(cells["ID"]), cells.get("Kernel Name", ""), cells.get("Block Size", ""),
-                             cells.get("Grid Size", ""), metrics))
+        out.append(
+            NcuResult(
+                int(cells["ID"]),
+                cells.get("Kernel Name", ""),
+                cells.get("Block Size", ""),
+                cells.get("Grid Size", ""),
+                metrics,
+            )
+        )
     return out

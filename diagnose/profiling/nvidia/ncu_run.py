@@ -56,8 +56,12 @@ class NcuRun(Record):
 
 
 def find_ncu() -> str | None:
-    for candidate in (os.environ.get(NCU_ENV), shutil.which("ncu"),
-                      *sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True), "/usr/local/cuda/bin/ncu"):
+    for candidate in (
+        os.environ.get(NCU_ENV),
+        shutil.which("ncu"),
+        *sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True),
+        "/usr/local/cuda/bin/ncu",
+    ):
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -66,16 +70,43 @@ def find_ncu() -> str | None:
 def profile_command(ncu: str, kernels: list[str], report: Path, request: Path, result: Path) -> list[str]:
     sections = [arg for name in SECTIONS for arg in ("--section", name)]
     names = "|".join(kernels)
-    return [ncu, "--clock-control", "none", "--target-processes", "all", "--profile-from-start", "off",
-            *sections, "--kernel-name", f"regex:^({names})$", "--launch-count", str(LAUNCH_COUNT),
-            "--import-source", "yes", "-f", "-o", str(report),
-            sys.executable, "-m", "diagnose.runtime.worker", str(request), str(result)]
+    return [
+        ncu,
+        "--clock-control",
+        "none",
+        "--target-processes",
+        "all",
+        "--profile-from-start",
+        "off",
+        *sections,
+        "--kernel-name",
+        f"regex:^({names})$",
+        "--launch-count",
+        str(LAUNCH_COUNT),
+        "--import-source",
+        "yes",
+        "-f",
+        "-o",
+        str(report),
+        sys.executable,
+        "-m",
+        "diagnose.runtime.worker",
+        str(request),
+        str(result),
+    ]
 
 
 def _run(cmd: list[str], timeout_s: float, env: dict | None = None, log=None) -> tuple[int, str]:
     """Run a command in its own process group; kill the group at the deadline."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, start_new_session=True, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+        text=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -111,20 +142,36 @@ def run_ncu(payload: dict, kernels: list[str], folder: str | Path, timeout_s: fl
     sources: list[tuple[str, str]] = []
     if rep.exists():
         left = lambda: max(10.0, timeout_s - (time.monotonic() - start))
-        raw = _export(ncu, rep, ["--page", "raw", "--csv", "--print-units", "base"], folder / "ncu_raw.csv", left(), logs)
-        details = _export(ncu, rep, ["--page", "details", "--csv", "--print-units", "base"], folder / "ncu_details.csv", left(), logs)
+        raw = _export(
+            ncu, rep, ["--page", "raw", "--csv", "--print-units", "base"], folder / "ncu_raw.csv", left(), logs
+        )
+        details = _export(
+            ncu, rep, ["--page", "details", "--csv", "--print-units", "base"], folder / "ncu_details.csv", left(), logs
+        )
         for kernel in kernels:
             base = ["--page", "source", "--csv", "--print-source", "sass"]
-            text = _export(ncu, rep, [*base, "--kernel-name", kernel, "--launch-count", "1"],
-                           folder / f"ncu_source_{kernel}.csv", left(), logs)
+            text = _export(
+                ncu,
+                rep,
+                [*base, "--kernel-name", kernel, "--launch-count", "1"],
+                folder / f"ncu_source_{kernel}.csv",
+                left(),
+                logs,
+            )
             if not text or "Address" not in text:
                 text = _export(ncu, rep, base, folder / f"ncu_source_{kernel}.csv", left(), logs)
             if text:
                 sources.append((kernel, text))
             # ncu's own line attribution (file and line from the cubin's line table), kept for a reader:
             # the join above maps inlined tl.* code to the user's line, which this view does not.
-            _export(ncu, rep, ["--page", "source", "--csv", "--print-source", "cuda", "--kernel-name", kernel,
-                               "--launch-count", "1"], folder / f"ncu_source_cuda_{kernel}.csv", left(), logs)
+            _export(
+                ncu,
+                rep,
+                ["--page", "source", "--csv", "--print-source", "cuda", "--kernel-name", kernel, "--launch-count", "1"],
+                folder / f"ncu_source_cuda_{kernel}.csv",
+                left(),
+                logs,
+            )
         if raw is None and error is None:
             error = "ncu exported no raw page"
     (folder / "ncu.log").write_text("\n".join(logs))
@@ -154,6 +201,9 @@ def load_run(folder: str | Path) -> NcuRun:
         path = folder / name
         return path.read_text() if path.exists() else None
 
-    sources = tuple((p.stem[len("ncu_source_"):], p.read_text()) for p in sorted(folder.glob("ncu_source_*.csv"))
-                    if not p.stem.startswith("ncu_source_cuda_"))
+    sources = tuple(
+        (p.stem[len("ncu_source_") :], p.read_text())
+        for p in sorted(folder.glob("ncu_source_*.csv"))
+        if not p.stem.startswith("ncu_source_cuda_")
+    )
     return NcuRun(str(folder), text("ncu_raw.csv"), text("ncu_details.csv"), sources)

@@ -75,8 +75,9 @@ def parse_hatchet(data: list) -> tuple[ProtonKernel, ...]:
         metrics = node.get("metrics", {})
         children = node.get("children", [])
         if "time (ns)" in metrics and "device_id" in metrics and not children:
-            out.append(ProtonKernel(" / ".join(scope), name, int(metrics.get("count", 0)),
-                                    float(metrics["time (ns)"]), *work))
+            out.append(
+                ProtonKernel(" / ".join(scope), name, int(metrics.get("count", 0)), float(metrics["time (ns)"]), *work)
+            )
             return
         here = scope if name == ROOT_FRAME else [*scope, name]
         if name != ROOT_FRAME and ("bytes" in metrics or "flops" in metrics):
@@ -103,8 +104,12 @@ def evidence(scopes: tuple[ScopeTime, ...], locations: dict[str, Location] | Non
     out = []
     for scope in scopes:
         seconds = scope.seconds_per_forward
-        args = {"scope": scope.scope, "ms_per_forward": round(seconds * 1e3, 6), "repeats": scope.repeats,
-                "kernels": len(scope.kernels)}
+        args = {
+            "scope": scope.scope,
+            "ms_per_forward": round(seconds * 1e3, 6),
+            "repeats": scope.repeats,
+            "kernels": len(scope.kernels),
+        }
         if scope.bytes and seconds:
             args["achieved_bytes_per_s"] = round(scope.bytes / seconds, 1)
         if scope.flops and seconds:
@@ -113,8 +118,20 @@ def evidence(scopes: tuple[ScopeTime, ...], locations: dict[str, Location] | Non
         total = sum(k.time_ns for k in scope.kernels) or 1.0
         for kernel in sorted(scope.kernels, key=lambda k: -k.time_ns):
             launches = kernel.count / max(scope.repeats, 1)
-            out.append(Evidence("profile", "proton", "KernelTime", "metric", locations.get(kernel.kernel), (
-                ("scope", scope.scope), ("kernel", kernel.kernel),
-                ("us_per_launch", round(kernel.time_ns / max(kernel.count, 1) / 1e3, 3)),
-                ("launches_per_forward", round(launches, 3)), ("share", round(kernel.time_ns / total, 4)))))
+            out.append(
+                Evidence(
+                    "profile",
+                    "proton",
+                    "KernelTime",
+                    "metric",
+                    locations.get(kernel.kernel),
+                    (
+                        ("scope", scope.scope),
+                        ("kernel", kernel.kernel),
+                        ("us_per_launch", round(kernel.time_ns / max(kernel.count, 1) / 1e3, 3)),
+                        ("launches_per_forward", round(launches, 3)),
+                        ("share", round(kernel.time_ns / total, 4)),
+                    ),
+                )
+            )
     return out

@@ -100,14 +100,23 @@ def parse_source_page(text: str) -> list[SourceRow]:
     if head is None:
         return []
     header = [c.strip() for c in table[head]]
-    cols = {key: _column(header, names) for key, names in
-            (("samples", SAMPLES_COLUMNS), ("not_issued", NOT_ISSUED_COLUMNS),
-             ("excessive", EXCESSIVE_COLUMNS), ("executed", EXECUTED_COLUMNS))}
+    cols = {
+        key: _column(header, names)
+        for key, names in (
+            ("samples", SAMPLES_COLUMNS),
+            ("not_issued", NOT_ISSUED_COLUMNS),
+            ("excessive", EXCESSIVE_COLUMNS),
+            ("executed", EXECUTED_COLUMNS),
+        )
+    }
     a, s = header.index("Address"), header.index("Source")
-    reasons = [(i, name[len("stall_"):]) for i, name in enumerate(header)
-               if name.startswith("stall_") and "(" not in name and name != "stall_selected"]
+    reasons = [
+        (i, name[len("stall_") :])
+        for i, name in enumerate(header)
+        if name.startswith("stall_") and "(" not in name and name != "stall_selected"
+    ]
     out: list[SourceRow] = []
-    for row in table[head + 1:]:
+    for row in table[head + 1 :]:
         if len(row) <= max(a, s):
             continue
         if row[a].strip() == "Address":  # the next kernel's header: one kernel per parse
@@ -121,8 +130,17 @@ def parse_source_page(text: str) -> list[SourceRow]:
             return (number(row[i]) or 0.0) if i is not None and i < len(row) else 0.0
 
         stalls = tuple((r, number(row[i]) or 0.0) for i, r in reasons if i < len(row) and (number(row[i]) or 0.0) > 0)
-        out.append(SourceRow(address, row[s].strip(), cell("samples"), cell("not_issued"), cell("excessive"),
-                             cell("executed"), stalls))
+        out.append(
+            SourceRow(
+                address,
+                row[s].strip(),
+                cell("samples"),
+                cell("not_issued"),
+                cell("excessive"),
+                cell("executed"),
+                stalls,
+            )
+        )
     return out
 
 
@@ -156,7 +174,9 @@ def join(source: list[SourceRow], sass: list[tuple[int, str, Location | None]], 
         pairs = [(r, (text, loc)) for r, (_, text, loc) in zip(source, sass)]
         method, agreement = "position", _agreement(pairs)
     if agreement < MIN_AGREEMENT:
-        return Join((), "none", agreement, f"ncu's SASS does not match the offline compile ({agreement:.0%} of opcodes agree)")
+        return Join(
+            (), "none", agreement, f"ncu's SASS does not match the offline compile ({agreement:.0%} of opcodes agree)"
+        )
     total = sum(r.samples for r in source) or 1.0
     lines: dict[tuple[str, int], list] = {}
     for row, hit in pairs:
@@ -170,10 +190,15 @@ def join(source: list[SourceRow], sass: list[tuple[int, str, Location | None]], 
         entry[2] += 1
         for reason, count in row.stalls:
             entry[3][reason] = entry[3].get(reason, 0.0) + count
-    spots = tuple(sorted(
-        (LineHotspot(Location(path, line), s, s / total, x, n, max(r, key=r.get) if r else None)
-         for (path, line), (s, x, n, r) in lines.items()),
-        key=lambda h: (-h.samples, h.location.line)))
+    spots = tuple(
+        sorted(
+            (
+                LineHotspot(Location(path, line), s, s / total, x, n, max(r, key=r.get) if r else None)
+                for (path, line), (s, x, n, r) in lines.items()
+            ),
+            key=lambda h: (-h.samples, h.location.line),
+        )
+    )
     return Join(spots, method, agreement)
 
 
@@ -190,13 +215,37 @@ def evidence(result: Join, top: int = 3, min_share: float = 0.05) -> list[Eviden
     for spot in result.hotspots[:top]:
         if spot.share < min_share:
             break
-        out.append(Evidence("profile", "ncu", "StallHotspot", "metric", spot.location,
-                            tuple((k, v) for k, v in (
-                                ("samples", int(spot.samples)), ("share", round(spot.share, 3)), ("top_stall", spot.top_stall),
-                                ("excessive_sectors", int(spot.excessive_sectors)), ("instructions", spot.instructions),
-                                ("join", result.method)) if v is not None)))
+        out.append(
+            Evidence(
+                "profile",
+                "ncu",
+                "StallHotspot",
+                "metric",
+                spot.location,
+                tuple(
+                    (k, v)
+                    for k, v in (
+                        ("samples", int(spot.samples)),
+                        ("share", round(spot.share, 3)),
+                        ("top_stall", spot.top_stall),
+                        ("excessive_sectors", int(spot.excessive_sectors)),
+                        ("instructions", spot.instructions),
+                        ("join", result.method),
+                    )
+                    if v is not None
+                ),
+            )
+        )
     for spot in result.hotspots:
         if spot.excessive_sectors > 0:
-            out.append(Evidence("profile", "ncu", "UncoalescedLine", "missed", spot.location,
-                                (("excessive_sectors", int(spot.excessive_sectors)), ("join", result.method))))
+            out.append(
+                Evidence(
+                    "profile",
+                    "ncu",
+                    "UncoalescedLine",
+                    "missed",
+                    spot.location,
+                    (("excessive_sectors", int(spot.excessive_sectors)), ("join", result.method)),
+                )
+            )
     return out

@@ -60,7 +60,9 @@ class Hardware(Record):
 
     def rate(self, engine: str | None, dtype: str | None) -> float:
         table = dict(self.matmul_flops_per_s)
-        label = {"f16": "fp16", "bf16": "bf16", "f32": "tf32", "f8E4M3FN": "bf16", "f8E5M2": "bf16"}.get(dtype or "", "fp16")
+        label = {"f16": "fp16", "bf16": "bf16", "f32": "tf32", "f8E4M3FN": "bf16", "f8E5M2": "bf16"}.get(
+            dtype or "", "fp16"
+        )
         tensor = table.get(label) or table.get("fp16") or table.get("bf16") or 1e12
         if engine in ("wgmma", "tcgen05", "mfma", "wmma"):
             return tensor

@@ -34,8 +34,14 @@ from diagnose.ir.launch import named_arguments
 from diagnose.ir.sourcemap import parse_mlir_ops
 from diagnose.records import Evidence, Record
 
-MEMORY_OPS = {"tt.load": "load", "tt.store": "store", "tt.atomic_rmw": "atomic", "tt.atomic_cas": "atomic",
-              "tt.descriptor_load": "load", "tt.descriptor_store": "store"}
+MEMORY_OPS = {
+    "tt.load": "load",
+    "tt.store": "store",
+    "tt.atomic_rmw": "atomic",
+    "tt.atomic_cas": "atomic",
+    "tt.descriptor_load": "load",
+    "tt.descriptor_store": "store",
+}
 DOT_OPS = ("tt.dot", "tt.dot_scaled")
 MAX_BLOCKS_PER_SM = 32
 MAX_WARPS_PER_SM = 64
@@ -275,8 +281,11 @@ def _resident(num_warps: int, resources: dict[str, Any]) -> int:
 
 def _pipelined(evidence: list[Evidence]) -> dict[int, int]:
     """Source line of each pipelined loop -> loads in flight per load (its buffers)."""
-    return {e.location.line: int(e.arg("buffers") or 2) for e in evidence
-            if e.name == "SoftwarePipelining" and e.kind == "passed" and e.location}
+    return {
+        e.location.line: int(e.arg("buffers") or 2)
+        for e in evidence
+        if e.name == "SoftwarePipelining" and e.kind == "passed" and e.location
+    }
 
 
 def _engine(evidence: list[Evidence]) -> str | None:

@@ -15,7 +15,17 @@ from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statemen
 from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, kernels, module_names, names, pointer_params, resolve_grid, sites_of, walk,
+    Kernel,
+    LaunchSite,
+    calls,
+    code,
+    kernels,
+    module_names,
+    names,
+    pointer_params,
+    resolve_grid,
+    sites_of,
+    walk,
 )
 
 MAX_CONFIGS = 6
@@ -33,8 +43,8 @@ def {name}(kernel_call, quantiles):
 class AutotunePlan:
     kernel: Kernel
     site: LaunchSite
-    tuned: tuple[str, ...]           # the constexprs the configs set
-    options: tuple[str, ...]         # num_warps / num_stages the configs set
+    tuned: tuple[str, ...]  # the constexprs the configs set
+    options: tuple[str, ...]  # num_warps / num_stages the configs set
     key: tuple[str, ...]
     space: tuple[dict, ...]
 
@@ -84,9 +94,12 @@ class AddAutotune(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), AutotunePlan,
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            AutotunePlan,
             lambda p: f"tune {', '.join(p.tuned + p.options)} keyed on {', '.join(p.key)}",
-            "no launched kernel with block sizes to tune")
+            "no launched kernel with block sizes to tune",
+        )
 
     def search_space(self, ctx: RewriteContext, plan: AutotunePlan) -> list[dict[str, Any]]:
         return list(plan.space)
@@ -101,9 +114,13 @@ class AddAutotune(Rewrite):
             options = "".join(f", {k}={int(v)}" for k, v in values.items() if k in ("num_warps", "num_stages"))
             lines.append(f"triton.Config({{{constexprs}}}{options})")
         key = ", ".join(f'"{k}"' for k in plan.key)
-        decorator = cst.Decorator(cst.parse_expression(
-            "triton.autotune(\n    configs=[\n" + "".join(f"        {line},\n" for line in lines)
-            + f"    ],\n    key=[{key}],\n    do_bench={bench},\n)"))
+        decorator = cst.Decorator(
+            cst.parse_expression(
+                "triton.autotune(\n    configs=[\n"
+                + "".join(f"        {line},\n" for line in lines)
+                + f"    ],\n    key=[{key}],\n    do_bench={bench},\n)"
+            )
+        )
         node = plan.kernel.node
         new_kernel = node.with_changes(decorators=[decorator, *node.decorators])
         grid, grid_statement = resolve_grid(plan.site)
@@ -119,8 +136,9 @@ class AddAutotune(Rewrite):
             mapping[grid] = lambda_grid
             mapping[plan.site.call] = call
         else:
-            mapping[plan.site.call] = call.with_changes(func=call.func.with_changes(
-                slice=[cst.SubscriptElement(cst.Index(lambda_grid))]))
+            mapping[plan.site.call] = call.with_changes(
+                func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(lambda_grid))])
+            )
         for host in host_names:  # `BLOCK_SIZE = 128` is now the autotuner's business
             binding = host_binding(plan.site.host, host)
             if binding is not None and isinstance(binding.statement.body[0].targets[0].target, cst.Name):

@@ -8,12 +8,28 @@ from typing import Any
 import libcst as cst
 
 from diagnose.rewrite.launch_values import (
-    computed_on_host, config_first, current_values, every_access_masked, first_tuned_values, set_values, shown,
+    computed_on_host,
+    config_first,
+    current_values,
+    every_access_masked,
+    first_tuned_values,
+    set_values,
+    shown,
 )
 from diagnose.rewrite.matmul import arange_sizes, assignments, axis_names, operand_pointer
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, assigned_names, calls, grid_coupled, is_tl_call, kernels, launched, names, read_names, sites_of, walk,
+    Kernel,
+    assigned_names,
+    calls,
+    grid_coupled,
+    is_tl_call,
+    kernels,
+    launched,
+    names,
+    read_names,
+    sites_of,
+    walk,
 )
 from diagnose.targets import Target
 
@@ -98,10 +114,15 @@ class AttentionTiles(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), AttentionPlan,
-            lambda p: f"attention tiles {'first in its autotune configs' if p.autotuned else 'launched with'} "
-                      f"{shown(p.current)}",
-            "no launched kernel with a tl.dot")
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            AttentionPlan,
+            lambda p: (
+                f"attention tiles {'first in its autotune configs' if p.autotuned else 'launched with'} "
+                f"{shown(p.current)}"
+            ),
+            "no launched kernel with a tl.dot",
+        )
 
     def answers(self, evidence) -> bool:
         if evidence.kind != "missed":
@@ -215,8 +236,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AttentionPlan | str | None:
         return "a load or store has no mask: other tile shapes would run past the sequence length"
     if kernel.autotuned:
         # extend the configs, not the launch: the autotuner then times the new shape with the authors' own
-        first = first_tuned_values(ctx.module, kernel.name, sites[0],
-                                   (tiles.query, tiles.key, "num_warps", "num_stages"), (tiles.query,))
+        first = first_tuned_values(
+            ctx.module, kernel.name, sites[0], (tiles.query, tiles.key, "num_warps", "num_stages"), (tiles.query,)
+        )
         return first if isinstance(first, str) else AttentionPlan(kernel.name, tiles, first, autotuned=True)
     current = current_values(ctx.module, kernel.name, (tiles.query, tiles.key, "num_warps", "num_stages"))
     if isinstance(current, str):

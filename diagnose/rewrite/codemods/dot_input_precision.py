@@ -67,8 +67,9 @@ class DotInputPrecision(Rewrite):
         precision = ctx.param("precision", "tf32")
         if precision not in PRECISIONS:
             return Precondition.no(f"unknown precision {precision!r}; choose {' or '.join(PRECISIONS)}")
-        return Precondition.yes(f"{len(dots)} tl.dot pinned to IEEE fp32", tuple(where),
-                                PrecisionPlan(tuple(dots), tuple(where)))
+        return Precondition.yes(
+            f"{len(dots)} tl.dot pinned to IEEE fp32", tuple(where), PrecisionPlan(tuple(dots), tuple(where))
+        )
 
     def transform(self, ctx: RewriteContext, plan: PrecisionPlan) -> str:
         precision = ctx.param("precision", "tf32")
@@ -80,9 +81,11 @@ class DotInputPrecision(Rewrite):
             else:
                 args = list(new.args)
                 for i in (0, 1):
-                    args[i] = args[i].with_changes(value=expression(f"({code(args[i].value)}).to(tl.bfloat16)")
-                                                   if not isinstance(args[i].value, cst.Name)
-                                                   else expression(f"{args[i].value.value}.to(tl.bfloat16)"))
+                    args[i] = args[i].with_changes(
+                        value=expression(f"({code(args[i].value)}).to(tl.bfloat16)")
+                        if not isinstance(args[i].value, cst.Name)
+                        else expression(f"{args[i].value.value}.to(tl.bfloat16)")
+                    )
                 new = new.with_changes(args=args)
             mapping[dot] = new
         return replace(ctx.module, mapping).code
@@ -91,6 +94,8 @@ class DotInputPrecision(Rewrite):
 def _pinned(dot: cst.Call) -> bool:
     precision = keyword(dot, "input_precision")
     tf32 = keyword(dot, "allow_tf32")
-    return (precision is not None and isinstance(precision.value, cst.SimpleString)
-            and precision.value.evaluated_value == "ieee") or (
-        tf32 is not None and isinstance(tf32.value, cst.Name) and tf32.value.value == "False")
+    return (
+        precision is not None
+        and isinstance(precision.value, cst.SimpleString)
+        and precision.value.evaluated_value == "ieee"
+    ) or (tf32 is not None and isinstance(tf32.value, cst.Name) and tf32.value.value == "False")

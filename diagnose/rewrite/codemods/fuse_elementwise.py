@@ -11,8 +11,24 @@ from diagnose import syntax
 from diagnose.rewrite.edit import fit_launch, insert_after, relaunch, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    REDUCTIONS, Kernel, LaunchSite, assigned_names, calls, code, keyword, kernels, launch_sites, module_names,
-    names, pointer_params, positional, read_names, same, simple_assignment, tl_name, walk,
+    REDUCTIONS,
+    Kernel,
+    LaunchSite,
+    assigned_names,
+    calls,
+    code,
+    keyword,
+    kernels,
+    launch_sites,
+    module_names,
+    names,
+    pointer_params,
+    positional,
+    read_names,
+    same,
+    simple_assignment,
+    tl_name,
+    walk,
 )
 
 MAX_FUSIONS = 8
@@ -22,10 +38,10 @@ MAX_FUSIONS = 8
 class FusePlan:
     first: LaunchSite
     second: LaunchSite
-    tensor: str          # the intermediate, written by the first and read by the second
-    out_param: str       # the first kernel's parameter that receives it
-    in_param: str        # the second kernel's parameter that receives it
-    keep_store: bool     # the intermediate is read after the second launch
+    tensor: str  # the intermediate, written by the first and read by the second
+    out_param: str  # the first kernel's parameter that receives it
+    in_param: str  # the second kernel's parameter that receives it
+    keep_store: bool  # the intermediate is read after the second launch
 
 
 class FuseElementwise(Rewrite):
@@ -71,8 +87,11 @@ class FuseElementwise(Rewrite):
     def precondition(self, ctx: RewriteContext) -> Precondition:
         plan = _find(ctx.module)
         if isinstance(plan, FusePlan):
-            return Precondition.yes(f"{plan.first.kernel} then {plan.second.kernel} through `{plan.tensor}`",
-                                    (plan.first.kernel, plan.second.kernel), plan)
+            return Precondition.yes(
+                f"{plan.first.kernel} then {plan.second.kernel} through `{plan.tensor}`",
+                (plan.first.kernel, plan.second.kernel),
+                plan,
+            )
         return Precondition.no(plan or "no two consecutive elementwise launches pass a tensor from one to the next")
 
     def transform(self, ctx: RewriteContext, plan: FusePlan) -> str:
@@ -85,8 +104,13 @@ class FuseElementwise(Rewrite):
                 break
         # the links of a chain fused again are launched nowhere: drop them (the user's kernels stay)
         launched = {s.kernel for s in launch_sites(module)}
-        return module.with_changes(body=[n for n in module.body if not (
-            isinstance(n, cst.FunctionDef) and n.name.value in made and n.name.value not in launched)]).code
+        return module.with_changes(
+            body=[
+                n
+                for n in module.body
+                if not (isinstance(n, cst.FunctionDef) and n.name.value in made and n.name.value not in launched)
+            ]
+        ).code
 
 
 def _elementwise(kernel: Kernel) -> str | None:
@@ -127,7 +151,9 @@ class _Canon:
                     return ast.Name("__pointer", ast.Load())
                 if node.id in kernel.params:
                     value = site.value(kernel, node.id)
-                    return ast.Name(canon.host_id(code(value)) if value is not None else f"__default_{node.id}", ast.Load())
+                    return ast.Name(
+                        canon.host_id(code(value)) if value is not None else f"__default_{node.id}", ast.Load()
+                    )
                 if node.id in local and self.depth < 16:
                     self.depth += 1
                     tree = self.visit(syntax.parse(code(local[node.id]).strip(), mode="eval").body)
@@ -146,16 +172,26 @@ def _accesses(kernel: Kernel, site: LaunchSite, canon: _Canon) -> list[tuple[str
         kind = tl_name(call.func)
         pointer = call.args[0].value
         bases = names(pointer) & pointers
-        mask = keyword(call, "mask") or (positional(call)[2 if kind == "store" else 1]
-                                         if len(positional(call)) > (2 if kind == "store" else 1) else None)
+        mask = keyword(call, "mask") or (
+            positional(call)[2 if kind == "store" else 1]
+            if len(positional(call)) > (2 if kind == "store" else 1)
+            else None
+        )
         local = {t: v for t, v in (simple_assignment(s) for s in kernel.statements) if t}
         if not bases:  # through one local pointer variable
             for name in names(pointer):
                 if name in local:
                     bases |= names(local[name]) & pointers
         base = next(iter(bases)) if len(bases) == 1 else None
-        out.append((kind, base, canon.expand(kernel, site, pointer, base),
-                    canon.expand(kernel, site, mask.value) if mask is not None else None, call))
+        out.append(
+            (
+                kind,
+                base,
+                canon.expand(kernel, site, pointer, base),
+                canon.expand(kernel, site, mask.value) if mask is not None else None,
+                call,
+            )
+        )
     return out
 
 
@@ -204,8 +240,9 @@ def _read_elsewhere(first: LaunchSite, second: LaunchSite, tensor: str) -> bool:
     them too, which a loop may run after them), a function nested in it, or the caller (`tensor` a
     parameter of the host, or a name the host does not bind)."""
     host = first.host
-    rest = replace(cst.Module(body=[host]), {first.statement: cst.RemoveFromParent(),
-                                             second.statement: cst.RemoveFromParent()}).body[0]
+    rest = replace(
+        cst.Module(body=[host]), {first.statement: cst.RemoveFromParent(), second.statement: cst.RemoveFromParent()}
+    ).body[0]
     params = host.params
     every = [*params.posonly_params, *params.params, *params.kwonly_params]
     if tensor in {p.name.value for p in every} or tensor not in assigned_names(rest.body):
@@ -270,8 +307,14 @@ def fuse(module: cst.Module, plan: FusePlan) -> tuple[cst.Module, str]:
         if p == plan.in_param:
             continue
         mine = second.value(k2, p)
-        twin = next((q for q in k1.params if first.value(k1, q) is not None and mine is not None
-                     and same(first.value(k1, q), mine)), None)
+        twin = next(
+            (
+                q
+                for q in k1.params
+                if first.value(k1, q) is not None and mine is not None and same(first.value(k1, q), mine)
+            ),
+            None,
+        )
         if twin is not None and (p in k2.constexprs) == (twin in k1.constexprs):
             rename[p] = twin
         else:
@@ -281,8 +324,9 @@ def fuse(module: cst.Module, plan: FusePlan) -> tuple[cst.Module, str]:
     # k2's locals: a k1 local bound once to the same value stands in for it (the shared offsets);
     # any other clash is renamed
     counts1, counts2 = _binding_counts(k1), _binding_counts(k2)
-    same_value = {canon.expand(k1, first, v): t for t, v in (simple_assignment(s) for s in k1.statements)
-                  if t and counts1[t] == 1}
+    same_value = {
+        canon.expand(k1, first, v): t for t, v in (simple_assignment(s) for s in k1.statements) if t and counts1[t] == 1
+    }
     dropped = set()
     for s in k2.statements:
         target, value = simple_assignment(s)
@@ -311,8 +355,11 @@ def fuse(module: cst.Module, plan: FusePlan) -> tuple[cst.Module, str]:
         if plan.in_param in names(call.args[0].value):
             other = keyword(call, "other")
             mask = keyword(call, "mask")
-            loads[call] = (cst.parse_expression(f"tl.where({code(mask.value)}, {value_name}, {code(other.value)})")
-                           if other is not None and mask is not None else cst.Name(value_name))
+            loads[call] = (
+                cst.parse_expression(f"tl.where({code(mask.value)}, {value_name}, {code(other.value)})")
+                if other is not None and mask is not None
+                else cst.Name(value_name)
+            )
     renamer = _Rename(rename)
     for s in k2.statements:
         if s in dropped:
@@ -321,33 +368,57 @@ def fuse(module: cst.Module, plan: FusePlan) -> tuple[cst.Module, str]:
         body.append(s.visit(renamer))
     params = list(k1.node.params.params)
     first_constexpr = next((i for i, p in enumerate(params) if p.name.value in k1.constexprs), len(params))
-    added = [p.with_changes(name=cst.Name(rename[p.name.value])) for p in k2.node.params.params if p.name.value in extra]
+    added = [
+        p.with_changes(name=cst.Name(rename[p.name.value])) for p in k2.node.params.params if p.name.value in extra
+    ]
     # k2's tensors and sizes before k1's constexprs, k2's own constexprs last
-    params = (params[:first_constexpr] + [p for p in added if p.name.value not in _renamed(k2.constexprs, rename)]
-              + params[first_constexpr:] + [p for p in added if p.name.value in _renamed(k2.constexprs, rename)])
+    params = (
+        params[:first_constexpr]
+        + [p for p in added if p.name.value not in _renamed(k2.constexprs, rename)]
+        + params[first_constexpr:]
+        + [p for p in added if p.name.value in _renamed(k2.constexprs, rename)]
+    )
     params = [p.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for p in params[:-1]] + [
-        params[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+        params[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    ]
     dead = None if plan.keep_store or plan.out_param in set().union(*(names(s) for s in body)) else plan.out_param
     if dead is not None:  # nothing reads or writes the intermediate any more: neither parameter nor argument
         params = [p for p in params if p.name.value != dead]
         params[-1] = params[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    name = unique_name(module_names(module), f"{k1.name.removesuffix('_kernel')}_{k2.name.removesuffix('_kernel')}_kernel")
-    note = cst.EmptyLine(comment=cst.Comment(
-        f"# {k1.name} then {k2.name}, fused: `{plan.tensor}` stays in registers between them."))
-    fused = k1.node.with_changes(name=cst.Name(name), leading_lines=[note],
-                                 params=k1.node.params.with_changes(params=params),
-                                 body=k1.node.body.with_changes(body=body))
+    name = unique_name(
+        module_names(module), f"{k1.name.removesuffix('_kernel')}_{k2.name.removesuffix('_kernel')}_kernel"
+    )
+    note = cst.EmptyLine(
+        comment=cst.Comment(f"# {k1.name} then {k2.name}, fused: `{plan.tensor}` stays in registers between them.")
+    )
+    fused = k1.node.with_changes(
+        name=cst.Name(name),
+        leading_lines=[note],
+        params=k1.node.params.with_changes(params=params),
+        body=k1.node.body.with_changes(body=body),
+    )
     # the launch: k1's arguments, then k2's that are not shared
     dead_arg = first.arg(k1, dead) if dead is not None else None
     args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in first.call.args if a is not dead_arg]
     for p in extra:  # by keyword: k1's own keywords may come before them
-        args.append(cst.Arg(value=second.value(k2, p), keyword=cst.Name(rename[p]),
-                            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                                  whitespace_after=cst.SimpleWhitespace(""))))
-    ordered = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[-1:]
+        args.append(
+            cst.Arg(
+                value=second.value(k2, p),
+                keyword=cst.Name(rename[p]),
+                equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                ),
+            )
+        )
+    ordered = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[
+        -1:
+    ]
     call = first.call.with_changes(func=first.call.func.with_changes(value=cst.Name(name)), args=ordered)
-    launch = relaunch(second, fit_launch(second, call),
-                      leading_lines=[*first.statement.leading_lines, *second.statement.leading_lines])
+    launch = relaunch(
+        second,
+        fit_launch(second, call),
+        leading_lines=[*first.statement.leading_lines, *second.statement.leading_lines],
+    )
     module = replace(module, {first.statement: cst.RemoveFromParent(), second.statement: launch})
     anchor = kernels(module)[max((k1.name, k2.name), key=lambda n: list(kernels(module)).index(n))].node
     return insert_after(module, anchor, [fused]), name

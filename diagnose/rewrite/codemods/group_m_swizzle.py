@@ -9,8 +9,23 @@ import libcst as cst
 from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statements, unique_name, with_params
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
-    names, program_calls, program_id_call, program_id_names, resolve_grid, same, simple_assignment, sites_of,
+    Kernel,
+    LaunchSite,
+    cdiv_parts,
+    code,
+    coupled_by_axis,
+    grid_elements,
+    grid_shared,
+    kernels,
+    launched,
+    names,
+    program_calls,
+    program_id_call,
+    program_id_names,
+    resolve_grid,
+    same,
+    simple_assignment,
+    sites_of,
 )
 
 GROUP = 8
@@ -20,8 +35,8 @@ GROUP = 8
 class SwizzlePlan:
     kernel: Kernel
     site: LaunchSite
-    pids: tuple[str, str]             # names bound to program_id(0) and program_id(1)
-    counts: tuple[tuple[str, str], tuple[str, str]]   # (extent param, block constexpr) per axis
+    pids: tuple[str, str]  # names bound to program_id(0) and program_id(1)
+    counts: tuple[tuple[str, str], tuple[str, str]]  # (extent param, block constexpr) per axis
     grid_statement: cst.SimpleStatementLine | None
     grid: cst.BaseExpression
 
@@ -66,45 +81,61 @@ class GroupMSwizzle(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), SwizzlePlan,
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            SwizzlePlan,
             lambda p: f"2-D grid over {p.pids[0]}, {p.pids[1]}",
-            "no kernel with a 2-D grid of program ids")
+            "no kernel with a 2-D grid of program ids",
+        )
 
     def transform(self, ctx: RewriteContext, plan: SwizzlePlan) -> str:
         kernel = plan.kernel
         taken = names(kernel.node) | set(kernel.params)
         group = unique_name(taken, "GROUP_M")
-        fresh = {n: unique_name(taken, n) for n in ("pid", "num_pid_m", "num_pid_n", "num_pid_in_group", "group_id",
-                                                  "first_pid_m", "group_size_m")}
+        fresh = {
+            n: unique_name(taken, n)
+            for n in ("pid", "num_pid_m", "num_pid_n", "num_pid_in_group", "group_id", "first_pid_m", "group_size_m")
+        }
         (m_extent, m_block), (n_extent, n_block) = plan.counts
         pid_m, pid_n = plan.pids
         f = fresh
         order = statements(f"""
-            {f['pid']} = {program_id_call(kernel, pid_m)}
-            {f['num_pid_m']} = tl.cdiv({m_extent}, {m_block})
-            {f['num_pid_n']} = tl.cdiv({n_extent}, {n_block})
-            {f['num_pid_in_group']} = {group} * {f['num_pid_n']}
-            {f['group_id']} = {f['pid']} // {f['num_pid_in_group']}
-            {f['first_pid_m']} = {f['group_id']} * {group}
-            {f['group_size_m']} = min({f['num_pid_m']} - {f['first_pid_m']}, {group})
-            {pid_m} = {f['first_pid_m']} + (({f['pid']} % {f['num_pid_in_group']}) % {f['group_size_m']})
-            {pid_n} = ({f['pid']} % {f['num_pid_in_group']}) // {f['group_size_m']}
+            {f["pid"]} = {program_id_call(kernel, pid_m)}
+            {f["num_pid_m"]} = tl.cdiv({m_extent}, {m_block})
+            {f["num_pid_n"]} = tl.cdiv({n_extent}, {n_block})
+            {f["num_pid_in_group"]} = {group} * {f["num_pid_n"]}
+            {f["group_id"]} = {f["pid"]} // {f["num_pid_in_group"]}
+            {f["first_pid_m"]} = {f["group_id"]} * {group}
+            {f["group_size_m"]} = min({f["num_pid_m"]} - {f["first_pid_m"]}, {group})
+            {pid_m} = {f["first_pid_m"]} + (({f["pid"]} % {f["num_pid_in_group"]}) % {f["group_size_m"]})
+            {pid_n} = ({f["pid"]} % {f["num_pid_in_group"]}) // {f["group_size_m"]}
             """)
         body = []
         for stmt in kernel.statements:
             target, _ = simple_assignment(stmt)
             if target == pid_m:
-                comment = cst.EmptyLine(comment=cst.Comment(
-                    f"# grouped order: {group} tile rows per column step, so A and B tiles are reused from L2"))
+                comment = cst.EmptyLine(
+                    comment=cst.Comment(
+                        f"# grouped order: {group} tile rows per column step, so A and B tiles are reused from L2"
+                    )
+                )
                 body.append(order[0].with_changes(leading_lines=[*stmt.leading_lines, comment]))
                 body += order[1:]
             elif target != pid_n:
                 body.append(stmt)
         new_kernel = with_params(kernel.node, f"{group}: tl.constexpr").with_changes(
-            body=kernel.node.body.with_changes(body=body))
-        flat = cst.Tuple(elements=[cst.Element(cst.BinaryOperation(
-            left=plan.grid.elements[0].value, operator=cst.Multiply(), right=plan.grid.elements[1].value),
-            comma=cst.Comma())])
+            body=kernel.node.body.with_changes(body=body)
+        )
+        flat = cst.Tuple(
+            elements=[
+                cst.Element(
+                    cst.BinaryOperation(
+                        left=plan.grid.elements[0].value, operator=cst.Multiply(), right=plan.grid.elements[1].value
+                    ),
+                    comma=cst.Comma(),
+                )
+            ]
+        )
         mapping = {kernel.node: new_kernel}
         call = set_keyword(plan.site.call, group, cst.Integer(str(ctx.param("group_m", GROUP))))
         if plan.grid_statement is not None:
@@ -148,7 +179,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SwizzlePlan | str | None:
     return SwizzlePlan(kernel, site, (by_axis[0], by_axis[1]), (counts[0], counts[1]), grid_statement, grid)
 
 
-def _param_passed(kernel: Kernel, site: LaunchSite, host: cst.BaseExpression, prefer: set[str] = frozenset()) -> str | None:
+def _param_passed(
+    kernel: Kernel, site: LaunchSite, host: cst.BaseExpression, prefer: set[str] = frozenset()
+) -> str | None:
     """The kernel parameter the launch passes `host` to (the same expression); among several (two
     block sizes of 16), one of `prefer` (the constexpr that multiplies this axis' program id)."""
     matches = [p for p in kernel.params if site.value(kernel, p) is not None and same(site.value(kernel, p), host)]

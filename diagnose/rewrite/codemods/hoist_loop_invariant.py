@@ -11,8 +11,20 @@ from diagnose import syntax
 from diagnose.rewrite.edit import replace, set_keyword
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, assigned_names, calls, code, dotted, has_effects, int_value, keyword, kernels, names, positional,
-    read_names, simple_assignment, walk,
+    Kernel,
+    assigned_names,
+    calls,
+    code,
+    dotted,
+    has_effects,
+    int_value,
+    keyword,
+    kernels,
+    names,
+    positional,
+    read_names,
+    simple_assignment,
+    walk,
 )
 
 RANGES = ("range", "tl.range", "tl.static_range", "triton.language.range")
@@ -71,8 +83,11 @@ class HoistLoopInvariant(Rewrite):
         if not loops:
             return Precondition.no("no loop holds a statement whose value is the same in every iteration")
         count = sum(len(m) for _, m in loops)
-        return Precondition.yes(f"{count} loop-invariant statement(s) in {len(loops)} loop(s)", tuple(dict.fromkeys(where)),
-                                HoistPlan(tuple(loops), tuple(where)))
+        return Precondition.yes(
+            f"{count} loop-invariant statement(s) in {len(loops)} loop(s)",
+            tuple(dict.fromkeys(where)),
+            HoistPlan(tuple(loops), tuple(where)),
+        )
 
     def transform(self, ctx: RewriteContext, plan: HoistPlan) -> str:
         mapping = {}
@@ -82,8 +97,14 @@ class HoistLoopInvariant(Rewrite):
             for i, stmt in enumerate(moved):
                 stmt = _guard_loads(stmt, guard)
                 if i == 0:
-                    stmt = stmt.with_changes(leading_lines=[*loop.leading_lines, cst.EmptyLine(
-                        comment=cst.Comment("# hoisted out of the loop below: the same in every iteration"))])
+                    stmt = stmt.with_changes(
+                        leading_lines=[
+                            *loop.leading_lines,
+                            cst.EmptyLine(
+                                comment=cst.Comment("# hoisted out of the loop below: the same in every iteration")
+                            ),
+                        ]
+                    )
                 hoisted.append(stmt.with_changes(leading_lines=stmt.leading_lines if i == 0 else []))
             body = [s for s in loop.body.body if s not in moved]
             if not body:

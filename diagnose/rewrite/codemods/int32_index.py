@@ -7,12 +7,32 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.edit import (
-    guarded_launch, insert_after, insert_before_host, rename_function, replace, statements, unique_name,
+    guarded_launch,
+    insert_after,
+    insert_before_host,
+    rename_function,
+    replace,
+    statements,
+    unique_name,
 )
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, dotted, is_tl_call, keyword, kernels, launched, load_derived, module_names, names,
-    pointer_params, positional, simple_assignment, sites_of, walk,
+    Kernel,
+    LaunchSite,
+    calls,
+    dotted,
+    is_tl_call,
+    keyword,
+    kernels,
+    launched,
+    load_derived,
+    module_names,
+    names,
+    pointer_params,
+    positional,
+    simple_assignment,
+    sites_of,
+    walk,
 )
 
 INT64 = ("tl.int64", "triton.language.int64")
@@ -102,8 +122,11 @@ class Int32Index(Rewrite):
                 tensors.append(value.value)
             else:
                 if tensors:
-                    return Precondition.yes(f"{kernel.name}: {len(widenings)} index widening(s) to int64", (kernel.name,),
-                                            IndexPlan(kernel, sites[0], tuple(widenings), tuple(tensors)))
+                    return Precondition.yes(
+                        f"{kernel.name}: {len(widenings)} index widening(s) to int64",
+                        (kernel.name,),
+                        IndexPlan(kernel, sites[0], tuple(widenings), tuple(tensors)),
+                    )
             reasons.append(f"{kernel.name}: a pointer argument is not a plain host name")
         return Precondition.no("; ".join(reasons) or "no kernel widens index arithmetic to int64")
 
@@ -119,14 +142,22 @@ class Int32Index(Rewrite):
                 # `v.to(tl.int64)` / `v.cast(tl.int64)` become `v`; `tl.cast(v, tl.int64)` (two arguments) too
                 mapping[node] = positional(node)[0].value if is_tl_call(node, "cast") else node.func.value
         body = replace(cst.Module(body=[plan.kernel.node]), mapping).body[0]
-        note = cst.EmptyLine(comment=cst.Comment(f"# {plan.kernel.name} with int32 indices (launched when offsets fit)."))
+        note = cst.EmptyLine(
+            comment=cst.Comment(f"# {plan.kernel.name} with int32 indices (launched when offsets fit).")
+        )
         twin_node = rename_function(body, twin).with_changes(leading_lines=[note])
         module = insert_after(ctx.module, plan.kernel.node, [twin_node])
-        module = insert_before_host(module, sites_of(module, plan.kernel.name)[0],
-                                    statements(HELPER.format(name=helper, limit=LIMIT)))
+        module = insert_before_host(
+            module, sites_of(module, plan.kernel.name)[0], statements(HELPER.format(name=helper, limit=LIMIT))
+        )
         site = sites_of(module, plan.kernel.name)[0]
-        switch = guarded_launch(site, twin, f"{helper}({', '.join(plan.tensors)})", {},
-                                "int32 offsets when every tensor is small enough; int64 otherwise")
+        switch = guarded_launch(
+            site,
+            twin,
+            f"{helper}({', '.join(plan.tensors)})",
+            {},
+            "int32 offsets when every tensor is small enough; int64 otherwise",
+        )
         return replace(module, {site.statement: switch}).code
 
 
@@ -155,8 +186,14 @@ def _index_widenings(kernel: Kernel) -> list[cst.CSTNode]:
     kept = []
     for node in out:
         if isinstance(node, cst.Arg):
-            owner = next((t for t, v in (simple_assignment(s) for s in walk(kernel.node.body))
-                          if t is not None and v is not None and any(n is node for n in walk(v))), None)
+            owner = next(
+                (
+                    t
+                    for t, v in (simple_assignment(s) for s in walk(kernel.node.body))
+                    if t is not None and v is not None and any(n is node for n in walk(v))
+                ),
+                None,
+            )
             if owner is None or owner not in pointer_names:
                 continue
         kept.append(node)

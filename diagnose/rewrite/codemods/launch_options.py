@@ -11,7 +11,18 @@ from diagnose.rewrite.edit import expression, fit_launch, operand, replace, set_
 from diagnose.rewrite.reach import reached_sites
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, code, dotted, int_value, kernels, keyword, launch_sites, literal_binding, names, sites_of, walk,
+    Kernel,
+    LaunchSite,
+    code,
+    dotted,
+    int_value,
+    kernels,
+    keyword,
+    launch_sites,
+    literal_binding,
+    names,
+    sites_of,
+    walk,
     within,
 )
 from diagnose.task.harness import replay_targets
@@ -123,11 +134,18 @@ class LaunchOptions(Rewrite):
     def precondition(self, ctx: RewriteContext) -> Precondition:
         module, targets = ctx.module, replay_targets(ctx.source)
         known, sites = kernels(module), launch_sites(module)
-        bare = [f"{name}: replayed as a bare launch (its launch options are the capture's)"
-                for name in (t for t in targets or () if t in known)]
-        return Precondition.first_site(reached_sites(module, targets),
-                                       lambda site: _plan(ctx, known[site.kernel], site, sites), OptionsPlan,
-                                       lambda plan: f"launched with {plan.shown()}", targets, bare)
+        bare = [
+            f"{name}: replayed as a bare launch (its launch options are the capture's)"
+            for name in (t for t in targets or () if t in known)
+        ]
+        return Precondition.first_site(
+            reached_sites(module, targets),
+            lambda site: _plan(ctx, known[site.kernel], site, sites),
+            OptionsPlan,
+            lambda plan: f"launched with {plan.shown()}",
+            targets,
+            bare,
+        )
 
     def search_space(self, ctx: RewriteContext, plan: OptionsPlan) -> list[dict[str, Any]]:
         """The current values first, then the nearest alternatives: one option moved at a time."""
@@ -140,8 +158,11 @@ class LaunchOptions(Rewrite):
         else:
             current["num_warps"] = warps.current
             top = MAX_WARPS[ctx.target.backend]
-            moves = [{"num_warps": w} for w in (warps.current * 2, warps.current // 2, warps.current * 4,
-                                                 warps.current // 4) if 1 <= w <= top]
+            moves = [
+                {"num_warps": w}
+                for w in (warps.current * 2, warps.current // 2, warps.current * 4, warps.current // 4)
+                if 1 <= w <= top
+            ]
         if stages is not None:
             now = stages.current if stages.kind != "computed" else None
             current["num_stages"] = now if now is not None else 0  # 0: as computed (kept)
@@ -256,7 +277,7 @@ def _exponent(factor: int) -> int:
 
 
 def _factor(exponent: int) -> int:
-    return 2 ** exponent if exponent >= 0 else -(2 ** -exponent)
+    return 2**exponent if exponent >= 0 else -(2**-exponent)
 
 
 def option_value(site: LaunchSite, param: str) -> cst.BaseExpression | None:
@@ -267,12 +288,20 @@ def option_value(site: LaunchSite, param: str) -> cst.BaseExpression | None:
     if arg is not None:
         return arg.value
     for unpacked in (a.value for a in site.call.args if a.star == "**" and isinstance(a.value, cst.Name)):
-        bindings = [n for n in walk(site.host.body) if isinstance(n, cst.Assign) and len(n.targets) == 1
-                    and isinstance(n.targets[0].target, cst.Name) and n.targets[0].target.value == unpacked.value]
+        bindings = [
+            n
+            for n in walk(site.host.body)
+            if isinstance(n, cst.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0].target, cst.Name)
+            and n.targets[0].target.value == unpacked.value
+        ]
         if len(bindings) == 1 and isinstance(bindings[0].value, cst.Dict):
             for element in bindings[0].value.elements:
-                if (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
-                        and element.key.evaluated_value == param):
+                if (
+                    isinstance(element, cst.DictElement)
+                    and isinstance(element.key, cst.SimpleString)
+                    and element.key.evaluated_value == param
+                ):
                     return element.value
     return None
-

@@ -9,7 +9,16 @@ import libcst as cst
 from diagnose.rewrite.edit import replace, set_keyword, statement
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, assigned_names, is_tl_call, keyword, kernels, names, positional, read_names, same, simple_assignment,
+    Kernel,
+    assigned_names,
+    is_tl_call,
+    keyword,
+    kernels,
+    names,
+    positional,
+    read_names,
+    same,
+    simple_assignment,
     walk,
 )
 
@@ -76,8 +85,11 @@ class LoadOther(Rewrite):
                 found_in.append(kernel.name)
         if not sites:
             return Precondition.no("no masked load whose masked-off lanes a tl.where fills with a constant")
-        return Precondition.yes(f"{len(sites)} load(s) followed by tl.where on their mask", tuple(found_in),
-                                OtherPlan(tuple(sites), tuple(found_in)))
+        return Precondition.yes(
+            f"{len(sites)} load(s) followed by tl.where on their mask",
+            tuple(found_in),
+            OtherPlan(tuple(sites), tuple(found_in)),
+        )
 
     def transform(self, ctx: RewriteContext, plan: OtherPlan) -> str:
         mapping = {}
@@ -89,7 +101,8 @@ class LoadOther(Rewrite):
                 mapping[site.where_stmt] = cst.RemoveFromParent()
             else:
                 mapping[site.where_stmt] = statement(f"{site.target} = {site.loaded}").with_changes(
-                    leading_lines=site.where_stmt.leading_lines)
+                    leading_lines=site.where_stmt.leading_lines
+                )
         return replace(ctx.module, mapping).code
 
 
@@ -117,15 +130,23 @@ def _sites(kernel: Kernel) -> list[Site]:
 
 def _matching_where(block, i, stmt, load, loaded, mask) -> Site | None:
     watched = names(mask) | {loaded}
-    for later in block[i + 1:]:
+    for later in block[i + 1 :]:
         target, value = simple_assignment(later)
         value = _peel_casts(value)
-        if (target is not None and is_tl_call(value, "where") and len(value.args) == 3
-                and all(a.keyword is None for a in value.args)):
+        if (
+            target is not None
+            and is_tl_call(value, "where")
+            and len(value.args) == 3
+            and all(a.keyword is None for a in value.args)
+        ):
             cond, true, false = (a.value for a in value.args)
-            if (same(cond, mask) and isinstance(true, cst.Name) and true.value == loaded
-                    and not (names(false) - {"float", "int"})
-                    and _read_only_there(block, i, later, loaded, target)):
+            if (
+                same(cond, mask)
+                and isinstance(true, cst.Name)
+                and true.value == loaded
+                and not (names(false) - {"float", "int"})
+                and _read_only_there(block, i, later, loaded, target)
+            ):
                 return Site(stmt, load, later, value, loaded, target, false)
         if loaded in names(later) or assigned_names(later) & watched:
             return None
@@ -135,8 +156,7 @@ def _matching_where(block, i, stmt, load, loaded, mask) -> Site | None:
 def _peel_casts(value):
     """The receiver of `value`'s chain of `.to(...)` casts (`tl.where(m, x, v).to(tl.float32)`: the where);
     a cast of a filled lane is the cast of the fill, so the fill may move into the load under it."""
-    while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-           and value.func.attr.value == "to"):
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to":
         value = value.func.value
     return value
 
@@ -145,7 +165,7 @@ def _read_only_there(block, i, where_stmt, loaded, target) -> bool:
     """`loaded` is not read after the where (before it is reassigned), unless the where rebinds it."""
     if target == loaded:
         return True
-    after = block[block.index(where_stmt) + 1:]
+    after = block[block.index(where_stmt) + 1 :]
     for stmt in after:
         if loaded in read_names(stmt):
             return False

@@ -12,26 +12,38 @@ from diagnose.rewrite.edit import replace, statement, unique_name, with_comment
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     loop_body,
-    Kernel, assigned_names, code, dotted, has_effects, int_value, is_tl_call, kernels, names, positional,
-    read_names, same, simple_assignment, walk,
+    Kernel,
+    assigned_names,
+    code,
+    dotted,
+    has_effects,
+    int_value,
+    is_tl_call,
+    kernels,
+    names,
+    positional,
+    read_names,
+    same,
+    simple_assignment,
+    walk,
 )
 
 
 @dataclass(frozen=True)
 class OnlinePlan:
     kernel: Kernel
-    loops: tuple[cst.For, cst.For]             # the max pass, the sum pass
-    m: str                                     # the running max
-    s: str                                     # the sum of exponentials
-    r: str                                     # the row max, `R = tl.max(m, axis=0)`
+    loops: tuple[cst.For, cst.For]  # the max pass, the sum pass
+    m: str  # the running max
+    s: str  # the sum of exponentials
+    r: str  # the row max, `R = tl.max(m, axis=0)`
     row_max: cst.SimpleStatementLine
-    s_init: cst.SimpleStatementLine | None     # `s = tl.zeros(...)` when it sits between the passes
-    before: tuple[cst.BaseStatement, ...]      # the other statements between the passes
-    after: tuple[cst.BaseStatement, ...]       # those that read R: they move after the fused pass
-    body: tuple[cst.BaseStatement, ...]        # the sum pass's statements
-    accumulate: cst.SimpleStatementLine        # `s += tl.exp(Y - R)`
-    value: cst.BaseExpression                  # Y
-    lib: str                                   # how the kernel spells triton.language (`tl`)
+    s_init: cst.SimpleStatementLine | None  # `s = tl.zeros(...)` when it sits between the passes
+    before: tuple[cst.BaseStatement, ...]  # the other statements between the passes
+    after: tuple[cst.BaseStatement, ...]  # those that read R: they move after the fused pass
+    body: tuple[cst.BaseStatement, ...]  # the sum pass's statements
+    accumulate: cst.SimpleStatementLine  # `s += tl.exp(Y - R)`
+    value: cst.BaseExpression  # Y
+    lib: str  # how the kernel spells triton.language (`tl`)
 
 
 class OnlineSoftmax(Rewrite):
@@ -83,9 +95,12 @@ class OnlineSoftmax(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), _plan, OnlinePlan,
+            kernels(ctx.module).values(),
+            _plan,
+            OnlinePlan,
             lambda p: f"max pass and sum pass over {code(p.loops[0].iter)}",
-            "no kernel has a running-max pass and a sum pass over one range")
+            "no kernel has a running-max pass and a sum pass over one range",
+        )
 
     def transform(self, ctx: RewriteContext, plan: OnlinePlan) -> str:
         (first, second), m, s, tl = plan.loops, plan.m, plan.s, plan.lib
@@ -96,23 +111,31 @@ class OnlineSoftmax(Rewrite):
         if not isinstance(plan.value, cst.Name):
             x = unique_name(taken | {m_new, m_shift}, "x")
             bind = [statement(f"{x} = {code(plan.value)}")]
-        online = [*bind, statement(f"{m_new} = {tl}.maximum({m}, {x})"),
-                  with_comment(statement(f'{m_shift} = {tl}.where({m_new} == float("-inf"), 0.0, {m_new})'),
-                               "a lane that has seen only -inf (masked) keeps exp() finite: shift by 0 there"),
-                  statement(f"{s} = {s} * {tl}.exp({m} - {m_shift}) + {tl}.exp({x} - {m_shift})"),
-                  statement(f"{m} = {m_new}")]
+        online = [
+            *bind,
+            statement(f"{m_new} = {tl}.maximum({m}, {x})"),
+            with_comment(
+                statement(f'{m_shift} = {tl}.where({m_new} == float("-inf"), 0.0, {m_new})'),
+                "a lane that has seen only -inf (masked) keeps exp() finite: shift by 0 there",
+            ),
+            statement(f"{s} = {s} * {tl}.exp({m} - {m_shift}) + {tl}.exp({x} - {m_shift})"),
+            statement(f"{m} = {m_new}"),
+        ]
         at = plan.body.index(plan.accumulate)
         note = f"# max and sum in one pass (online softmax): the row is read once, {s} follows the running max"
         fused = second.with_changes(  # a new block: the passes' end-of-line comments describe passes that are gone
-            body=cst.IndentedBlock(body=[*plan.body[:at], *online, *plan.body[at + 1:]]),
-            leading_lines=[*first.leading_lines, *_comments(second), cst.EmptyLine(comment=cst.Comment(note))])
+            body=cst.IndentedBlock(body=[*plan.body[:at], *online, *plan.body[at + 1 :]]),
+            leading_lines=[*first.leading_lines, *_comments(second), cst.EmptyLine(comment=cst.Comment(note))],
+        )
         # a lane that saw only -inf holds 0 (and so does every lane of an empty or all -inf row, where R is -inf)
-        rescale = with_comment(statement(f'{s} = {tl}.where({m} == float("-inf"), 0.0, {s} * {tl}.exp({m} - {plan.r}))'),
-                               "rescale every lane to the row max")
+        rescale = with_comment(
+            statement(f'{s} = {tl}.where({m} == float("-inf"), 0.0, {s} * {tl}.exp({m} - {plan.r}))'),
+            "rescale every lane to the row max",
+        )
         before = [st.with_changes(leading_lines=_comments(st)) if st is plan.s_init else st for st in plan.before]
         stmts = list(plan.kernel.statements)
         i, j = stmts.index(first), stmts.index(second)
-        body = [*stmts[:i], *before, fused, plan.row_max, rescale, *plan.after, *stmts[j + 1:]]
+        body = [*stmts[:i], *before, fused, plan.row_max, rescale, *plan.after, *stmts[j + 1 :]]
         node = plan.kernel.node
         return replace(ctx.module, {node: node.with_changes(body=node.body.with_changes(body=body))}).code
 
@@ -121,7 +144,7 @@ def _plan(kernel: Kernel) -> OnlinePlan | str | None:
     stmts, reason = list(kernel.statements), None
     for i, first in enumerate(stmts):
         found = _running_max(first)
-        later = [st for st in stmts[i + 1:] if found and _is_loop(st) and same(st.iter, first.iter)]
+        later = [st for st in stmts[i + 1 :] if found and _is_loop(st) and same(st.iter, first.iter)]
         if later:
             plan = _pair(kernel, stmts, i, stmts.index(later[0]), *found)
             if isinstance(plan, OnlinePlan):
@@ -132,12 +155,14 @@ def _plan(kernel: Kernel) -> OnlinePlan | str | None:
 
 def _pair(kernel: Kernel, stmts: list, i: int, j: int, m: str, e: cst.BaseExpression, tl: str) -> OnlinePlan | str:
     first, second = stmts[i], stmts[j]
-    body1, body2, between = loop_body(first), loop_body(second), stmts[i + 1:j]
+    body1, body2, between = loop_body(first), loop_body(second), stmts[i + 1 : j]
     v1, v2 = first.target.value, second.target.value
     if kernel.autotuned:
         return "autotuned"
     for loop in (first, second):
-        if loop.orelse is not None or any(isinstance(n, (cst.Break, cst.Continue, cst.Return)) for n in walk(loop.body)):
+        if loop.orelse is not None or any(
+            isinstance(n, (cst.Break, cst.Continue, cst.Return)) for n in walk(loop.body)
+        ):
             return "a pass has break/continue/return or an else branch"
         if loop.target.value in assigned_names(loop.body):
             return f"a pass assigns its loop variable {loop.target.value}"
@@ -149,7 +174,9 @@ def _pair(kernel: Kernel, stmts: list, i: int, j: int, m: str, e: cst.BaseExpres
     found = [(st, s, y) for st, s, term in sums if (y := _shifted(term, r)) is not None]
     if not found:
         exp2 = any(is_tl_call(term, "exp2") for _, _, term in sums)
-        return "the sum uses tl.exp2 (only tl.exp is handled)" if exp2 else f"no `s += tl.exp(x - {r})` in the second pass"
+        return (
+            "the sum uses tl.exp2 (only tl.exp is handled)" if exp2 else f"no `s += tl.exp(x - {r})` in the second pass"
+        )
     accumulate, s, y = found[0]
     rest2 = [st for st in body2 if st is not accumulate]
     if m in _over(names, body2):
@@ -175,7 +202,7 @@ def _pair(kernel: Kernel, stmts: list, i: int, j: int, m: str, e: cst.BaseExpres
     if k is None or simple_assignment(stmts[k])[0] != s or not is_tl_call(simple_assignment(stmts[k])[1], "zeros"):
         return f"the sum {s} does not start from `{s} = tl.zeros(...)` at the kernel's top level"
     init, touched = stmts[k] if k > i else None, bound1 | bound2 | {m, s}
-    if any(s in names(st) for st in stmts[k + 1:j]) or (init and names(simple_assignment(init)[1]) & (touched | {r})):
+    if any(s in names(st) for st in stmts[k + 1 : j]) or (init and names(simple_assignment(init)[1]) & (touched | {r})):
         return f"{s} is used between its init and the sum pass"
     before, after = [], []
     for st in between:
@@ -192,16 +219,20 @@ def _pair(kernel: Kernel, stmts: list, i: int, j: int, m: str, e: cst.BaseExpres
     if _over(names, after) & _over(assigned_names, before) or _over(assigned_names, after) & stay:
         return f"the statements between the passes that read {r} cannot move after the fused pass"
     first_only = bound1 - bound2 - {m}
-    if first_only & _over(names, stmts[j + 1:]):
-        return f"{min(first_only & _over(names, stmts[j + 1:]))}, bound only by the max pass, is read after the passes"
-    return OnlinePlan(kernel, (first, second), m, s, r, row_max, init, tuple(before), tuple(after), tuple(body2),
-                      accumulate, y, tl)
+    if first_only & _over(names, stmts[j + 1 :]):
+        return f"{min(first_only & _over(names, stmts[j + 1 :]))}, bound only by the max pass, is read after the passes"
+    return OnlinePlan(
+        kernel, (first, second), m, s, r, row_max, init, tuple(before), tuple(after), tuple(body2), accumulate, y, tl
+    )
 
 
 def _is_loop(stmt: cst.CSTNode) -> bool:
-    return (isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and isinstance(stmt.iter, cst.Call)
-            and dotted(stmt.iter.func) in ("range", "tl.range"))
-
+    return (
+        isinstance(stmt, cst.For)
+        and isinstance(stmt.target, cst.Name)
+        and isinstance(stmt.iter, cst.Call)
+        and dotted(stmt.iter.func) in ("range", "tl.range")
+    )
 
 
 def _running_max(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression, str] | None:
@@ -221,14 +252,21 @@ def _is_row_max(stmt: cst.CSTNode, m: str) -> bool:
     if not is_tl_call(value, "max") or len(value.args) != 2 or value.args[0].keyword is not None:
         return False
     axis = value.args[1]
-    return (_is_name(value.args[0].value, m) and int_value(axis.value) == 0
-            and (axis.keyword is None or axis.keyword.value == "axis"))
+    return (
+        _is_name(value.args[0].value, m)
+        and int_value(axis.value) == 0
+        and (axis.keyword is None or axis.keyword.value == "axis")
+    )
 
 
 def _accumulation(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
     """(s, term) for `s += term` or `s = s + term`."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign) and isinstance(small.target, cst.Name):
+    if (
+        isinstance(small, cst.AugAssign)
+        and isinstance(small.operator, cst.AddAssign)
+        and isinstance(small.target, cst.Name)
+    ):
         return small.target.value, small.value
     s, value = simple_assignment(stmt)
     if s and isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add) and _is_name(value.left, s):

@@ -10,9 +10,27 @@ from diagnose.rewrite.cores import core_count_helper
 from diagnose.rewrite.edit import insert_before_host, replace, restarted_each_iteration, statement
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, cdiv_parts, code, coupled_by_axis, grid_elements, grid_shared, kernels, launched,
-    module_names, names, pointer_params, program_calls, program_id_call, program_id_names, resolve_grid, same,
-    simple_assignment, sites_of, walk,
+    Kernel,
+    LaunchSite,
+    calls,
+    cdiv_parts,
+    code,
+    coupled_by_axis,
+    grid_elements,
+    grid_shared,
+    kernels,
+    launched,
+    module_names,
+    names,
+    pointer_params,
+    program_calls,
+    program_id_call,
+    program_id_names,
+    resolve_grid,
+    same,
+    simple_assignment,
+    sites_of,
+    walk,
 )
 
 
@@ -21,7 +39,7 @@ class PersistentPlan:
     kernel: Kernel
     site: LaunchSite
     pid: cst.SimpleStatementLine
-    blocks: tuple[str, str]           # (extent param, block constexpr): the kernel counts its blocks
+    blocks: tuple[str, str]  # (extent param, block constexpr): the kernel counts its blocks
     grid: cst.BaseExpression
     grid_statement: cst.SimpleStatementLine | None
     device_of: str
@@ -68,25 +86,36 @@ class PersistentGrid(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), PersistentPlan,
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            PersistentPlan,
             lambda p: f"one program per block of {p.blocks[0]}",
-            "no kernel on a 1-D cdiv grid of program ids")
+            "no kernel on a 1-D cdiv grid of program ids",
+        )
 
     def transform(self, ctx: RewriteContext, plan: PersistentPlan) -> str:
         kernel = plan.kernel
         pid_name, _ = simple_assignment(plan.pid)
         extent, block = plan.blocks
         index = kernel.statements.index(plan.pid)
-        body = list(kernel.statements[index + 1:])
+        body = list(kernel.statements[index + 1 :])
         saves, restores = restarted_each_iteration(body, kernel.params, names(kernel.node) | set(kernel.params))
         first = program_id_call(kernel, pid_name)  # as the kernel reads it: a library's int64 id stays int64
-        loop = statement(f"for {pid_name} in range({first}, tl.cdiv({extent}, {block}), tl.num_programs(0)):\n"
-                         "    pass\n")
-        loop = loop.with_changes(body=loop.body.with_changes(body=[*restores, *body]), leading_lines=[
-            *plan.pid.leading_lines, cst.EmptyLine(comment=cst.Comment(
-                "# persistent: each program strides over the blocks, one program per core"))])
-        new_kernel = kernel.node.with_changes(body=kernel.node.body.with_changes(
-            body=[*kernel.statements[:index], *saves, loop]))
+        loop = statement(
+            f"for {pid_name} in range({first}, tl.cdiv({extent}, {block}), tl.num_programs(0)):\n    pass\n"
+        )
+        loop = loop.with_changes(
+            body=loop.body.with_changes(body=[*restores, *body]),
+            leading_lines=[
+                *plan.pid.leading_lines,
+                cst.EmptyLine(
+                    comment=cst.Comment("# persistent: each program strides over the blocks, one program per core")
+                ),
+            ],
+        )
+        new_kernel = kernel.node.with_changes(
+            body=kernel.node.body.with_changes(body=[*kernel.statements[:index], *saves, loop])
+        )
         helper, definition = core_count_helper(ctx, dot=bool(calls(kernel.node.body, "dot")))
         grid_axis = code(grid_elements(plan.grid)[0])
         flat = cst.parse_expression(f"(min({grid_axis}, {helper}({plan.device_of}.device)),)")
@@ -95,7 +124,9 @@ class PersistentGrid(Rewrite):
             mapping[plan.grid] = flat
         else:
             call = plan.site.call
-            mapping[call] = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(flat))]))
+            mapping[call] = call.with_changes(
+                func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(flat))])
+            )
         # placed first, on the module the site was read from (the anchor is found by identity)
         return replace(insert_before_host(ctx.module, plan.site, definition), mapping).code
 

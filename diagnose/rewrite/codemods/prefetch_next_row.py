@@ -11,8 +11,19 @@ from diagnose.rewrite.edit import expression, is_operand, operand, replace, set_
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, assigned_names, code, dotted, int_value, keyword, kernels, names, positional, read_names, simple_assignment,
-    tl_name, walk,
+    Kernel,
+    assigned_names,
+    code,
+    dotted,
+    int_value,
+    keyword,
+    kernels,
+    names,
+    positional,
+    read_names,
+    simple_assignment,
+    tl_name,
+    walk,
 )
 from diagnose.task.harness import replay_targets
 
@@ -26,7 +37,7 @@ class RowLoad:
 
     statement: cst.SimpleStatementLine
     target: str
-    load: cst.Call          # the tl.load call itself
+    load: cst.Call  # the tl.load call itself
     value: cst.BaseExpression  # the whole assigned value (the load, or a chain on it)
     moved: cst.Call | None = None  # the load with the body's address helpers inlined
 
@@ -98,8 +109,13 @@ class PrefetchNextRow(Rewrite):
     def precondition(self, ctx: RewriteContext) -> Precondition:
         known = kernels(ctx.module)
         order = reached_kernels(ctx.module, replay_targets(ctx.source))
-        return Precondition.first_kernel([known[k] for k in (known if order is None else order)], _plan, PrefetchPlan, _describe,
-                                         "no kernel loops over rows")
+        return Precondition.first_kernel(
+            [known[k] for k in (known if order is None else order)],
+            _plan,
+            PrefetchPlan,
+            _describe,
+            "no kernel loops over rows",
+        )
 
     def transform(self, ctx: RewriteContext, plan: PrefetchPlan) -> str:
         taken = names(ctx.module)
@@ -109,14 +125,20 @@ class PrefetchNextRow(Rewrite):
         var_next = unique_name(taken | set(next_of.values()), f"{plan.var}_next")
         bumps = dict(plan.bumps)
         first = f"{operand(plan.start)} < {operand(plan.end)}"
-        prologue = [statement(f"{next_of[load.target]} = {_load(load.moved, {plan.var: code(plan.start)}, {}, first)}")
-                    for load in plan.loads]
-        head = [statement(f"{load.target} = {code(replace(load.value, {load.load: cst.Name(next_of[load.target])}))}")
-                for load in plan.loads]
+        prologue = [
+            statement(f"{next_of[load.target]} = {_load(load.moved, {plan.var: code(plan.start)}, {}, first)}")
+            for load in plan.loads
+        ]
+        head = [
+            statement(f"{load.target} = {code(replace(load.value, {load.load: cst.Name(next_of[load.target])}))}")
+            for load in plan.loads
+        ]
         head.append(statement(f"{var_next} = {plan.var} + {operand(plan.step) if plan.step is not None else '1'}"))
         inside = f"{var_next} < {operand(plan.end)}"
-        head += [statement(f"{next_of[load.target]} = {_load(load.moved, {plan.var: var_next}, bumps, inside)}")
-                 for load in plan.loads]
+        head += [
+            statement(f"{next_of[load.target]} = {_load(load.moved, {plan.var: var_next}, bumps, inside)}")
+            for load in plan.loads
+        ]
         moved = {id(load.statement) for load in plan.loads}
         kernel = kernels(ctx.module)[plan.kernel]
         body = _without_unused_helpers(head + [s for s in plan.loop.body.body if id(s) not in moved], plan, kernel)
@@ -210,14 +232,17 @@ def _loop_plan(kernel: Kernel, loop: cst.For, blocks: set[str]) -> PrefetchPlan 
         return "the loop's movable loads are scalars (nothing to hide behind)"
     if not any(read_names(load.moved) & ({var} | set(bumps)) for load in loads):
         return "the loop's loads do not move with the row"
-    return PrefetchPlan(kernel.name, loop, var, start, end, step, tuple(bumps.items()), tuple(loads),
-                        tuple(helper_lines.items()))
+    return PrefetchPlan(
+        kernel.name, loop, var, start, end, step, tuple(bumps.items()), tuple(loads), tuple(helper_lines.items())
+    )
 
 
-def _without_unused_helpers(body: list[cst.BaseStatement], plan: PrefetchPlan, kernel: Kernel) -> list[cst.BaseStatement]:
+def _without_unused_helpers(
+    body: list[cst.BaseStatement], plan: PrefetchPlan, kernel: Kernel
+) -> list[cst.BaseStatement]:
     """The loop body less the address helpers only the moved loads read (`row_x = X + row * stride`
     once `x` is loaded ahead from the inlined address), their comments kept on the next statement."""
-    after = kernel.statements[kernel.statements.index(plan.loop) + 1:]
+    after = kernel.statements[kernel.statements.index(plan.loop) + 1 :]
     out = list(body)
     for name, line in reversed(plan.helpers):
         others = [s for s in out if s is not line] + list(after)
@@ -311,10 +336,13 @@ class _Substitute(cst.CSTTransformer):
         # `row_ptr + cols` with `row_ptr = X + row * stride`: `X + row * stride + cols`, no parentheses
         # (a sum or product on the left of a sum reads the same without them).
         left = updated.left
-        if (isinstance(original.left, cst.Name) and original.left.value in self.subs
-                and isinstance(original.operator, (cst.Add, cst.Subtract))
-                and isinstance(left, cst.BinaryOperation)
-                and isinstance(left.operator, (cst.Add, cst.Subtract, cst.Multiply))):
+        if (
+            isinstance(original.left, cst.Name)
+            and original.left.value in self.subs
+            and isinstance(original.operator, (cst.Add, cst.Subtract))
+            and isinstance(left, cst.BinaryOperation)
+            and isinstance(left.operator, (cst.Add, cst.Subtract, cst.Multiply))
+        ):
             return updated.with_changes(left=left.with_changes(lpar=[], rpar=[]))
         return updated
 

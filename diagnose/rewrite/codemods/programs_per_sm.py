@@ -11,8 +11,19 @@ from diagnose.rewrite.edit import expression, operand, replace
 from diagnose.rewrite.reach import functions, reached_sites
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, dotted, host_assignments, int_value, kernels, read_names, resolve_grid,
-    simple_assignment, tl_name, walk,
+    Kernel,
+    LaunchSite,
+    calls,
+    code,
+    dotted,
+    host_assignments,
+    int_value,
+    kernels,
+    read_names,
+    resolve_grid,
+    simple_assignment,
+    tl_name,
+    walk,
 )
 from diagnose.task.harness import replay_targets
 
@@ -28,9 +39,9 @@ DEPTH = 4  # host assignments followed from the grid to the read
 @dataclass(frozen=True)
 class CountPlan:
     reads: tuple[cst.BaseExpression, ...]  # the expressions that give the SM count, scaled in place
-    shown: str                             # the first of them, as written
-    factor: int                            # the scaling already there (`E * 4`: 4), else 1
-    helpers: frozenset[str]                # module functions that return the count
+    shown: str  # the first of them, as written
+    factor: int  # the scaling already there (`E * 4`: 4), else 1
+    helpers: frozenset[str]  # module functions that return the count
 
 
 class ProgramsPerSm(Rewrite):
@@ -89,9 +100,13 @@ class ProgramsPerSm(Rewrite):
         module, targets = ctx.module, replay_targets(ctx.source)
         known = kernels(module)
         helpers = _count_helpers(module)
-        return Precondition.first_site(reached_sites(module, targets),
-                                       lambda site: _plan(module, known[site.kernel], site, helpers), CountPlan,
-                                       _describe, targets)
+        return Precondition.first_site(
+            reached_sites(module, targets),
+            lambda site: _plan(module, known[site.kernel], site, helpers),
+            CountPlan,
+            _describe,
+            targets,
+        )
 
     def search_space(self, ctx: RewriteContext, plan: CountPlan) -> list[dict[str, Any]]:
         """The current count first, then 2, 4 and 8 times it, then half of a scaling written before."""
@@ -150,9 +165,14 @@ def _count_helpers(module: cst.Module) -> set[str]:
     found: set[str] = set()
     defs = {name: node for name, node in functions(module).items() if "." not in name}
     while True:
-        more = {name for name, node in defs.items() if name not in found
-                and any(r.value is not None and _units(r.value, found)
-                        for r in walk(node.body) if isinstance(r, cst.Return))}
+        more = {
+            name
+            for name, node in defs.items()
+            if name not in found
+            and any(
+                r.value is not None and _units(r.value, found) for r in walk(node.body) if isinstance(r, cst.Return)
+            )
+        }
         if not more:
             return found
         found |= more
@@ -205,5 +225,7 @@ def _spins(kernel: Kernel) -> str | None:
     for loop in (n for n in walk(kernel.node.body) if isinstance(n, cst.While)):
         atomic = any((tl_name(c.func) or "").startswith("atomic_") for c in walk(loop) if isinstance(c, cst.Call))
         if atomic or "volatile" in code(loop):
-            return "it spins in a while loop on an atomic or volatile load: more programs than fit at once could deadlock"
+            return (
+                "it spins in a while loop on an atomic or volatile load: more programs than fit at once could deadlock"
+            )
     return None

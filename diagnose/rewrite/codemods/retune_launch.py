@@ -11,8 +11,22 @@ from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.launch_values import read_beyond_launch, set_values, shown, slots, tile_accesses_masked
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext, missed
 from diagnose.rewrite.source import (
-    Kernel, calls, cdiv_parts, coupled_by_axis, dotted, grid_coupled, grid_elements, kernels, launch_sites,
-    launched, names, positional, resolve_grid, sites_of, walk, within,
+    Kernel,
+    calls,
+    cdiv_parts,
+    coupled_by_axis,
+    dotted,
+    grid_coupled,
+    grid_elements,
+    kernels,
+    launch_sites,
+    launched,
+    names,
+    positional,
+    resolve_grid,
+    sites_of,
+    walk,
+    within,
 )
 
 BLOCKS = (1024, 2048, 4096, 8192)
@@ -92,9 +106,12 @@ class RetuneLaunch(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), RetunePlan,
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            RetunePlan,
             lambda p: f"launched with {shown(p.current)}",
-            "no launched kernel with a block size to retune")
+            "no launched kernel with a block size to retune",
+        )
 
     def answers(self, evidence) -> bool:
         return missed(evidence, "GlobalAccessWidth", "elements_per_thread")

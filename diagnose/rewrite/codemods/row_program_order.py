@@ -66,9 +66,12 @@ class RowProgramOrder(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), _plan, OrderPlan,
+            kernels(ctx.module).values(),
+            _plan,
+            OrderPlan,
             lambda p: f"every program of axis 1 gathers from the row that program_id(0) picks ({p.gather})",
-            "no kernel on a 2-D grid of program ids")
+            "no kernel on a 2-D grid of program ids",
+        )
 
     def transform(self, ctx: RewriteContext, plan: OrderPlan) -> str:
         kernel = plan.kernel
@@ -79,13 +82,21 @@ class RowProgramOrder(Rewrite):
             {pid_0} = ({lin} // tl.num_programs(1)).to(tl.int32)
             {pid_1} = ({lin} % tl.num_programs(1)).to(tl.int32)
             """)
-        comment = cst.EmptyLine(comment=cst.Comment(
-            "# row order: the programs that gather from one row run together, so the row stays in L2"))
-        pids = {call: cst.Name(pid_0 if axis_of(call) == 0 else pid_1) for call in calls(kernel.node.body, "program_id")}
+        comment = cst.EmptyLine(
+            comment=cst.Comment(
+                "# row order: the programs that gather from one row run together, so the row stays in L2"
+            )
+        )
+        pids = {
+            call: cst.Name(pid_0 if axis_of(call) == 0 else pid_1) for call in calls(kernel.node.body, "program_id")
+        }
         body = replace(cst.Module(list(kernel.statements)), pids).body
         first = body[0]
-        docstring = bool(isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr)
-                         and isinstance(first.body[0].value, cst.SimpleString))
+        docstring = bool(
+            isinstance(first, cst.SimpleStatementLine)
+            and isinstance(first.body[0], cst.Expr)
+            and isinstance(first.body[0].value, cst.SimpleString)
+        )
         head, rest = (list(body[:1]), list(body[1:])) if docstring else ([], list(body))
         lead = rest[0].leading_lines if rest else ()
         if rest:

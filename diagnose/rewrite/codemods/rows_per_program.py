@@ -12,9 +12,26 @@ from diagnose.rewrite.edit import fit_launch, replace, restarted_each_iteration,
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, axis_of, code, coupled_by_axis, dotted, grid_elements, grid_shared, is_tl_call, kernels,
-    launched, names, positional, program_calls, program_id_call, program_id_names, resolve_grid, simple_assignment,
-    sites_of, walk,
+    Kernel,
+    LaunchSite,
+    axis_of,
+    code,
+    coupled_by_axis,
+    dotted,
+    grid_elements,
+    grid_shared,
+    is_tl_call,
+    kernels,
+    launched,
+    names,
+    positional,
+    program_calls,
+    program_id_call,
+    program_id_names,
+    resolve_grid,
+    simple_assignment,
+    sites_of,
+    walk,
 )
 from diagnose.task.harness import replay_targets
 
@@ -26,12 +43,12 @@ WIDE = ("tl.int64", "triton.language.int64")
 class RowsPlan:
     kernel: Kernel
     site: LaunchSite
-    row: str                                   # the name bound to tl.program_id(0)
-    grid: cst.BaseExpression                   # the grid tuple, where it is written
+    row: str  # the name bound to tl.program_id(0)
+    grid: cst.BaseExpression  # the grid tuple, where it is written
     grid_statement: cst.SimpleStatementLine | None
-    rows: cst.BaseExpression                   # its one axis: the number of rows
-    widened: str | None = None                 # `tl.int64` where the row is widened where it is bound
-    program_id: str = "tl.program_id(0)"       # the call that reads it (a library's own helper, as written)
+    rows: cst.BaseExpression  # its one axis: the number of rows
+    widened: str | None = None  # `tl.int64` where the row is widened where it is bound
+    program_id: str = "tl.program_id(0)"  # the call that reads it (a library's own helper, as written)
 
 
 class RowsPerProgram(Rewrite):
@@ -83,9 +100,12 @@ class RowsPerProgram(Rewrite):
         # the kernels the task's call launches first: a forward and a backward both qualify, one is replayed
         order = reached_kernels(ctx.module, replay_targets(ctx.source))
         return Precondition.first_kernel(
-            [known[k] for k in (known if order is None else order)], lambda k: _plan(ctx, k), RowsPlan,
+            [known[k] for k in (known if order is None else order)],
+            lambda k: _plan(ctx, k),
+            RowsPlan,
             lambda p: f"one program per row of {code(p.rows)}",
-            "no kernel launched on a 1-D grid of one program per row")
+            "no kernel launched on a 1-D grid of one program per row",
+        )
 
     def transform(self, ctx: RewriteContext, plan: RowsPlan) -> str:
         kernel = plan.kernel
@@ -94,17 +114,25 @@ class RowsPerProgram(Rewrite):
         value = int(ctx.param("rows", ROWS))
         body = list(kernel.statements)
         at = next(i for i, stmt in enumerate(body) if simple_assignment(stmt)[0] == plan.row)
-        before, after = body[:at], body[at + 1:]
+        before, after = body[:at], body[at + 1 :]
         saves, restores = restarted_each_iteration(after, kernel.params, taken | {n_rows, rows, step})
         first = f"{plan.program_id} * {rows} + {step}"
         binding = cst.parse_statement(f"{plan.row} = {f'({first}).to({plan.widened})' if plan.widened else first}\n")
         guarded = cst.If(test=cst.parse_expression(f"{plan.row} < {n_rows}"), body=cst.IndentedBlock(after))
-        loop = cst.For(target=cst.Name(step), iter=cst.parse_expression(f"tl.static_range({rows})"),
-                       body=cst.IndentedBlock([*restores, binding, guarded]),
-                       leading_lines=[*body[at].leading_lines, cst.EmptyLine(comment=cst.Comment(
-                           f"# {rows} rows per program: short rows made millions of tiny programs"))])
+        loop = cst.For(
+            target=cst.Name(step),
+            iter=cst.parse_expression(f"tl.static_range({rows})"),
+            body=cst.IndentedBlock([*restores, binding, guarded]),
+            leading_lines=[
+                *body[at].leading_lines,
+                cst.EmptyLine(
+                    comment=cst.Comment(f"# {rows} rows per program: short rows made millions of tiny programs")
+                ),
+            ],
+        )
         new_kernel = with_params(kernel.node, n_rows, f"{rows}: tl.constexpr").with_changes(
-            body=kernel.node.body.with_changes(body=[*before, *saves, loop]))
+            body=kernel.node.body.with_changes(body=[*before, *saves, loop])
+        )
         grid = cst.parse_expression(f"(triton.cdiv({code(plan.rows)}, {value}),)")
         call = set_keyword(set_keyword(plan.site.call, n_rows, plan.rows), rows, cst.Integer(str(value)))
         mapping = {kernel.node: new_kernel}
@@ -139,8 +167,11 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
         # a persistent or blocked kernel (`for r in range(pid * rows_per_program, ...)`): fewer of
         # its programs would leave SMs idle, not save launches
         return f"a loop's range is computed from {row}: a program handles a range of rows already"
-    stores = [n for n in ast.walk(syntax.parse(code(kernel.node)))
-              if isinstance(n, ast.Name) and n.id == row and isinstance(n.ctx, ast.Store)]
+    stores = [
+        n
+        for n in ast.walk(syntax.parse(code(kernel.node)))
+        if isinstance(n, ast.Name) and n.id == row and isinstance(n.ctx, ast.Store)
+    ]
     if len(stores) != 1:
         return f"{row} is bound more than once"
     if any(isinstance(node, cst.Return) for node in walk(kernel.node.body)):
@@ -183,4 +214,3 @@ def _widened_row(kernel: Kernel) -> tuple[dict[str, int], str | None]:
         if dotted(dtype) in WIDE and is_tl_call(inner, "program_id") and axis_of(inner) == 0:
             return {target: 0}, dotted(dtype)
     return {}, None
-

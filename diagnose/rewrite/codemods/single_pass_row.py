@@ -6,15 +6,34 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.edit import (
-    INDENT, fit_launch, insert_after, relaunch, rename_call, rename_function, replace, set_keyword, statement,
-    unique_name, with_comment,
+    INDENT,
+    fit_launch,
+    insert_after,
+    relaunch,
+    rename_call,
+    rename_function,
+    replace,
+    set_keyword,
+    statement,
+    unique_name,
+    with_comment,
 )
 from diagnose.rewrite.passes import drop_repeated_assignments, share_loads
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     loop_body,
-    Kernel, LaunchSite, assigned_names, code, grid_coupled, int_value, kernels, launched, module_names, names,
-    sites_of, walk,
+    Kernel,
+    LaunchSite,
+    assigned_names,
+    code,
+    grid_coupled,
+    int_value,
+    kernels,
+    launched,
+    module_names,
+    names,
+    sites_of,
+    walk,
 )
 
 # fp32 rows up to 64 KB: 16 warps then hold 32 values per thread and tile, well inside the registers.
@@ -78,9 +97,12 @@ class SinglePassRow(Rewrite):
         if "triton" not in module_names(ctx.module):
             return Precondition.no("the module does not import triton (needed for next_power_of_2)")
         return Precondition.first_kernel(
-            found.values(), lambda k: _plan(ctx, k), RowPlan,
+            found.values(),
+            lambda k: _plan(ctx, k),
+            RowPlan,
             lambda p: f"{len(p.loops)} passes over range(0, {p.bound}, {p.block})",
-            "no kernel loops twice over the same row range")
+            "no kernel loops twice over the same row range",
+        )
 
     def transform(self, ctx: RewriteContext, plan: RowPlan) -> str:
         module = ctx.module
@@ -92,8 +114,9 @@ class SinglePassRow(Rewrite):
         module = replace(module, {site.statement: self.host_switch(ctx, module, site, plan, name)})
         return module.code
 
-    def host_switch(self, ctx: RewriteContext, module: cst.Module, site: LaunchSite, plan: RowPlan,
-                    twin: str) -> cst.If:
+    def host_switch(
+        self, ctx: RewriteContext, module: cst.Module, site: LaunchSite, plan: RowPlan, twin: str
+    ) -> cst.If:
         kernel = kernels(module)[plan.kernel.name]
         bound = code(site.value(kernel, plan.bound))
         taken = names(site.host)
@@ -114,11 +137,14 @@ class SinglePassRow(Rewrite):
             """)
         switch = switch.with_changes(
             body=switch.body.with_changes(body=[*switch.body.body[:2], fused]),
-            orelse=switch.orelse.with_changes(body=switch.orelse.body.with_changes(
-                body=[site.statement.with_changes(leading_lines=[])])),
+            orelse=switch.orelse.with_changes(
+                body=switch.orelse.body.with_changes(body=[site.statement.with_changes(leading_lines=[])])
+            ),
             leading_lines=site.statement.leading_lines,
         )
-        return with_comment(switch, "the row fits one block: one pass over memory; longer rows keep the multi-pass kernel")
+        return with_comment(
+            switch, "the row fits one block: one pass over memory; longer rows keep the multi-pass kernel"
+        )
 
 
 def _plan(ctx: RewriteContext, kernel: Kernel) -> RowPlan | str | None:
@@ -163,8 +189,13 @@ def _row_loop(stmt: cst.BaseStatement, kernel: Kernel) -> tuple[str, str] | None
     if not isinstance(stmt, cst.For) or not isinstance(stmt.target, cst.Name):
         return None
     it = stmt.iter
-    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("range", "tl.range")
-            and len(it.args) == 3 and all(a.keyword is None for a in it.args)):
+    if not (
+        isinstance(it, cst.Call)
+        and isinstance(it.func, cst.Name)
+        and it.func.value in ("range", "tl.range")
+        and len(it.args) == 3
+        and all(a.keyword is None for a in it.args)
+    ):
         return None
     start, bound, step = (a.value for a in it.args)
     if int_value(start) != 0 or not isinstance(bound, cst.Name) or not isinstance(step, cst.Name):
@@ -178,8 +209,11 @@ def _side_effect_free(node: cst.BaseExpression) -> bool:
     if isinstance(node, SIMPLE_HOST):
         return True
     # x.shape[1], x.size(1), x.numel()
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
-        "size", "numel", "stride", "dim")
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in ("size", "numel", "stride", "dim")
+    )
 
 
 def single_block_twin(plan: RowPlan, name: str, taken: set[str]) -> cst.FunctionDef:
@@ -195,7 +229,9 @@ def single_block_twin(plan: RowPlan, name: str, taken: set[str]) -> cst.Function
     body = share_loads(body, taken | set(plan.kernel.params))
     body = drop_repeated_assignments(body)
     node = plan.kernel.node
-    note = cst.EmptyLine(comment=cst.Comment(
-        f"# {plan.kernel.name} with {plan.block} >= {plan.bound}: every pass runs once, the row is loaded once."))
+    note = cst.EmptyLine(
+        comment=cst.Comment(
+            f"# {plan.kernel.name} with {plan.block} >= {plan.bound}: every pass runs once, the row is loaded once."
+        )
+    )
     return rename_function(node, name).with_changes(body=node.body.with_changes(body=body), leading_lines=[note])
-

@@ -8,15 +8,46 @@ import libcst as cst
 
 from diagnose.rewrite.cores import core_count_helper
 from diagnose.rewrite.edit import (
-    expression, fit_call, fit_launch, insert_before_host, operand, relaunch, replace, set_keyword, statement,
-    statements, unique_name, with_params,
+    expression,
+    fit_call,
+    fit_launch,
+    insert_before_host,
+    operand,
+    relaunch,
+    replace,
+    set_keyword,
+    statement,
+    statements,
+    unique_name,
+    with_params,
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, assigned_names, axis_of, bound_before, calls, code, dotted, grid_elements, grid_shared,
-    is_tl_call, kernels, launched, loop_body, module_names, names, pointer_params, positional, program_id_names,
-    read_names, resolve_grid, simple_assignment, sites_of, walk,
+    Kernel,
+    LaunchSite,
+    assigned_names,
+    axis_of,
+    bound_before,
+    calls,
+    code,
+    dotted,
+    grid_elements,
+    grid_shared,
+    is_tl_call,
+    kernels,
+    launched,
+    loop_body,
+    module_names,
+    names,
+    pointer_params,
+    positional,
+    program_id_names,
+    read_names,
+    resolve_grid,
+    simple_assignment,
+    sites_of,
+    walk,
 )
 
 # Each program keeps at least this many K steps: fewer and the fp32 atomics and the pipeline's
@@ -33,14 +64,14 @@ class SplitPlan:
     tiles: DotTiles
     loop: cst.For
     accumulator: str
-    inductions: tuple[cst.SimpleStatementLine, ...]   # `p += step` lines of the loop (pointers, offsets)
+    inductions: tuple[cst.SimpleStatementLine, ...]  # `p += step` lines of the loop (pointers, offsets)
     store: cst.Call
-    cast: cst.SimpleStatementLine | None               # `c = acc.to(...)`, read only by the store
-    axis: int                                          # the new grid axis
+    cast: cst.SimpleStatementLine | None  # `c = acc.to(...)`, read only by the store
+    axis: int  # the new grid axis
     grid: cst.BaseExpression
     grid_statement: cst.SimpleStatementLine | None
-    output: str                                        # the host tensor the kernel stores into
-    k_steps: str                                       # host expression: the loop's trip count
+    output: str  # the host tensor the kernel stores into
+    k_steps: str  # host expression: the loop's trip count
 
 
 class SplitK(Rewrite):
@@ -94,9 +125,12 @@ class SplitK(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), SplitPlan,
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            SplitPlan,
             lambda p: f"one {p.tiles.m}x{p.tiles.n} tile per program over the whole K loop",
-            "no launched kernel with a tl.dot K loop")
+            "no launched kernel with a tl.dot K loop",
+        )
 
     def transform(self, ctx: RewriteContext, plan: SplitPlan) -> str:
         taken = names(plan.kernel.node) | set(plan.kernel.params)
@@ -111,12 +145,19 @@ def _split_kernel(plan: SplitPlan, pid_k: str, split: str) -> cst.FunctionDef:
     """The kernel over one share of K: the new program id, the split loop, the atomic store, `split`."""
     kernel = plan.kernel
     body = [_scaled(s, split) if s in plan.inductions else s for s in loop_body(plan.loop)]
-    loop = plan.loop.with_changes(iter=_split_range(plan.loop.iter, pid_k, split),
-                                  body=plan.loop.body.with_changes(body=body))
+    loop = plan.loop.with_changes(
+        iter=_split_range(plan.loop.iter, pid_k, split), body=plan.loop.body.with_changes(body=body)
+    )
     ahead = [statement(f"{_induction(s)[0]} += ({code(_induction(s)[1])}) * {pid_k}") for s in plan.inductions]
-    first = statement(f"{pid_k} = tl.program_id({plan.axis})").with_changes(leading_lines=[
-        cst.EmptyLine(comment=cst.Comment(
-            f"# split K: program {pid_k} takes every {split}-th K step; partial tiles are added in fp32"))])
+    first = statement(f"{pid_k} = tl.program_id({plan.axis})").with_changes(
+        leading_lines=[
+            cst.EmptyLine(
+                comment=cst.Comment(
+                    f"# split K: program {pid_k} takes every {split}-th K step; partial tiles are added in fp32"
+                )
+            )
+        ]
+    )
     statements_out = []
     for stmt in kernel.statements:
         if stmt is plan.loop:
@@ -125,9 +166,14 @@ def _split_kernel(plan: SplitPlan, pid_k: str, split: str) -> cst.FunctionDef:
             statements_out.append(stmt)
     store = plan.store
     mask = next((a for a in store.args if a.keyword and a.keyword.value == "mask"), None)
-    atomic = fit_call(expression(f"tl.atomic_add({code(store.args[0].value)}, {plan.accumulator}"
-                                 + (f", mask={code(mask.value)}" if mask is not None else "") + ', sem="relaxed")'),
-                      indent=4)
+    atomic = fit_call(
+        expression(
+            f"tl.atomic_add({code(store.args[0].value)}, {plan.accumulator}"
+            + (f", mask={code(mask.value)}" if mask is not None else "")
+            + ', sem="relaxed")'
+        ),
+        indent=4,
+    )
     new = with_params(kernel.node, split).with_changes(body=kernel.node.body.with_changes(body=statements_out))
     return replace(cst.Module(body=[new]), {store: atomic}).body[0]
 
@@ -143,11 +189,17 @@ def _host_edits(ctx: RewriteContext, plan: SplitPlan, split: str) -> tuple[dict,
         {host_split} = max(1, min(triton.cdiv({PER_SM} * {helper}({plan.output}.device), {tiles}), {plan.k_steps} // {MIN_STEPS}))
         {partial} = torch.zeros_like({plan.output}, dtype=torch.float32)
         """)
-    comment = cst.EmptyLine(comment=cst.Comment(
-        f"# split K (too few tiles for the device): {PER_SM} programs per SM in all, {MIN_STEPS}+ K steps each"))
-    grid = plan.grid.with_changes(elements=[
-        *[e.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for e in plan.grid.elements],
-        cst.Element(cst.Name(host_split))])
+    comment = cst.EmptyLine(
+        comment=cst.Comment(
+            f"# split K (too few tiles for the device): {PER_SM} programs per SM in all, {MIN_STEPS}+ K steps each"
+        )
+    )
+    grid = plan.grid.with_changes(
+        elements=[
+            *[e.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for e in plan.grid.elements],
+            cst.Element(cst.Name(host_split)),
+        ]
+    )
     call = fit_launch(plan.site, set_keyword(_with_output(plan, partial), split, cst.Name(host_split)))
     launch = plan.site.statement
     after = statement(f"{plan.output}.copy_({partial})")
@@ -155,8 +207,10 @@ def _host_edits(ctx: RewriteContext, plan: SplitPlan, split: str) -> tuple[dict,
         anchor = plan.grid_statement
         new_anchor = replace(cst.Module(body=[anchor]), {plan.grid: grid}).body[0].with_changes(leading_lines=[])
         setup[0] = setup[0].with_changes(leading_lines=[*anchor.leading_lines, comment])
-        return {anchor: cst.FlattenSentinel([*setup, new_anchor]),
-                launch: cst.FlattenSentinel([relaunch(plan.site, call), after])}, definition
+        return {
+            anchor: cst.FlattenSentinel([*setup, new_anchor]),
+            launch: cst.FlattenSentinel([relaunch(plan.site, call), after]),
+        }, definition
     call = call.with_changes(func=call.func.with_changes(slice=[cst.SubscriptElement(cst.Index(grid))]))
     setup[0] = setup[0].with_changes(leading_lines=[*launch.leading_lines, comment])
     new_launch = relaunch(plan.site, call, leading_lines=[])
@@ -198,15 +252,23 @@ def _accumulates(stmt: cst.CSTNode) -> str | None:
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
         return None
     small = stmt.body[0]
-    if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign) and isinstance(small.target, cst.Name):
+    if (
+        isinstance(small, cst.AugAssign)
+        and isinstance(small.operator, cst.AddAssign)
+        and isinstance(small.target, cst.Name)
+    ):
         return small.target.value if is_tl_call(small.value, "dot") else None
     target, value = simple_assignment(stmt)
     if target is None:
         return None
     if is_tl_call(value, "dot") and len(value.args) >= 3 and dotted(value.args[2].value) == target:
         return target
-    if (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add)
-            and dotted(value.left) == target and is_tl_call(value.right, "dot")):
+    if (
+        isinstance(value, cst.BinaryOperation)
+        and isinstance(value.operator, cst.Add)
+        and dotted(value.left) == target
+        and is_tl_call(value.right, "dot")
+    ):
         return target
     return None
 
@@ -216,8 +278,11 @@ def _loop_problem(loop: cst.For, accumulator: str, after: list[cst.BaseStatement
     if not isinstance(loop.target, cst.Name):
         return "the K loop's target is not one name"
     iterator = loop.iter
-    if not (isinstance(iterator, cst.Call) and dotted(iterator.func) in ("range", "tl.range", "triton.language.range")
-            and 1 <= len(positional(iterator)) <= 3):
+    if not (
+        isinstance(iterator, cst.Call)
+        and dotted(iterator.func) in ("range", "tl.range", "triton.language.range")
+        and 1 <= len(positional(iterator)) <= 3
+    ):
         return f"the K loop is not over range(...) / tl.range(...): {code(iterator)}"
     bound_in_loop = assigned_names(loop.body) | {loop.target.value}
     inductions = {_induction(s)[0] for s in loop_body(loop) if _induction(s) and _accumulates(s) != accumulator}
@@ -270,7 +335,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SplitPlan | str | None:
     initial = [v for t, v in map(simple_assignment, kernel.statements[:index]) if t == accumulator]
     if not initial or not is_tl_call(initial[-1], "zeros"):
         return f"{accumulator} does not start from tl.zeros (a start value would be added once per split)"
-    after = list(kernel.statements[index + 1:])
+    after = list(kernel.statements[index + 1 :])
     problem = _loop_problem(loop, accumulator, after)
     if problem:
         return problem
@@ -278,8 +343,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SplitPlan | str | None:
     if len(stores) != 1 or calls(kernel.node.body, *[f"atomic_{op}" for op in ("add", "max", "min", "xchg", "cas")]):
         return "the kernel writes memory more than once (one tl.store of the tile is split)"
     store = stores[0]
-    if not any(store is c for s in after for c in walk(s)) or any(isinstance(s, cst.BaseCompoundStatement)
-                                                                  for s in after):
+    if not any(store is c for s in after for c in walk(s)) or any(
+        isinstance(s, cst.BaseCompoundStatement) for s in after
+    ):
         return "the store is not a top-level statement after the K loop"
     value = store.args[1].value if len(store.args) >= 2 and store.args[1].keyword is None else None
     if value is None or len(positional(store)) != 2 or {a.keyword.value for a in store.args if a.keyword} - {"mask"}:
@@ -311,26 +377,47 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SplitPlan | str | None:
     bound = bound_before(site, anchor)
     if bound is None:
         return f"the grid is not bound in a block of {site.host_name}"
-    if any(not any(n is anchor for n in walk(loop)) for loop in walk(site.host.body)
-           if isinstance(loop, (cst.For, cst.While)) and any(n is site.statement for n in walk(loop.body))):
+    if any(
+        not any(n is anchor for n in walk(loop))
+        for loop in walk(site.host.body)
+        if isinstance(loop, (cst.For, cst.While)) and any(n is site.statement for n in walk(loop.body))
+    ):
         return "a loop runs the launch without its grid's line: the fp32 buffer would add up across iterations"
     needed = set().union(*(names(e) for e in axes), names(k_steps), {output}) - {"triton", "torch", "min", "max"}
     if needed - bound:
         return f"{', '.join(sorted(needed - bound))} is bound after the grid: the split cannot be sized before it"
-    return SplitPlan(kernel, site, tiles, loop, accumulator,
-                     tuple(s for s in loop_body(loop) if _induction(s) and _accumulates(s) != accumulator),
-                     store, cast, len(axes), grid, grid_statement, output, k_steps)
+    return SplitPlan(
+        kernel,
+        site,
+        tiles,
+        loop,
+        accumulator,
+        tuple(s for s in loop_body(loop) if _induction(s) and _accumulates(s) != accumulator),
+        store,
+        cast,
+        len(axes),
+        grid,
+        grid_statement,
+        output,
+        k_steps,
+    )
 
 
 def _cast_of(value: cst.BaseExpression, accumulator: str) -> bool:
     """`acc` or `acc.to(...)`."""
     if dotted(value) == accumulator:
         return True
-    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to"
-            and dotted(value.func.value) == accumulator)
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "to"
+        and dotted(value.func.value) == accumulator
+    )
 
 
-def _cast_line(value: cst.BaseExpression, after: list[cst.BaseStatement], accumulator: str) -> cst.SimpleStatementLine | None:
+def _cast_line(
+    value: cst.BaseExpression, after: list[cst.BaseStatement], accumulator: str
+) -> cst.SimpleStatementLine | None:
     """The one line `c = acc.to(...)` (or `c = acc`) binding the stored name `c`, else None."""
     if not isinstance(value, cst.Name):
         return None

@@ -9,8 +9,25 @@ import libcst as cst
 from diagnose.rewrite.edit import fit_launch, relaunch, replace, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    REDUCTIONS, Kernel, LaunchSite, calls, cdiv_parts, code, dotted, grid_elements, is_tl_call, kernels,
-    grid_shared, launched, names, program_id_names, resolve_grid, same, simple_assignment, sites_of, tl_name,
+    REDUCTIONS,
+    Kernel,
+    LaunchSite,
+    calls,
+    cdiv_parts,
+    code,
+    dotted,
+    grid_elements,
+    is_tl_call,
+    kernels,
+    grid_shared,
+    launched,
+    names,
+    program_id_names,
+    resolve_grid,
+    same,
+    simple_assignment,
+    sites_of,
+    tl_name,
     walk,
 )
 
@@ -77,9 +94,12 @@ class Structured2dIndex(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), IndexPlan,
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            IndexPlan,
             lambda p: f"flattened index split by {p.cols}",
-            "no kernel splits a flattened index with // and %")
+            "no kernel splits a flattened index with // and %",
+        )
 
     def transform(self, ctx: RewriteContext, plan: IndexPlan) -> str:
         kernel = plan.kernel
@@ -96,8 +116,16 @@ class Structured2dIndex(Rewrite):
             {col} = ({pid_c} * {block_c} + tl.arange(0, {block_c}))[None, :]
             {offs} = {row} * {plan.cols} + {col}
             """)
-        head[0] = head[0].with_changes(leading_lines=[*plan.offs.leading_lines, cst.EmptyLine(comment=cst.Comment(
-            f"# a 2-D tile of {block_r} rows x {block_c} columns: no division by {plan.cols} per element"))])
+        head[0] = head[0].with_changes(
+            leading_lines=[
+                *plan.offs.leading_lines,
+                cst.EmptyLine(
+                    comment=cst.Comment(
+                        f"# a 2-D tile of {block_r} rows x {block_c} columns: no division by {plan.cols} per element"
+                    )
+                ),
+            ]
+        )
         mask = cst.parse_expression(f"({row} < {plan.rows}) & ({col} < {plan.cols})")
         body = []
         pid_stmt = next((s for s in kernel.statements if simple_assignment(s)[0] in program_id_names(kernel)), None)
@@ -108,13 +136,16 @@ class Structured2dIndex(Rewrite):
                 continue
             else:
                 body.append(replace(cst.Module(body=[stmt]), {m: mask for m in plan.masks}).body[0])
-        params = [p.with_changes(name=cst.Name(block_r)) if p.name.value == plan.block else p
-                  for p in kernel.node.params.params]
+        params = [
+            p.with_changes(name=cst.Name(block_r)) if p.name.value == plan.block else p
+            for p in kernel.node.params.params
+        ]
         index = [p.name.value for p in params].index(block_r)
         params.insert(index + 1, params[index].with_changes(name=cst.Name(block_c)))
         params[index] = params[index].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        new_kernel = kernel.node.with_changes(params=kernel.node.params.with_changes(params=params),
-                                              body=kernel.node.body.with_changes(body=body))
+        new_kernel = kernel.node.with_changes(
+            params=kernel.node.params.with_changes(params=params), body=kernel.node.body.with_changes(body=body)
+        )
         rows_host, cols_host = code(plan.site.value(kernel, plan.rows)), code(plan.site.value(kernel, plan.cols))
         block_host = code(plan.site.value(kernel, plan.block))
         host_taken = names(plan.site.host)
@@ -122,8 +153,10 @@ class Structured2dIndex(Rewrite):
         grid = cst.parse_expression(f"(triton.cdiv({rows_host}, {host_r}), triton.cdiv({cols_host}, {host_c}))")
         call = plan.site.call
         passes_block = [a.keyword is not None and a.keyword.value == plan.block for a in call.args]
-        args = [a.with_changes(keyword=cst.Name(block_r), value=cst.Name(host_r)) if passed else a
-                for a, passed in zip(call.args, passes_block)]
+        args = [
+            a.with_changes(keyword=cst.Name(block_r), value=cst.Name(host_r)) if passed else a
+            for a, passed in zip(call.args, passes_block)
+        ]
         position = next(i for i, a in enumerate(args) if a.keyword and a.keyword.value == block_r)
         args.insert(position + 1, args[position].with_changes(keyword=cst.Name(block_c), value=cst.Name(host_c)))
         args[position] = args[position].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -139,14 +172,26 @@ class Structured2dIndex(Rewrite):
             # the grid line is replaced whole, so its new grid goes in here (a mapping entry for the
             # grid inside it would be dropped with the old line)
             new_grid_statement = replace(cst.Module(body=[plan.grid_statement]), {plan.grid: grid}).body[0]
-            mapping = {plan.grid_statement: cst.FlattenSentinel(
-                [setup[0].with_changes(leading_lines=plan.grid_statement.leading_lines), setup[1],
-                 new_grid_statement.with_changes(leading_lines=[])])}
+            mapping = {
+                plan.grid_statement: cst.FlattenSentinel(
+                    [
+                        setup[0].with_changes(leading_lines=plan.grid_statement.leading_lines),
+                        setup[1],
+                        new_grid_statement.with_changes(leading_lines=[]),
+                    ]
+                )
+            }
             mapping[plan.site.call] = call
         else:
-            mapping = {plan.site.statement: cst.FlattenSentinel([
-                setup[0].with_changes(leading_lines=plan.site.statement.leading_lines), setup[1],
-                relaunch(plan.site, call, leading_lines=[])])}
+            mapping = {
+                plan.site.statement: cst.FlattenSentinel(
+                    [
+                        setup[0].with_changes(leading_lines=plan.site.statement.leading_lines),
+                        setup[1],
+                        relaunch(plan.site, call, leading_lines=[]),
+                    ]
+                )
+            }
         mapping[kernel.node] = new_kernel
         return replace(ctx.module, mapping).code
 
@@ -166,12 +211,15 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> IndexPlan | str | None:
     if block not in kernel.constexprs:
         return "the arange size is not a constexpr"
     shape_ok = any(same(value, f"{p} * {block} + tl.arange(0, {block})") for p in pids) or same(
-        value, f"tl.program_id(0) * {block} + tl.arange(0, {block})")
+        value, f"tl.program_id(0) * {block} + tl.arange(0, {block})"
+    )
     if not shape_ok or (pids and list(pids.values()) != [0]) or len(calls(kernel.node.body, "program_id")) != 1:
         return "the offsets are not program_id(0) * BLOCK + tl.arange(0, BLOCK) with the only program id"
     if any(block in names(s) for s in kernel.statements if s is not offs_stmt):
         return f"{block} is used beyond the offsets line"
-    if any(set(pids) & names(s) for s in kernel.statements if s is not offs_stmt and simple_assignment(s)[0] not in pids):
+    if any(
+        set(pids) & names(s) for s in kernel.statements if s is not offs_stmt and simple_assignment(s)[0] not in pids
+    ):
         return "the program id is used beyond the offsets line"
     for node in walk(kernel.node.body):
         if isinstance(node, cst.Call) and tl_name(node.func) in REDUCTIONS:
@@ -217,15 +265,25 @@ def _split(kernel: Kernel):
     by_name = {simple_assignment(s)[0]: s for s in kernel.statements if simple_assignment(s)[0]}
 
     def split(operator, offs, cols):
-        return next((s for s in kernel.statements if isinstance(simple_assignment(s)[1], cst.BinaryOperation)
-                     and isinstance(simple_assignment(s)[1].operator, operator)
-                     and same(simple_assignment(s)[1], f"{offs} {'//' if operator is cst.FloorDivide else '%'} {cols}")),
-                    None)
+        return next(
+            (
+                s
+                for s in kernel.statements
+                if isinstance(simple_assignment(s)[1], cst.BinaryOperation)
+                and isinstance(simple_assignment(s)[1].operator, operator)
+                and same(simple_assignment(s)[1], f"{offs} {'//' if operator is cst.FloorDivide else '%'} {cols}")
+            ),
+            None,
+        )
 
     for stmt in kernel.statements:
         target, value = simple_assignment(stmt)
-        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.FloorDivide, cst.Modulo)) \
-                and isinstance(value.left, cst.Name) and isinstance(value.right, cst.Name):
+        if (
+            isinstance(value, cst.BinaryOperation)
+            and isinstance(value.operator, (cst.FloorDivide, cst.Modulo))
+            and isinstance(value.left, cst.Name)
+            and isinstance(value.right, cst.Name)
+        ):
             offs, cols = value.left.value, value.right.value
             row_stmt, col_stmt = split(cst.FloorDivide, offs, cols), split(cst.Modulo, offs, cols)
             if offs in by_name and cols in kernel.params and cols not in kernel.constexprs:
@@ -239,8 +297,13 @@ def _offs_uses(stmt: cst.CSTNode, offs: str):
     covered: set[int] = set()
     out = []
     for node in walk(stmt):
-        if isinstance(node, cst.Comparison) and isinstance(node.left, cst.Name) and node.left.value == offs \
-                and len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.LessThan):
+        if (
+            isinstance(node, cst.Comparison)
+            and isinstance(node.left, cst.Name)
+            and node.left.value == offs
+            and len(node.comparisons) == 1
+            and isinstance(node.comparisons[0].operator, cst.LessThan)
+        ):
             out.append(("mask", node))
             covered.add(id(node.left))
         if is_tl_call(node, "load", "store") and node.args:

@@ -9,9 +9,20 @@ import libcst as cst
 from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statement, unique_name, with_params
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    REDUCTIONS, Kernel, LaunchSite, calls, code, dotted, int_value, kernels, launched, names, simple_assignment,
+    REDUCTIONS,
+    Kernel,
+    LaunchSite,
+    calls,
+    code,
+    dotted,
+    int_value,
+    kernels,
+    launched,
+    names,
+    simple_assignment,
     sites_of,
-    tl_name, walk,
+    tl_name,
+    walk,
 )
 
 # Per-core sub-block (fp32 elements) that leaves room for double buffering of a few live tiles in
@@ -70,9 +81,12 @@ class TwoLevelTiling(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), TilingPlan,
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            TilingPlan,
             lambda p: f"elementwise over one block of {p.block}",
-            "no elementwise kernel over one block per program")
+            "no elementwise kernel over one block per program",
+        )
 
     def transform(self, ctx: RewriteContext, plan: TilingPlan) -> str:
         kernel = plan.kernel
@@ -83,15 +97,23 @@ class TwoLevelTiling(Rewrite):
         chunk = cst.parse_expression(f"{sub} + tl.arange(0, {sub_block})")
         rest = [replace(cst.Module(body=[s]), {plan.arange: chunk}).body[0] for s in kernel.statements[index:]]
         loop = statement(f"for {sub} in range(0, {plan.block}, {sub_block}):\n    pass\n")
-        loop = loop.with_changes(body=loop.body.with_changes(body=[rest[0].with_changes(leading_lines=[]), *rest[1:]]),
-                                 leading_lines=[*plan.offsets.leading_lines, cst.EmptyLine(comment=cst.Comment(
-                                     f"# {sub_block} lanes at a time: the live tiles fit the unified buffer"))])
+        loop = loop.with_changes(
+            body=loop.body.with_changes(body=[rest[0].with_changes(leading_lines=[]), *rest[1:]]),
+            leading_lines=[
+                *plan.offsets.leading_lines,
+                cst.EmptyLine(
+                    comment=cst.Comment(f"# {sub_block} lanes at a time: the live tiles fit the unified buffer")
+                ),
+            ],
+        )
         new_kernel = with_params(kernel.node, f"{sub_block}: tl.constexpr").with_changes(
-            body=kernel.node.body.with_changes(body=[*kernel.statements[:index], loop]))
+            body=kernel.node.body.with_changes(body=[*kernel.statements[:index], loop])
+        )
         block_value = code(plan.site.value(kernel, plan.block))
         sub_value = int(ctx.param("block_sub", SUB))
-        call = fit_launch(plan.site, set_keyword(plan.site.call, sub_block,
-                                                 cst.parse_expression(f"min({block_value}, {sub_value})")))
+        call = fit_launch(
+            plan.site, set_keyword(plan.site.call, sub_block, cst.parse_expression(f"min({block_value}, {sub_value})"))
+        )
         return replace(ctx.module, {kernel.node: new_kernel, plan.site.call: call}).code
 
 
@@ -107,7 +129,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilingPlan | str | None:
     if offsets is None or simple_assignment(offsets)[0] is None:
         return "the tl.arange is not in a top-level offsets assignment"
     index = kernel.statements.index(offsets)
-    later = kernel.statements[index + 1:]
+    later = kernel.statements[index + 1 :]
     if any(block in names(s) for s in later):
         return f"{block} is used after the offsets line"
     for node in walk(kernel.node.body):

@@ -9,12 +9,30 @@ import libcst as cst
 
 from diagnose import syntax
 from diagnose.rewrite.edit import (
-    guarded_launch, insert_after, rename_function, replace, statement, unique_name, with_params,
+    guarded_launch,
+    insert_after,
+    rename_function,
+    replace,
+    statement,
+    unique_name,
+    with_params,
 )
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
-    Kernel, LaunchSite, calls, code, keyword, kernels, launched, module_names, names, pointer_params, positional,
-    simple_assignment, sites_of, walk,
+    Kernel,
+    LaunchSite,
+    calls,
+    code,
+    keyword,
+    kernels,
+    launched,
+    module_names,
+    names,
+    pointer_params,
+    positional,
+    simple_assignment,
+    sites_of,
+    walk,
 )
 
 # Reasons of a narrow GlobalAccessWidth that a proven divisibility of the integer arguments fixes.
@@ -85,8 +103,11 @@ class VectorizationHints(Rewrite):
     def precondition(self, ctx: RewriteContext) -> Precondition:
         narrow = _narrow_lines(ctx)
         if not narrow:
-            return Precondition.no("the IR shows no access narrowed by alignment" if ctx.evidence
-                                   else "needs IR evidence of narrow accesses (the IR level)")
+            return Precondition.no(
+                "the IR shows no access narrowed by alignment"
+                if ctx.evidence
+                else "needs IR evidence of narrow accesses (the IR level)"
+            )
         spans = _kernel_spans(ctx.source)
 
         def plan_of(kernel: Kernel) -> HintPlan | str | None:
@@ -95,34 +116,61 @@ class VectorizationHints(Rewrite):
             return _plan(ctx, kernel, lines) if lines else None
 
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), plan_of, HintPlan,
+            kernels(ctx.module).values(),
+            plan_of,
+            HintPlan,
             lambda p: f"narrow accesses at line(s) {', '.join(map(str, p.lines))}; aligning {', '.join(p.ints)}",
-            "the narrow accesses are not in a launched kernel")
+            "the narrow accesses are not in a launched kernel",
+        )
 
     def transform(self, ctx: RewriteContext, plan: HintPlan) -> str:
         taken = module_names(ctx.module)
         twin = unique_name(taken, f"{plan.kernel.name}{TWIN}")
         vec = unique_name(set(plan.kernel.params) | names(plan.kernel.node), "VEC")
         hints = [statement(f"{n} = tl.multiple_of({n} // {vec} * {vec}, {vec})") for n in plan.ints]
-        hints[0] = hints[0].with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(
-            f"# the launch checked that these are multiples of {vec}: written so the compiler can prove it"))])
+        hints[0] = hints[0].with_changes(
+            leading_lines=[
+                cst.EmptyLine(
+                    comment=cst.Comment(
+                        f"# the launch checked that these are multiples of {vec}: written so the compiler can prove it"
+                    )
+                )
+            ]
+        )
         node = plan.kernel.node
         body = [*hints, *node.body.body]
-        twin_node = rename_function(with_params(node, f"{vec}: tl.constexpr").with_changes(
-            body=node.body.with_changes(body=body)), twin)
-        twin_node = twin_node.with_changes(leading_lines=[cst.EmptyLine(comment=cst.Comment(
-            f"# {plan.kernel.name} for launches whose integer arguments are multiples of {vec} elements."))])
+        twin_node = rename_function(
+            with_params(node, f"{vec}: tl.constexpr").with_changes(body=node.body.with_changes(body=body)), twin
+        )
+        twin_node = twin_node.with_changes(
+            leading_lines=[
+                cst.EmptyLine(
+                    comment=cst.Comment(
+                        f"# {plan.kernel.name} for launches whose integer arguments are multiples of {vec} elements."
+                    )
+                )
+            ]
+        )
         module = insert_after(ctx.module, node, [twin_node])
         site = sites_of(module, plan.kernel.name)[0]
         kernel = kernels(module)[plan.kernel.name]
         host_vec = unique_name(names(site.host), "vec")
         values = [code(site.value(kernel, n)) for n in plan.ints]
         sizes = ", ".join(f"{t}.element_size()" for t in plan.tensors)
-        setup = [f"{host_vec} = {VECTOR_BYTES} // min({sizes})" if len(plan.tensors) > 1
-                 else f"{host_vec} = {VECTOR_BYTES} // {plan.tensors[0]}.element_size()"]
+        setup = [
+            f"{host_vec} = {VECTOR_BYTES} // min({sizes})"
+            if len(plan.tensors) > 1
+            else f"{host_vec} = {VECTOR_BYTES} // {plan.tensors[0]}.element_size()"
+        ]
         condition = " and ".join(f"{v} % {host_vec} == 0" for v in values)
-        switch = guarded_launch(site, twin, condition, {vec: host_vec},
-                                f"aligned rows: 128-bit accesses when every offset is a multiple of {host_vec}", setup)
+        switch = guarded_launch(
+            site,
+            twin,
+            condition,
+            {vec: host_vec},
+            f"aligned rows: 128-bit accesses when every offset is a multiple of {host_vec}",
+            setup,
+        )
         return replace(module, {site.statement: switch}).code
 
 
@@ -130,7 +178,8 @@ def narrowed_by_alignment(e) -> bool:
     """A narrow access the integer arguments' divisibility would widen (by the fact's reason or remark)."""
     if e.name == "GlobalAccessWidth" and e.kind == "missed":
         return e.arg("reason") in ALIGNMENT_REASONS or (
-            e.arg("reason") == "elements_per_thread" and "vectorization fails" in str(e.arg("remark") or ""))
+            e.arg("reason") == "elements_per_thread" and "vectorization fails" in str(e.arg("remark") or "")
+        )
     return e.name == "CompilerRemark" and "vectorization fails" in str(e.arg("message") or "")
 
 

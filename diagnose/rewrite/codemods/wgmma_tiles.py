@@ -6,7 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.rewrite.launch_values import (
-    computed_on_host, config_first, current_values, every_access_masked, first_tuned_values, set_values, shown,
+    computed_on_host,
+    config_first,
+    current_values,
+    every_access_masked,
+    first_tuned_values,
+    set_values,
+    shown,
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
@@ -17,8 +23,15 @@ from diagnose.targets import Target
 # sm_90: wgmma needs M >= 64 per warpgroup and 4+ warps; 128x128x64 / 8 warps / 3 stages is the
 # fp16 sweet spot (96 KB of shared memory for A and B stages).
 TILES = {
-    "cuda:90": [(128, 128, 64, 8, 3), (128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3),
-                (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (128, 128, 32, 8, 4)],
+    "cuda:90": [
+        (128, 128, 64, 8, 3),
+        (128, 128, 64, 4, 4),
+        (128, 256, 64, 8, 3),
+        (256, 128, 64, 8, 3),
+        (64, 128, 64, 4, 4),
+        (128, 64, 64, 4, 4),
+        (128, 128, 32, 8, 4),
+    ],
     "cuda:100": [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4)],
     # sm_80: mma.sync; cp.async pipelining wants 3-4 stages.
     "cuda:80": [(128, 128, 32, 4, 3), (128, 128, 64, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4)],
@@ -85,10 +98,14 @@ class WgmmaTiles(Rewrite):
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
-            kernels(ctx.module).values(), lambda k: _plan(ctx, k), TilePlan,
-            lambda p: f"tl.dot tiles {'first in its autotune configs' if p.autotuned else 'launched with'} "
-                      f"{shown(p.current)}",
-            "no launched kernel with a tl.dot")
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            TilePlan,
+            lambda p: (
+                f"tl.dot tiles {'first in its autotune configs' if p.autotuned else 'launched with'} {shown(p.current)}"
+            ),
+            "no launched kernel with a tl.dot",
+        )
 
     def answers(self, evidence) -> bool:
         if evidence.kind != "missed":
@@ -126,7 +143,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
         return None
     if tiles is None:
         # a dot whose operands are not one (M, K) x (K, N) product of loaded tiles, e.g. attention's P @ V
-        return "its tl.dot is not a matmul of loaded (M, K) and (K, N) tiles" if calls(kernel.node.body, "dot") else None
+        return (
+            "its tl.dot is not a matmul of loaded (M, K) and (K, N) tiles" if calls(kernel.node.body, "dot") else None
+        )
     if len(sites) != 1:
         return launched(sites)
     coupled = grid_coupled(kernel)
@@ -136,8 +155,13 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> TilePlan | str | None:
         return "a load or store has no mask: other tile shapes would run past M, N or K"
     if kernel.autotuned:
         # extend the configs, not the launch: the autotuner then times the new shape with the authors' own
-        first = first_tuned_values(ctx.module, kernel.name, sites[0],
-                                   (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"), (tiles.m, tiles.n))
+        first = first_tuned_values(
+            ctx.module,
+            kernel.name,
+            sites[0],
+            (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"),
+            (tiles.m, tiles.n),
+        )
         return first if isinstance(first, str) else TilePlan(kernel.name, tiles, first, autotuned=True)
     current = current_values(ctx.module, kernel.name, (tiles.m, tiles.n, tiles.k, "num_warps", "num_stages"))
     if isinstance(current, str):

@@ -7,13 +7,46 @@ from diagnose.triage.kernel import TL, Kernel
 from diagnose.triage.rule import Rule
 
 # Attributes that are known when the kernel is compiled: dtypes and shapes of values.
-STATIC_ATTRS = {"dtype", "type", "element_ty", "shape", "numel", "primitive_bitwidth", "scalar",
-                "fp_mantissa_width", "T"}
-STATIC_CALLS = {"isinstance", "len", "hasattr", "getattr", "type", "str", "int", "float", "bool",
-                TL + "constexpr", TL + "static_assert"}
+STATIC_ATTRS = {
+    "dtype",
+    "type",
+    "element_ty",
+    "shape",
+    "numel",
+    "primitive_bitwidth",
+    "scalar",
+    "fp_mantissa_width",
+    "T",
+}
+STATIC_CALLS = {
+    "isinstance",
+    "len",
+    "hasattr",
+    "getattr",
+    "type",
+    "str",
+    "int",
+    "float",
+    "bool",
+    TL + "constexpr",
+    TL + "static_assert",
+}
 # Statements that keep an `if` a real branch: nothing to turn into masked ops.
-MEMORY_WRITES = {TL + n for n in ("store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
-                                  "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "debug_barrier")}
+MEMORY_WRITES = {
+    TL + n
+    for n in (
+        "store",
+        "atomic_add",
+        "atomic_max",
+        "atomic_min",
+        "atomic_and",
+        "atomic_or",
+        "atomic_xor",
+        "atomic_xchg",
+        "atomic_cas",
+        "debug_barrier",
+    )
+}
 
 
 def compile_time_names(kernel: Kernel, ctx: Context) -> set[str]:
@@ -27,10 +60,18 @@ def compile_time_names(kernel: Kernel, ctx: Context) -> set[str]:
             names.add(a.arg)
     params = set(kernel.params)
     for node in ast.walk(kernel.node):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and "constexpr" in ast.unparse(node.annotation):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and "constexpr" in ast.unparse(node.annotation)
+        ):
             names.add(node.target.id)
-        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call) \
-                and (kernel.qualname(node.iter.func) or "").endswith("static_range"):
+        elif (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, ast.Call)
+            and (kernel.qualname(node.iter.func) or "").endswith("static_range")
+        ):
             names.add(node.target.id)
     changed = True
     while changed:
@@ -38,8 +79,9 @@ def compile_time_names(kernel: Kernel, ctx: Context) -> set[str]:
         for name, values in kernel.assigns.items():
             if name in names or name in params:
                 continue
-            if values and all(not isinstance(kernel.parent.get(v), ast.For) and is_compile_time(v, kernel, names)
-                              for v in values):
+            if values and all(
+                not isinstance(kernel.parent.get(v), ast.For) and is_compile_time(v, kernel, names) for v in values
+            ):
                 names.add(name)
                 changed = True
     return names
@@ -62,14 +104,21 @@ def is_compile_time(expr: ast.AST, kernel: Kernel, names: set[str]) -> bool:
         name = kernel.qualname(expr.func) or ""
         if name in STATIC_CALLS or name.split(".")[-1] in ("constexpr",):
             return True
-        if isinstance(expr.func, ast.Attribute) and not name.startswith("triton.") \
-                and is_compile_time(expr.func.value, kernel, names):
+        if (
+            isinstance(expr.func, ast.Attribute)
+            and not name.startswith("triton.")
+            and is_compile_time(expr.func.value, kernel, names)
+        ):
             return all(is_compile_time(a, kernel, names) for a in expr.args)  # x.dtype.is_floating()
         return False
-    if isinstance(expr, (ast.BinOp, ast.BoolOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Subscript,
-                         ast.Tuple, ast.List)):
-        return all(is_compile_time(c, kernel, names) for c in ast.iter_child_nodes(expr)
-                   if not isinstance(c, (ast.operator, ast.boolop, ast.unaryop, ast.cmpop, ast.expr_context)))
+    if isinstance(
+        expr, (ast.BinOp, ast.BoolOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Subscript, ast.Tuple, ast.List)
+    ):
+        return all(
+            is_compile_time(c, kernel, names)
+            for c in ast.iter_child_nodes(expr)
+            if not isinstance(c, (ast.operator, ast.boolop, ast.unaryop, ast.cmpop, ast.expr_context))
+        )
     if isinstance(expr, (ast.Slice,)):
         return all(is_compile_time(c, kernel, names) for c in ast.iter_child_nodes(expr))
     return False
@@ -98,8 +147,7 @@ def _updates_blocks(kernel: Kernel, branch: ast.If, ctx: Context) -> bool:
     return False
 
 
-def _touches_memory(kernel: Kernel, nodes: list[ast.AST], ctx: Context, seen: set[str],
-                    helper: bool = False) -> bool:
+def _touches_memory(kernel: Kernel, nodes: list[ast.AST], ctx: Context, seen: set[str], helper: bool = False) -> bool:
     """A store, an atomic or a block load among `nodes`, or in a `@triton.jit` helper of this file
     they call (`ld_st(indices, ...)`, which gathers rows and stores them), followed into its callees.
     In a helper any load counts: its pointer may be a block passed in."""
@@ -137,8 +185,20 @@ def _element_of_block(value: ast.AST) -> bool:
     return not any(isinstance(e, ast.Slice) or isinstance(e, ast.Constant) and e.value is None for e in elts)
 
 
-INDEX_CALLS = {TL + n for n in ("arange", "multiple_of", "max_contiguous", "program_id", "num_programs", "cdiv",
-                                "where", "minimum", "maximum")}
+INDEX_CALLS = {
+    TL + n
+    for n in (
+        "arange",
+        "multiple_of",
+        "max_contiguous",
+        "program_id",
+        "num_programs",
+        "cdiv",
+        "where",
+        "minimum",
+        "maximum",
+    )
+}
 
 
 def _index_only(kernel: Kernel, value: ast.AST, seen: set[str]) -> bool:

@@ -101,13 +101,27 @@ def is_device_helper(ctx: Context, kernel: Kernel) -> bool:
         return False
     if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(kernel.node)):
         return True
-    return any(isinstance(c.func, ast.Name) and c.func.id == kernel.name
-               for other in ctx.kernels.values() if other is not kernel
-               for c in ast.walk(other.node) if isinstance(c, ast.Call))
+    return any(
+        isinstance(c.func, ast.Name) and c.func.id == kernel.name
+        for other in ctx.kernels.values()
+        if other is not kernel
+        for c in ast.walk(other.node)
+        if isinstance(c, ast.Call)
+    )
 
 
-MEMORY_ACCESSES = ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
-                   "atomic_xor", "atomic_xchg", "atomic_cas")
+MEMORY_ACCESSES = (
+    "load",
+    "store",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+    "atomic_xchg",
+    "atomic_cas",
+)
 
 
 def address_names(kernel: Kernel) -> frozenset[str]:
@@ -133,7 +147,8 @@ def in_address(node: ast.AST, kernel: Kernel) -> bool:
     child = node
     for parent in kernel.ancestors(node):
         if isinstance(parent, ast.Call) and kernel.qualname(parent.func) in {
-                "triton.language." + n for n in MEMORY_ACCESSES}:
+            "triton.language." + n for n in MEMORY_ACCESSES
+        }:
             pointer = pointer_of(parent)
             return pointer is child or (isinstance(child, ast.keyword) and child.value is pointer)
         if isinstance(parent, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and child is parent.value:
@@ -174,8 +189,13 @@ def constexpr_params(kernel: Kernel) -> frozenset[str]:
     """`kernel.constexprs` plus parameters annotated with the string `"tl.constexpr"`."""
     fn = kernel.node
     args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
-    quoted = {a.arg for a in args if isinstance(a.annotation, ast.Constant)
-              and isinstance(a.annotation.value, str) and a.annotation.value.endswith("constexpr")}
+    quoted = {
+        a.arg
+        for a in args
+        if isinstance(a.annotation, ast.Constant)
+        and isinstance(a.annotation.value, str)
+        and a.annotation.value.endswith("constexpr")
+    }
     return kernel.constexprs | quoted
 
 
@@ -185,13 +205,13 @@ def is_program_id(node: ast.AST) -> bool:
         return False
     func = node.func
     return (isinstance(func, ast.Attribute) and func.attr == "program_id") or (
-        isinstance(func, ast.Name) and func.id == "program_id")
+        isinstance(func, ast.Name) and func.id == "program_id"
+    )
 
 
 def program_id_calls(kernel: Kernel) -> list[ast.Call]:
     """Every `program_id` call in the kernel, whatever module it is called through, in source order."""
-    return sorted((n for n in ast.walk(kernel.node) if is_program_id(n)),
-                  key=lambda c: (c.lineno, c.col_offset))
+    return sorted((n for n in ast.walk(kernel.node) if is_program_id(n)), key=lambda c: (c.lineno, c.col_offset))
 
 
 def is_compile_time(expr: ast.AST | None, kernel: Kernel, ctx: Context, _seen: frozenset[str] = frozenset()) -> bool:
@@ -247,12 +267,15 @@ def jit_callees(ctx: Context, kernel: Kernel) -> list[Kernel]:
 
 def _local_constexprs(kernel: Kernel) -> frozenset[str]:
     """Locals annotated `tl.constexpr` in the body (`half: tl.constexpr = D // 2`)."""
-    return frozenset(n.target.id for n in ast.walk(kernel.node)
-                     if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
-                     and "constexpr" in ast.unparse(n.annotation))
+    return frozenset(
+        n.target.id
+        for n in ast.walk(kernel.node)
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and "constexpr" in ast.unparse(n.annotation)
+    )
 
 
 def _augmented(kernel: Kernel) -> frozenset[str]:
     """Names updated in place (`x += ...`): their value changes as the kernel runs."""
-    return frozenset(n.target.id for n in ast.walk(kernel.node)
-                     if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name))
+    return frozenset(
+        n.target.id for n in ast.walk(kernel.node) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+    )

@@ -69,8 +69,11 @@ class ContiguousCopyInForward(Rule):
                 if not (isinstance(call.func, ast.Attribute) and call.func.attr == "contiguous"):
                     continue
                 inner = call.func.value
-                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
-                        and inner.func.attr in RELAYOUT_CALLS:
+                if (
+                    isinstance(inner, ast.Call)
+                    and isinstance(inner.func, ast.Attribute)
+                    and inner.func.attr in RELAYOUT_CALLS
+                ):
                     if _axis_from_caller(inner):
                         continue
                     yield self.hit(call, relayout=f".{inner.func.attr}()")

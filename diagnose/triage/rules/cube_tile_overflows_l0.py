@@ -56,9 +56,11 @@ class CubeTileOverflowsL0(Rule):
                 m, n, k = (v.int(dims[d]) for d in "MNK")
                 if None in (m, n, k):
                     return None
-                for which, a, b, size, buf, limit in (("A", m, k, 2, "A", t.l0ab_bytes),
-                                                      ("B", k, n, 2, "B", t.l0ab_bytes),
-                                                      ("C", m, n, 4, "C", t.l0c_bytes)):
+                for which, a, b, size, buf, limit in (
+                    ("A", m, k, 2, "A", t.l0ab_bytes),
+                    ("B", k, n, 2, "B", t.l0ab_bytes),
+                    ("C", m, n, 4, "C", t.l0c_bytes),
+                ):
                     if a * b * size > limit:
                         return which, a, b, a * b * size, buf, limit
                 return None
@@ -66,5 +68,4 @@ class CubeTileOverflowsL0(Rule):
             for v in ctx.failing(kernel, overflow):
                 which, a, b, need, buf, limit = overflow(v)
                 dim = dims["N"] if which == "B" else dims["M"]
-                yield self.hit(v.where(dim), which=which, a=a, b=b, kb=need // 1024, buf=buf,
-                               limit=limit // 1024)
+                yield self.hit(v.where(dim), which=which, a=a, b=b, kb=need // 1024, buf=buf, limit=limit // 1024)

@@ -6,8 +6,13 @@ import re
 from diagnose.triage.rule import Rule
 from diagnose.triage.rules.common import host_calls
 
-DEVICE_SYNCS = {"torch.cuda.synchronize", "torch.npu.synchronize", "torch.xpu.synchronize",
-                "torch.accelerator.synchronize", "torch_npu.npu.synchronize"}
+DEVICE_SYNCS = {
+    "torch.cuda.synchronize",
+    "torch.npu.synchronize",
+    "torch.xpu.synchronize",
+    "torch.accelerator.synchronize",
+    "torch_npu.npu.synchronize",
+}
 
 
 class DeviceSynchronizeInForward(Rule):
@@ -58,22 +63,26 @@ class DeviceSynchronizeInForward(Rule):
             for call in host_calls(fn):
                 name = ctx.qualname(call.func)
                 if name in DEVICE_SYNCS or (
-                        name is None and isinstance(call.func, ast.Attribute) and call.func.attr == "synchronize"):
+                    name is None and isinstance(call.func, ast.Attribute) and call.func.attr == "synchronize"
+                ):
                     if _justified(ctx, call.lineno):
                         continue
                     yield self.hit(call, call=ast.unparse(call.func) + "()", function=fn.node.name)
 
 
 # A comment that says the synchronize prevents a failure: a hang, a race, a toolchain bug.
-JUSTIFIED = re.compile(r"\b(hang|hangs|deadlock\w*|race|racy|workaround|work around|bug|crash\w*|corrupt\w*"
-                       r"|otherwise)\b", re.I)
+JUSTIFIED = re.compile(
+    r"\b(hang|hangs|deadlock\w*|race|racy|workaround|work around|bug|crash\w*|corrupt\w*"
+    r"|otherwise)\b",
+    re.I,
+)
 
 
 def _justified(ctx, line: int) -> bool:
     """Whether the comment on the call's line, or the comment block right above it, explains the
     synchronize as preventing a failure (a deliberate workaround, not timing code)."""
     text = ctx.line(line)
-    comments = [text[text.index("#"):]] if "#" in text else []
+    comments = [text[text.index("#") :]] if "#" in text else []
     above = line - 1
     while above > 0 and ctx.line(above).strip().startswith("#"):
         comments.append(ctx.line(above))

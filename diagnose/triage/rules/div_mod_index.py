@@ -77,9 +77,13 @@ class DivModIndex(Rule):
 
             def splits(node) -> bool:
                 """A `//` or `%` of block offsets by a runtime value (before asking where it goes)."""
-                return (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod))
-                        and not is_compile_time(node.right, kernel, ctx)
-                        and kernel.is_block(node.left) and not _is_data(kernel, node.left))
+                return (
+                    isinstance(node, ast.BinOp)
+                    and isinstance(node.op, (ast.FloorDiv, ast.Mod))
+                    and not is_compile_time(node.right, kernel, ctx)
+                    and kernel.is_block(node.left)
+                    and not _is_data(kernel, node.left)
+                )
 
             for node in ast.walk(kernel.node):
                 if not splits(node):
@@ -92,14 +96,24 @@ class DivModIndex(Rule):
                     continue
                 if _row_axis_of_loaded_tile(kernel, node, assigned):
                     continue
-                yield self.hit(node, expr=ast.unparse(node),
-                               op="`//`" if isinstance(node.op, ast.FloorDiv) else "`%`")
+                yield self.hit(node, expr=ast.unparse(node), op="`//`" if isinstance(node.op, ast.FloorDiv) else "`%`")
 
 
 # Calls whose result is data (loaded, random, sorted values), not offsets: a `%` of random keys or a
 # `//` of loaded indices is not flattened indexing (an index loaded from memory is ASC005's).
-_DATA_CALLS = {"load", "rand", "randn", "randint", "randint4x", "philox", "sort", "argsort", "topk",
-               "gather", "histogram"}
+_DATA_CALLS = {
+    "load",
+    "rand",
+    "randn",
+    "randint",
+    "randint4x",
+    "philox",
+    "sort",
+    "argsort",
+    "topk",
+    "gather",
+    "histogram",
+}
 
 
 def _data_call(kernel, node) -> bool:
@@ -159,7 +173,8 @@ def _column_vector(kernel, expr, seen: frozenset[str]) -> bool:
     if isinstance(expr, ast.BinOp):
         sides = [expr.left, expr.right]
         return any(_column_vector(kernel, s, seen) for s in sides) and all(
-            _column_vector(kernel, s, seen) or not kernel.is_block(s) for s in sides)
+            _column_vector(kernel, s, seen) or not kernel.is_block(s) for s in sides
+        )
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "to":
         return _column_vector(kernel, expr.func.value, seen)
     return False
@@ -167,24 +182,33 @@ def _column_vector(kernel, expr, seen: frozenset[str]) -> bool:
 
 def _slice_pattern(index) -> tuple[str, ...]:
     elts = index.elts if isinstance(index, ast.Tuple) else [index]
-    return tuple("none" if isinstance(e, ast.Constant) and e.value is None else
-                 "slice" if isinstance(e, ast.Slice) else "other" for e in elts)
+    return tuple(
+        "none" if isinstance(e, ast.Constant) and e.value is None else "slice" if isinstance(e, ast.Slice) else "other"
+        for e in elts
+    )
 
 
 def _has_column_axis(kernel, ptr, sources: set[str]) -> bool:
     """The address has a `[None, :]` term: a 2-D tile with a column axis."""
     exprs = [ptr] + [v for name in sources for v in kernel.assigns.get(name, ())]
-    return any(isinstance(n, ast.Subscript) and _slice_pattern(n.slice) == ("none", "slice")
-               for e in exprs for n in ast.walk(e))
+    return any(
+        isinstance(n, ast.Subscript) and _slice_pattern(n.slice) == ("none", "slice")
+        for e in exprs
+        for n in ast.walk(e)
+    )
 
 
 def _carried(kernel) -> set[str]:
     """Names advanced in place or from themselves (`p += BLOCK`, `p = p + BLOCK`): pointers carried
     across loop iterations."""
-    out = {n.target.id for n in ast.walk(kernel.node)
-           if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
-    out |= {name for name, values in kernel.assigns.items()
-            if any(isinstance(m, ast.Name) and m.id == name for v in values for m in ast.walk(v))}
+    out = {
+        n.target.id for n in ast.walk(kernel.node) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+    }
+    out |= {
+        name
+        for name, values in kernel.assigns.items()
+        if any(isinstance(m, ast.Name) and m.id == name for v in values for m in ast.walk(v))
+    }
     return out
 
 

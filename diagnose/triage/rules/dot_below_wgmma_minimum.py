@@ -40,7 +40,9 @@ class DotBelowWgmmaMinimum(Rule):
 
     code = "TRI005"
     name = "dot-below-wgmma-minimum"
-    message = "{dim}={m} with {num_warps} warps is below the wgmma minimum (M >= 64, 4 warps); tl.dot falls back to mma.sync"
+    message = (
+        "{dim}={m} with {num_warps} warps is below the wgmma minimum (M >= 64, 4 warps); tl.dot falls back to mma.sync"
+    )
     fix_title = "Use BLOCK_M >= 64 with num_warps >= 4"
     targets = ("cuda",)
     archs = ("sm90",)

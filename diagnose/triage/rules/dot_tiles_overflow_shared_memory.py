@@ -67,6 +67,12 @@ class DotTilesOverflowSharedMemory(Rule):
                 return per_buffer * max(1, stages - 1)
 
             for v in ctx.failing(kernel, lambda v: (b := need(v)) is not None and b > limit):
-                yield self.hit(v.where("num_stages"), m=v.int(dims["M"]), n=v.int(dims["N"]),
-                               k=v.int(dims["K"]), stages=v.num_stages(ctx.target),
-                               need=need(v) // 1024, limit=limit // 1024)
+                yield self.hit(
+                    v.where("num_stages"),
+                    m=v.int(dims["M"]),
+                    n=v.int(dims["N"]),
+                    k=v.int(dims["K"]),
+                    stages=v.num_stages(ctx.target),
+                    need=need(v) // 1024,
+                    limit=limit // 1024,
+                )

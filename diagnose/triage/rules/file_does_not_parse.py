@@ -67,14 +67,22 @@ class FileDoesNotParse(Rule):
             version, feature = newer
             running = "%d.%d" % sys.version_info[:2]
             wanted = "%d.%d" % version
-            message = (f"file needs Python {wanted} to parse ({feature}); this interpreter is Python {running}, "
-                       f"so no rule could run: run diagnose under Python {wanted} or newer to analyse it")
+            message = (
+                f"file needs Python {wanted} to parse ({feature}); this interpreter is Python {running}, "
+                f"so no rule could run: run diagnose under Python {wanted} or newer to analyse it"
+            )
             if ctx.syntax_error is None:  # read through `syntax.lowered`: the rules did run
-                message = (f"file uses Python {wanted} syntax ({feature}) and this interpreter is Python {running}: "
-                           "it was read with libcst's parser and analysed with f-strings as empty strings and "
-                           "type parameters left out")
-            yield Hit(Span(line, col), message, (("python", wanted), ("running", running), ("feature", feature)),
-                      severity="info")
+                message = (
+                    f"file uses Python {wanted} syntax ({feature}) and this interpreter is Python {running}: "
+                    "it was read with libcst's parser and analysed with f-strings as empty strings and "
+                    "type parameters left out"
+                )
+            yield Hit(
+                Span(line, col),
+                message,
+                (("python", wanted), ("running", running), ("feature", feature)),
+                severity="info",
+            )
             return
         yield self.hit(Span(line, col), reason=err.msg or "syntax error")
 

@@ -63,5 +63,6 @@ class GridExceedsCoreCount(Rule):
                     continue
                 programs = math.prod(v.grid)
                 if cores < programs <= 65535:  # above 65535 grid-over-65535 says it fails outright
-                    yield self.hit(v.launch.grid, programs=programs, cores=cores, kind=kind,
-                                   rounds=-(-programs // cores))
+                    yield self.hit(
+                        v.launch.grid, programs=programs, cores=cores, kind=kind, rounds=-(-programs // cores)
+                    )

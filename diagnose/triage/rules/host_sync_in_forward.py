@@ -63,8 +63,11 @@ class HostSyncInForward(Rule):
         for fn in ctx.hot_functions:
             if fn.node.name.startswith("test"):
                 continue  # a test function that launches to check results, not a hot path
-            syncs = [call for call in host_calls(fn)
-                     if isinstance(call.func, ast.Attribute) and call.func.attr in SYNCING and not call.args]
+            syncs = [
+                call
+                for call in host_calls(fn)
+                if isinstance(call.func, ast.Attribute) and call.func.attr in SYNCING and not call.args
+            ]
             if not syncs:
                 continue
             parents = {child: node for node in ast.walk(fn.node) for child in ast.iter_child_nodes(node)}
@@ -75,8 +78,24 @@ class HostSyncInForward(Rule):
 
 
 # Calls whose positional arguments are sizes: a host value used there sizes a tensor.
-ALLOCATORS = {"empty", "zeros", "ones", "full", "empty_strided", "rand", "randn", "randint", "randperm",
-              "arange", "new_empty", "new_zeros", "new_ones", "new_full", "narrow", "resize_"}
+ALLOCATORS = {
+    "empty",
+    "zeros",
+    "ones",
+    "full",
+    "empty_strided",
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "arange",
+    "new_empty",
+    "new_zeros",
+    "new_ones",
+    "new_full",
+    "narrow",
+    "resize_",
+}
 # Calls a size flows through unchanged (int(n), max(n, 1), (n, d) ...).
 PASS_THROUGH = {"int", "max", "min", "abs", "round", "tuple", "list"}
 
@@ -87,8 +106,11 @@ def _sizes_a_result(call: ast.Call, parents: dict, fn) -> bool:
     if _in_size_position(call, parents):
         return True
     tainted: set[str] = set()
-    assigns = [n for n in ast.walk(fn.node) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-               and n.value is not None]
+    assigns = [
+        n
+        for n in ast.walk(fn.node)
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None
+    ]
     changed = True
     while changed:
         changed = False
@@ -105,8 +127,10 @@ def _sizes_a_result(call: ast.Call, parents: dict, fn) -> bool:
                 elif isinstance(target, ast.Name) and target.id not in tainted:
                     tainted.add(target.id)
                     changed = True
-    return any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in tainted
-               and _in_size_position(n, parents) for n in ast.walk(fn.node))
+    return any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in tainted and _in_size_position(n, parents)
+        for n in ast.walk(fn.node)
+    )
 
 
 def _in_size_position(node: ast.AST, parents: dict) -> bool:
@@ -139,10 +163,16 @@ def _on_exit_branch(call: ast.Call, parents: dict, fn, launchers: set[str]) -> b
     while parent is not None and parent is not fn.node:
         if isinstance(parent, ast.If):
             branch = parent.body if child in parent.body else parent.orelse if child in parent.orelse else None
-            if branch and isinstance(branch[-1], (ast.Return, ast.Raise)) and not any(
-                    isinstance(n, ast.Call) and (isinstance(n.func, ast.Subscript) or (
-                        isinstance(n.func, ast.Name) and n.func.id in launchers))
-                    for stmt in branch for n in ast.walk(stmt)):
+            if (
+                branch
+                and isinstance(branch[-1], (ast.Return, ast.Raise))
+                and not any(
+                    isinstance(n, ast.Call)
+                    and (isinstance(n.func, ast.Subscript) or (isinstance(n.func, ast.Name) and n.func.id in launchers))
+                    for stmt in branch
+                    for n in ast.walk(stmt)
+                )
+            ):
                 return True
         child, parent = parent, parents.get(parent)
     return False

@@ -68,12 +68,13 @@ class HostTensorInForward(Rule):
 
 def _to_device(call: ast.Call, parent) -> bool:
     """`torch.tensor(..., device=d)` or `torch.xxx(...).to(d)` / `.cuda()` / `.npu()`."""
-    if any(k.arg == "device" and not (isinstance(k.value, ast.Constant) and k.value.value in (None, "cpu"))
-           for k in call.keywords):
+    if any(
+        k.arg == "device" and not (isinstance(k.value, ast.Constant) and k.value.value in (None, "cpu"))
+        for k in call.keywords
+    ):
         return True
     up = parent.get(call)
-    return isinstance(up, ast.Attribute) and up.attr in ("to", "cuda", "npu") and isinstance(
-        parent.get(up), ast.Call)
+    return isinstance(up, ast.Attribute) and up.attr in ("to", "cuda", "npu") and isinstance(parent.get(up), ast.Call)
 
 
 def _returned(call: ast.Call, parent) -> bool:

@@ -71,8 +71,10 @@ class IeeeFp32Dot(Rule):
         for kernel in ctx.kernels.values():
             assigns = None
             for call in kernel.calls("dot"):
-                operands = [call.args[i] if len(call.args) > i else keyword(call, name)
-                            for i, name in enumerate(("input", "other"))]
+                operands = [
+                    call.args[i] if len(call.args) > i else keyword(call, name)
+                    for i, name in enumerate(("input", "other"))
+                ]
                 if any(operand_dtype(kernel, op) in NOT_FP32 for op in operands if op is not None):
                     continue  # 16-bit, 8-bit or fp64 operands: there is no tf32 to turn off
                 if not any(_has_setting(kw) for kw in call.keywords):
@@ -94,12 +96,23 @@ class IeeeFp32Dot(Rule):
 
 def _has_setting(kw: ast.keyword) -> bool:
     v = kw.value
-    return isinstance(v, ast.Constant) and (kw.arg == "input_precision" and v.value == "ieee"
-                                            or kw.arg == "allow_tf32" and v.value is False)
+    return isinstance(v, ast.Constant) and (
+        kw.arg == "input_precision" and v.value == "ieee" or kw.arg == "allow_tf32" and v.value is False
+    )
 
 
-NOT_FP32 = {"float16", "bfloat16", "float64", "int8", "uint8", "float8e4nv", "float8e5", "float8e4b15",
-            "float8e4b8", "float8e5b16"}
+NOT_FP32 = {
+    "float16",
+    "bfloat16",
+    "float64",
+    "int8",
+    "uint8",
+    "float8e4nv",
+    "float8e5",
+    "float8e4b15",
+    "float8e4b8",
+    "float8e5b16",
+}
 SHAPE_ONLY = {"trans", "permute", "reshape", "view", "broadcast_to", "expand_dims"}
 
 
@@ -117,8 +130,13 @@ def operand_dtype(kernel, expr: ast.AST, depth: int = 4) -> str | None:
             return _dtype_name(kernel, expr.args[1] if len(expr.args) > 1 else keyword(expr, "dtype"))
         if name in ("triton.language.zeros", "triton.language.full"):
             return _dtype_name(kernel, keyword(expr, "dtype", 2 if name.endswith("full") else 1))
-        short = name.rsplit(".", 1)[-1] if name.startswith("triton.language.") else \
-            expr.func.attr if isinstance(expr.func, ast.Attribute) else None
+        short = (
+            name.rsplit(".", 1)[-1]
+            if name.startswith("triton.language.")
+            else expr.func.attr
+            if isinstance(expr.func, ast.Attribute)
+            else None
+        )
         if short in SHAPE_ONLY and (expr.args or isinstance(expr.func, ast.Attribute)):
             inner = expr.args[0] if name.startswith("triton.language.") else expr.func.value
             return operand_dtype(kernel, inner, depth - 1)
@@ -146,8 +164,7 @@ def _dtype_name(kernel, node: ast.AST | None) -> str | None:
 
 
 # Host (torch) dtype names that are not fp32; "float" and "float32" are, anything else is unknown.
-HOST_NOT_FP32 = {"float16", "half", "bfloat16", "float64", "double", "int8", "uint8", "float8_e4m3fn",
-                 "float8_e5m2"}
+HOST_NOT_FP32 = {"float16", "half", "bfloat16", "float64", "double", "int8", "uint8", "float8_e4m3fn", "float8_e5m2"}
 
 
 def _not_fp32(dtypes: set[str] | None) -> bool:
@@ -203,8 +220,11 @@ def _plain_assigns(kernel) -> dict[str, list[tuple[ast.stmt, ast.expr]]]:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Name):
                     out.setdefault(target.id, []).append((node, node.value))
-                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
-                        and len(target.elts) == len(node.value.elts):
+                elif (
+                    isinstance(target, ast.Tuple)
+                    and isinstance(node.value, ast.Tuple)
+                    and len(target.elts) == len(node.value.elts)
+                ):
                     for t, v in zip(target.elts, node.value.elts):
                         if isinstance(t, ast.Name):
                             out.setdefault(t.id, []).append((node, v))
@@ -218,18 +238,18 @@ def _reaching(kernel, defs: list[tuple[ast.stmt, ast.expr]], use: ast.AST) -> li
     every path to the use (in the same block or an enclosing one), plus later assignments in a loop
     around the use (the next iteration's value); every assignment otherwise."""
     chain = set(kernel.ancestors(use)) | {use}
-    above = [d for d in defs if (d[0].lineno, d[0].col_offset) < (use.lineno, use.col_offset)
-             and d[0] not in chain]
+    above = [d for d in defs if (d[0].lineno, d[0].col_offset) < (use.lineno, use.col_offset) and d[0] not in chain]
     if not above:
         return [v for _, v in defs]
     stmt, value = above[-1]
     holder = kernel.parent.get(stmt)
-    if not any(isinstance(block, list) and stmt in block and any(x in chain for x in block)
-               for block in (getattr(holder, f, None) for f in ("body", "orelse", "finalbody"))):
+    if not any(
+        isinstance(block, list) and stmt in block and any(x in chain for x in block)
+        for block in (getattr(holder, f, None) for f in ("body", "orelse", "finalbody"))
+    ):
         return [v for _, v in defs]
     loops = [a for a in chain if isinstance(a, (ast.For, ast.While))]
-    carried = [v for s, v in defs if s.lineno > use.lineno
-               and any(loop in set(kernel.ancestors(s)) for loop in loops)]
+    carried = [v for s, v in defs if s.lineno > use.lineno and any(loop in set(kernel.ancestors(s)) for loop in loops)]
     return [value, *carried]
 
 
@@ -268,8 +288,13 @@ def _value_sources(kernel, expr, assigns, seen: set) -> set[str] | None:
     if name in ("triton.language.zeros", "triton.language.full"):
         dtype = _dtype_name(kernel, keyword(expr, "dtype", 2 if name.endswith("full") else 1))
         return {"tl:" + dtype} if dtype else None
-    short = name.rsplit(".", 1)[-1] if name.startswith("triton.language.") else \
-        expr.func.attr if isinstance(expr.func, ast.Attribute) else None
+    short = (
+        name.rsplit(".", 1)[-1]
+        if name.startswith("triton.language.")
+        else expr.func.attr
+        if isinstance(expr.func, ast.Attribute)
+        else None
+    )
     if short in SHAPE_ONLY and (expr.args or isinstance(expr.func, ast.Attribute)):
         inner = expr.args[0] if name.startswith("triton.language.") else expr.func.value
         return _value_sources(kernel, inner, assigns, seen)
@@ -285,8 +310,12 @@ def _cast_sources(kernel, target, assigns, seen) -> set[str] | None:
     # x.to(y.dtype): y's type; x.to(p.dtype.element_ty) / x.to(p.type.element_ty): what p points to
     if isinstance(target, ast.Attribute) and target.attr == "dtype":
         return _value_sources(kernel, target.value, assigns, seen)
-    if isinstance(target, ast.Attribute) and target.attr == "element_ty" and isinstance(target.value, ast.Attribute) \
-            and target.value.attr in ("dtype", "type"):
+    if (
+        isinstance(target, ast.Attribute)
+        and target.attr == "element_ty"
+        and isinstance(target.value, ast.Attribute)
+        and target.value.attr in ("dtype", "type")
+    ):
         return _pointer_params(kernel, target.value.value, assigns, set())
     return None
 
@@ -344,17 +373,26 @@ def _asserted_dtypes(ctx, launch, kernel, params: set[str]) -> dict[str, set[str
     out: dict[str, set[str]] = {}
     for param in params:
         arg = args.get(param)
-        while isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in (
-                "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose"):
+        while (
+            isinstance(arg, ast.Call)
+            and isinstance(arg.func, ast.Attribute)
+            and arg.func.attr in ("contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose")
+        ):
             arg = arg.func.value
         if not isinstance(arg, ast.Name):
             continue
         for node in asserts:
             found = _assert_allows(ctx, node.test, arg.id)
             if found and not any(
-                    isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.lineno < a.lineno < launch.node.lineno
-                    and any(isinstance(t, ast.Name) and t.id == arg.id for t in ast.walk(a) if isinstance(t, ast.Name)
-                            and isinstance(t.ctx, ast.Store)) for a in ast.walk(fn)):
+                isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                and node.lineno < a.lineno < launch.node.lineno
+                and any(
+                    isinstance(t, ast.Name) and t.id == arg.id
+                    for t in ast.walk(a)
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+                )
+                for a in ast.walk(fn)
+            ):
                 out[param] = found
     return out
 
@@ -362,8 +400,14 @@ def _asserted_dtypes(ctx, launch, kernel, params: set[str]) -> dict[str, set[str
 def _assert_allows(ctx, test: ast.AST, name: str) -> set[str] | None:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return next((f for f in (_assert_allows(ctx, v, name) for v in test.values) if f), None)
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Attribute)
-            and test.left.attr == "dtype" and isinstance(test.left.value, ast.Name) and test.left.value.id == name):
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Attribute)
+        and test.left.attr == "dtype"
+        and isinstance(test.left.value, ast.Name)
+        and test.left.value.id == name
+    ):
         return None
     right = test.comparators[0]
     if isinstance(test.ops[0], ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):

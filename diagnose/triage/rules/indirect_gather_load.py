@@ -10,8 +10,21 @@ from diagnose.triage.rules.common import pointer_of
 # How loaded data varies across the lanes of an address, in increasing order of cost:
 NONE, ROW, ELEMENT = 0, 1, 2  # not at all (or one scalar per program) / per row only / per element
 SCALAR_REDUCTIONS = {TL + n for n in ("sum", "max", "min", "reduce", "argmax", "argmin", "xor_sum")}
-MEMORY = {TL + n for n in ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
-                           "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas")}
+MEMORY = {
+    TL + n
+    for n in (
+        "load",
+        "store",
+        "atomic_add",
+        "atomic_max",
+        "atomic_min",
+        "atomic_and",
+        "atomic_or",
+        "atomic_xor",
+        "atomic_xchg",
+        "atomic_cas",
+    )
+}
 
 
 class Spread(NamedTuple):
@@ -43,8 +56,9 @@ def _spread(kernel: Kernel, expr: ast.AST, memo: dict) -> Spread:
         # assignments in the other arm of an if/else than the use cannot reach it (a name reused
         # for a scalar in one branch and a block in the other), nor can one made after the use
         # outside any loop around both (`bias = tl.load(bias + rn)`: the address reads the pointer)
-        values = [v for v in kernel.assigns.get(name, ()) if not _exclusive(kernel, v, use)
-                  and not _later(kernel, v, use)]
+        values = [
+            v for v in kernel.assigns.get(name, ()) if not _exclusive(kernel, v, use) and not _later(kernel, v, use)
+        ]
         key = (name, tuple(id(v) for v in values))
         if key in memo:
             return memo[key]
@@ -84,8 +98,11 @@ def _spread(kernel: Kernel, expr: ast.AST, memo: dict) -> Spread:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             left, right = walk(node.left), walk(node.right)
             for row, other, factor in ((left, right, node.right), (right, left, node.left)):
-                if row.level == ROW and other.level == NONE and not (
-                        isinstance(factor, ast.Constant) and factor.value == 1):
+                if (
+                    row.level == ROW
+                    and other.level == NONE
+                    and not (isinstance(factor, ast.Constant) and factor.value == 1)
+                ):
                     return row._replace(scaled=True)
             return _join(left, right)
         if isinstance(node, ast.Attribute):

@@ -17,11 +17,39 @@ INDEX_INT64 = "triton.language.int64"
 ADDRESS_MAKERS = {TL + n for n in ("make_block_ptr", "advance", "make_tensor_descriptor")}
 ATOMICS = {TL + "atomic_" + n for n in ("add", "max", "min", "and", "or", "xor", "xchg", "cas")}
 # Calls that pass their operand's value on (the int64 block flows through them).
-PASS_THROUGH = {TL + n for n in ("multiple_of", "max_contiguous", "broadcast_to", "reshape", "view",
-                                 "expand_dims", "cast", "trans", "permute", "where")}
+PASS_THROUGH = {
+    TL + n
+    for n in (
+        "multiple_of",
+        "max_contiguous",
+        "broadcast_to",
+        "reshape",
+        "view",
+        "expand_dims",
+        "cast",
+        "trans",
+        "permute",
+        "where",
+    )
+}
 COMPARE_CALLS = {TL + n for n in ("minimum", "maximum", "clamp")}  # an int64 compare and select each
-REDUCTIONS = {TL + n for n in ("sum", "max", "min", "reduce", "argmax", "argmin", "xor_sum", "cumsum",
-                               "cumprod", "associative_scan", "sort", "histogram")}
+REDUCTIONS = {
+    TL + n
+    for n in (
+        "sum",
+        "max",
+        "min",
+        "reduce",
+        "argmax",
+        "argmin",
+        "xor_sum",
+        "cumsum",
+        "cumprod",
+        "associative_scan",
+        "sort",
+        "histogram",
+    )
+}
 
 
 def int64_dtype(kernel: Kernel, call: ast.Call) -> bool:
@@ -35,7 +63,8 @@ def int64_dtype(kernel: Kernel, call: ast.Call) -> bool:
         dtype = keyword(call, "dtype", 1 if name.endswith("zeros") else 2)
         shape = call.args[0] if call.args else keyword(call, "shape")
         if isinstance(shape, (ast.List, ast.Tuple)) and all(
-                isinstance(e, ast.Constant) and e.value == 1 for e in shape.elts):
+            isinstance(e, ast.Constant) and e.value == 1 for e in shape.elts
+        ):
             return False  # a 0-d or one-element value: no vector work
     else:
         return False
@@ -57,8 +86,9 @@ def vector_use(kernel: Kernel, start: ast.AST, helpers: dict | None = None) -> a
                 break
             if isinstance(parent, (ast.keyword, ast.Call)):
                 call = kernel.parent[parent] if isinstance(parent, ast.keyword) else parent
-                verdict = _in_call(kernel, call, node, parent.arg if isinstance(parent, ast.keyword) else None,
-                                   helpers or {})
+                verdict = _in_call(
+                    kernel, call, node, parent.arg if isinstance(parent, ast.keyword) else None, helpers or {}
+                )
                 argument, node = node, call
                 if verdict == "address":
                     break
@@ -121,8 +151,12 @@ def _in_call(kernel: Kernel, call: ast.Call, arg: ast.AST, kw: str | None, helpe
     """What a call does with one of its arguments: "address", "pass", "compare", "reduce", "sink"."""
     name = kernel.qualname(call.func) or ""
     position = next((i for i, a in enumerate(call.args) if a is arg), None)
-    if isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "cast") and not name.startswith("triton.") \
-            or name == TL + "cast":
+    if (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in ("to", "cast")
+        and not name.startswith("triton.")
+        or name == TL + "cast"
+    ):
         dtype = call.args[-1] if call.args and name != TL + "cast" else keyword(call, "dtype", 1)
         target = kernel.qualname(dtype) if dtype is not None else None
         if target and target.startswith("triton.language.") and target not in INT64:
@@ -146,8 +180,13 @@ def _in_call(kernel: Kernel, call: ast.Call, arg: ast.AST, kw: str | None, helpe
         return "reduce"
     helper = helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
     if helper is not None:
-        param = kw if kw is not None else helper.params[position] if position is not None and position < len(
-            helper.params) else None
+        param = (
+            kw
+            if kw is not None
+            else helper.params[position]
+            if position is not None and position < len(helper.params)
+            else None
+        )
         if param is not None and param in _pointers(helper):
             return "address"  # a pointer block handed to a @triton.jit helper that loads through it
     return "sink"
@@ -159,7 +198,8 @@ def _names_a_mask(kernel: Kernel, compare: ast.Compare) -> bool:
     carries no int64 on to a `tl.where` or a `&` that reuses it."""
     node: ast.AST = compare
     while isinstance(parent := kernel.parent.get(node), (ast.BoolOp, ast.UnaryOp)) or (
-            isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.BitAnd, ast.BitOr))):
+        isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.BitAnd, ast.BitOr))
+    ):
         node = parent
     if not isinstance(parent, (ast.Assign, ast.AnnAssign)) or node is not parent.value:
         return False
@@ -197,7 +237,8 @@ def _name_uses(kernel: Kernel) -> dict[str, list[ast.Name]]:
 def _tiny(shape: ast.AST | None) -> bool:
     """`()`, `[]`, `[1]`: a 0-d or one-element value."""
     return isinstance(shape, (ast.List, ast.Tuple)) and all(
-        isinstance(e, ast.Constant) and e.value == 1 for e in shape.elts)
+        isinstance(e, ast.Constant) and e.value == 1 for e in shape.elts
+    )
 
 
 def _block_expr(kernel: Kernel, expr: ast.AST, blocks) -> bool:
@@ -264,8 +305,10 @@ def _pointers(kernel: Kernel) -> frozenset[str]:
 
 def _updated_in_place(kernel: Kernel, name: str) -> bool:
     """`acc += x` on a block: int64 vector arithmetic on the accumulator itself."""
-    return any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name
-               for n in ast.walk(kernel.node))
+    return any(
+        isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == name
+        for n in ast.walk(kernel.node)
+    )
 
 
 class Int64IndexArithmetic(Rule):
@@ -339,15 +382,17 @@ class Int64IndexArithmetic(Rule):
 
     code = "ASC007"
     name = "int64-index-arithmetic"
-    message = ("int64 values from `{expr}` reach vector arithmetic (`{use}`): vector int64 add and compare "
-               "fall back to scalar")
+    message = (
+        "int64 values from `{expr}` reach vector arithmetic (`{use}`): vector int64 add and compare fall back to scalar"
+    )
     fix_title = "Keep index arithmetic in int32 where values fit"
     targets = ("ascend",)
 
     def check(self, ctx):
         for kernel in ctx.kernels.values():
-            calls = sorted((n for n in ast.walk(kernel.node) if isinstance(n, ast.Call)),
-                           key=lambda c: (c.lineno, c.col_offset))
+            calls = sorted(
+                (n for n in ast.walk(kernel.node) if isinstance(n, ast.Call)), key=lambda c: (c.lineno, c.col_offset)
+            )
             for call in calls:
                 if not int64_dtype(kernel, call):
                     continue
@@ -370,8 +415,11 @@ def int64_data(ctx, kernel: Kernel, use: ast.AST) -> bool:
         args = launch.arg_nodes(kernel.params)
         for param in params:
             arg = args.get(param)
-            while isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in (
-                    "contiguous", "view", "reshape", "flatten"):
+            while (
+                isinstance(arg, ast.Call)
+                and isinstance(arg.func, ast.Attribute)
+                and arg.func.attr in ("contiguous", "view", "reshape", "flatten")
+            ):
                 arg = arg.func.value
             dtypes = _guarded_dtypes(ctx, launch, arg.id) if isinstance(arg, ast.Name) else None
             if not dtypes or not dtypes <= {"int64", "uint64"}:
@@ -399,12 +447,23 @@ def _guarded_dtypes(ctx, launch, name: str) -> set[str] | None:
     fn = launch.function
     if fn is None:
         return None
-    aliases = {t.id for a in ast.walk(fn) if isinstance(a, ast.Assign) and isinstance(a.value, ast.Attribute)
-               and a.value.attr == "dtype" and isinstance(a.value.value, ast.Name) and a.value.value.id == name
-               for t in a.targets if isinstance(t, ast.Name)}
+    aliases = {
+        t.id
+        for a in ast.walk(fn)
+        if isinstance(a, ast.Assign)
+        and isinstance(a.value, ast.Attribute)
+        and a.value.attr == "dtype"
+        and isinstance(a.value.value, ast.Name)
+        and a.value.value.id == name
+        for t in a.targets
+        if isinstance(t, ast.Name)
+    }
     for node in ast.walk(fn):
-        if isinstance(node, ast.If) and any(launch.node in ast.walk(s) for s in node.body) or (
-                isinstance(node, ast.Assert) and node.lineno < launch.node.lineno):
+        if (
+            isinstance(node, ast.If)
+            and any(launch.node in ast.walk(s) for s in node.body)
+            or (isinstance(node, ast.Assert) and node.lineno < launch.node.lineno)
+        ):
             found = _dtype_test(ctx, node.test, name, aliases)
             if found:
                 return found
@@ -417,8 +476,14 @@ def _dtype_test(ctx, test: ast.AST, name: str, aliases: set[str]) -> set[str] | 
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     left = test.left
-    if not (isinstance(left, ast.Attribute) and left.attr == "dtype" and isinstance(left.value, ast.Name)
-            and left.value.id == name or isinstance(left, ast.Name) and left.id in aliases):
+    if not (
+        isinstance(left, ast.Attribute)
+        and left.attr == "dtype"
+        and isinstance(left.value, ast.Name)
+        and left.value.id == name
+        or isinstance(left, ast.Name)
+        and left.id in aliases
+    ):
         return None
     right = test.comparators[0]
     if isinstance(test.ops[0], ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
@@ -435,4 +500,4 @@ def _dtype_test(ctx, test: ast.AST, name: str, aliases: set[str]) -> set[str] | 
 
 def _short(node: ast.AST, limit: int = 60) -> str:
     text = " ".join(ast.unparse(node).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

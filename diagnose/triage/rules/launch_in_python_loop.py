@@ -66,9 +66,13 @@ def _literal_sweep(loop) -> bool:
 def _grid_expr(launch) -> ast.AST | None:
     grid = launch.grid
     if isinstance(grid, ast.Name) and launch.function is not None:
-        found = [n.value for n in ast.walk(launch.function) if isinstance(n, ast.Assign)
-                 and n.lineno <= launch.node.lineno
-                 and any(isinstance(t, ast.Name) and t.id == grid.id for t in n.targets)]
+        found = [
+            n.value
+            for n in ast.walk(launch.function)
+            if isinstance(n, ast.Assign)
+            and n.lineno <= launch.node.lineno
+            and any(isinstance(t, ast.Name) and t.id == grid.id for t in n.targets)
+        ]
         grid = found[-1] if found else grid
     if isinstance(grid, ast.Lambda):
         grid = grid.body
@@ -79,21 +83,32 @@ def _multi_axis_grid(launch) -> bool:
     """The launch already spreads its work over two or more grid axes: the loop around it walks
     passes, chunks or groups, not a batch that one more axis would absorb."""
     grid = _grid_expr(launch)
-    return isinstance(grid, (ast.Tuple, ast.List)) and len(grid.elts) >= 2 and not (
-        len(grid.elts) == 3 and all(isinstance(e, ast.Constant) and e.value == 1 for e in grid.elts[1:]))
+    return (
+        isinstance(grid, (ast.Tuple, ast.List))
+        and len(grid.elts) >= 2
+        and not (len(grid.elts) == 3 and all(isinstance(e, ast.Constant) and e.value == 1 for e in grid.elts[1:]))
+    )
 
 
 def _ping_pong(ctx, launch) -> bool:
     """Passes that feed each other: a tensor passed to the launch is re-bound in the loop to another
     launch argument or chosen by the iteration (`src, dst = dst, src`; `x if p % 2 else y`)."""
-    args = {n.id for a in (*launch.node.args, *(k.value for k in launch.node.keywords))
-            for n in ast.walk(a) if isinstance(n, ast.Name)}
+    args = {
+        n.id
+        for a in (*launch.node.args, *(k.value for k in launch.node.keywords))
+        for n in ast.walk(a)
+        if isinstance(n, ast.Name)
+    }
     for node in ast.walk(launch.loop):
         if not isinstance(node, ast.Assign):
             continue
         bound = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-        if bound & args and (isinstance(node.value, ast.IfExp) or (used & args) - bound or
-                             isinstance(node.value, ast.Tuple) and used & bound):
+        if bound & args and (
+            isinstance(node.value, ast.IfExp)
+            or (used & args) - bound
+            or isinstance(node.value, ast.Tuple)
+            and used & bound
+        ):
             return True
     return False

@@ -98,9 +98,13 @@ def _once_per_loop(kernel, load, loop) -> bool:
         return False
     counters = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     loaded = kernel.loaded_names()
-    derived = {name for name, values in kernel.assigns.items()
-               if name not in loaded and any(kernel.enclosing_loop(v) is loop or v is loop.iter for v in values)
-               and kernel.sources(ast.Name(id=name)) & counters}
+    derived = {
+        name
+        for name, values in kernel.assigns.items()
+        if name not in loaded
+        and any(kernel.enclosing_loop(v) is loop or v is loop.iter for v in values)
+        and kernel.sources(ast.Name(id=name)) & counters
+    }
     indices = counters | derived
     child = load
     for anc in kernel.ancestors(load):

@@ -66,8 +66,12 @@ class LowPrecisionAccumulator(Rule):
             for call in kernel.calls("zeros", "full"):
                 dtype = _dtype(kernel, keyword(call, "dtype", 1 if kernel.qualname(call.func).endswith("zeros") else 2))
                 target = kernel.parent.get(call)
-                if dtype in LOW and isinstance(target, ast.Assign) and isinstance(target.targets[0], ast.Name) \
-                        and target.targets[0].id in accumulated:
+                if (
+                    dtype in LOW
+                    and isinstance(target, ast.Assign)
+                    and isinstance(target.targets[0], ast.Name)
+                    and target.targets[0].id in accumulated
+                ):
                     yield self.hit(call, what=f"`{target.targets[0].id}`", dtype=dtype)
 
 
@@ -97,7 +101,8 @@ def _sums_in_low_precision(kernel, call: ast.Call, low_accumulators: set[str]) -
     parent = kernel.parent.get(call)
     # Through arithmetic and `.to(...)` casts up to the statement that uses the product.
     while isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Attribute)) or (
-            isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr == "to"):
+        isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr == "to"
+    ):
         parent = kernel.parent.get(parent)
     if isinstance(parent, ast.AugAssign) and isinstance(parent.target, ast.Name):
         return parent.target.id in low_accumulators

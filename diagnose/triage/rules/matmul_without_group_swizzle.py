@@ -106,14 +106,16 @@ def _tile_sizes(kernel) -> set[str]:
 def _tile_blocks(kernel) -> dict[str, set[str]]:
     """Block sizes multiplied by a program-id-derived index (`pid_m * BLOCK_M`), with those indices.
     Batch offsets (`i_bh * T * K`) are not tiles: the factor must size a block somewhere."""
-    derived = {name for name, values in kernel.assigns.items()
-               if any(is_program_id(n) for v in values for n in ast.walk(v))}
+    derived = {
+        name for name, values in kernel.assigns.items() if any(is_program_id(n) for v in values for n in ast.walk(v))
+    }
     changed = True
     while changed:  # names computed from pid-derived names (pid_m = pid // num_pid_n)
         changed = False
         for name, values in kernel.assigns.items():
-            if name not in derived and any(isinstance(n, ast.Name) and n.id in derived
-                                           for v in values for n in ast.walk(v)):
+            if name not in derived and any(
+                isinstance(n, ast.Name) and n.id in derived for v in values for n in ast.walk(v)
+            ):
                 derived.add(name)
                 changed = True
     sizes = _tile_sizes(kernel)
@@ -121,8 +123,12 @@ def _tile_blocks(kernel) -> dict[str, set[str]]:
     for node in ast.walk(kernel.node):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
             for a, b in ((node.left, node.right), (node.right, node.left)):
-                index = _names(a) & derived if isinstance(a, ast.Name) or (
-                    isinstance(a, ast.BinOp) and isinstance(a.op, (ast.FloorDiv, ast.Mod))) else set()
+                index = (
+                    _names(a) & derived
+                    if isinstance(a, ast.Name)
+                    or (isinstance(a, ast.BinOp) and isinstance(a.op, (ast.FloorDiv, ast.Mod)))
+                    else set()
+                )
                 if index and isinstance(b, ast.Name) and b.id in sizes:  # pid_m * BM, (pid // n) * BM
                     out.setdefault(b.id, set()).update(index)
     return out
@@ -143,8 +149,12 @@ def _extents(kernel, block: str, index: set[str]) -> set[str]:
                 out |= _names(node.comparators[0])
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and tiled(node.left):
             out |= _names(node.right)
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "cdiv" \
-                and len(node.args) == 2 and block in _names(node.args[1]):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", None) == "cdiv"
+            and len(node.args) == 2
+            and block in _names(node.args[1])
+        ):
             out |= _names(node.args[0])
     for call in kernel.calls("make_block_ptr"):
         shape, offsets = keyword(call, "shape", 1), keyword(call, "offsets", 3)

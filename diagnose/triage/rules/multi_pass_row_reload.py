@@ -62,8 +62,10 @@ class MultiPassRowReload(Rule):
 
     code = "TRI007"
     name = "multi-pass-row-reload"
-    message = ("`{pointer}` is loaded again in pass {n} over the same range (first load at line {first}); "
-               "the row is read {total} times, {stats} of them only to reduce")
+    message = (
+        "`{pointer}` is loaded again in pass {n} over the same range (first load at line {first}); "
+        "the row is read {total} times, {stats} of them only to reduce"
+    )
     fix_title = "Keep the row in registers, or fuse the passes with an online algorithm"
 
     def check(self, ctx):
@@ -89,9 +91,16 @@ class MultiPassRowReload(Rule):
                     continue  # one statistics pass and the passes that write: what the algorithm needs
                 first = found[0][1]
                 for n, (_, load) in enumerate(found[1:], 2):
-                    yield self.hit(load, secondary=(first,), confidence="high" if len(found) >= 3 else None,
-                                   pointer=ast.unparse(pointer_of(load)), n=n, first=first.lineno,
-                                   total=len(found), stats=stats)
+                    yield self.hit(
+                        load,
+                        secondary=(first,),
+                        confidence="high" if len(found) >= 3 else None,
+                        pointer=ast.unparse(pointer_of(load)),
+                        n=n,
+                        first=first.lineno,
+                        total=len(found),
+                        stats=stats,
+                    )
 
 
 WRITES = tuple("triton.language." + n for n in MEMORY_ACCESSES if n != "load")

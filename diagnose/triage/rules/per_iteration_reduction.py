@@ -114,9 +114,12 @@ def _rescaled(stmt, name: str) -> bool:
     sum rescaled by a running max. Deferring the reduction needs a per-lane max too, a different
     algorithm rather than a block accumulator."""
     value = stmt.value
-    return any(isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mult, ast.Div))
-               and any(isinstance(side, ast.Name) and side.id == name for side in (n.left, n.right))
-               for n in ast.walk(value))
+    return any(
+        isinstance(n, ast.BinOp)
+        and isinstance(n.op, (ast.Mult, ast.Div))
+        and any(isinstance(side, ast.Name) and side.id == name for side in (n.left, n.right))
+        for n in ast.walk(value)
+    )
 
 
 def _loop_statements(loop) -> list[ast.stmt]:
@@ -126,11 +129,16 @@ def _loop_statements(loop) -> list[ast.stmt]:
 def _fresh_in_iteration(kernel, loop, stmt, name: str) -> bool:
     """`name` is assigned afresh earlier in the same iteration (`loss = y * ...; loss = tl.sum(loss)`):
     nothing is carried from the previous iteration."""
-    return any(isinstance(s, (ast.Assign, ast.AnnAssign)) and s is not stmt and not _updates(s, name)
-               and (s.lineno, s.col_offset) < (stmt.lineno, stmt.col_offset)
-               and any(isinstance(t, ast.Name) and t.id == name
-                       for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
-               for s in _loop_statements(loop))
+    return any(
+        isinstance(s, (ast.Assign, ast.AnnAssign))
+        and s is not stmt
+        and not _updates(s, name)
+        and (s.lineno, s.col_offset) < (stmt.lineno, stmt.col_offset)
+        and any(
+            isinstance(t, ast.Name) and t.id == name for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+        )
+        for s in _loop_statements(loop)
+    )
 
 
 def _read_in_loop(kernel, loop, name: str) -> bool:

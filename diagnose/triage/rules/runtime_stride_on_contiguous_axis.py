@@ -57,8 +57,12 @@ class RuntimeStrideOnContiguousAxis(Rule):
                 if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
                     continue
                 for stride, other in ((node.left, node.right), (node.right, node.left)):
-                    if (isinstance(stride, ast.Name) and stride.id in kernel.do_not_specialize
-                            and _contiguous_axis(other, kernel) and in_address(node, kernel)):
+                    if (
+                        isinstance(stride, ast.Name)
+                        and stride.id in kernel.do_not_specialize
+                        and _contiguous_axis(other, kernel)
+                        and in_address(node, kernel)
+                    ):
                         yield self.hit(node, stride=stride.id)
 
 

@@ -59,13 +59,20 @@ class ScalarLoopReduction(Rule):
         for kernel in ctx.kernels.values():
             for loop in kernel.loops:
                 inside = list(ast.walk(loop))
-                scalar_loads = {id(c) for c in kernel.calls("load")
-                                if kernel.enclosing_loop(c) is loop
-                                and (p := pointer_of(c)) is not None and not kernel.is_block(p)}
+                scalar_loads = {
+                    id(c)
+                    for c in kernel.calls("load")
+                    if kernel.enclosing_loop(c) is loop and (p := pointer_of(c)) is not None and not kernel.is_block(p)
+                }
                 if not scalar_loads or _not_a_reduction_loop(kernel, loop, inside):
                     continue
-                carriers = {n.targets[0].id for n in inside if isinstance(n, ast.Assign)
-                            and isinstance(n.targets[0], ast.Name) and _contains(n.value, scalar_loads)}
+                carriers = {
+                    n.targets[0].id
+                    for n in inside
+                    if isinstance(n, ast.Assign)
+                    and isinstance(n.targets[0], ast.Name)
+                    and _contains(n.value, scalar_loads)
+                }
                 for node in inside:
                     acc = _accumulated(node)
                     if acc is None or acc in kernel.block_names:
@@ -73,19 +80,27 @@ class ScalarLoopReduction(Rule):
                     if _reset_in(loop, acc, inside) or _stored_in(kernel, acc, inside):
                         continue  # a per-iteration temporary, or a running prefix (a scan)
                     if _contains(node.value, scalar_loads) or any(
-                            isinstance(n, ast.Name) and n.id in carriers for n in ast.walk(node.value)):
+                        isinstance(n, ast.Name) and n.id in carriers for n in ast.walk(node.value)
+                    ):
                         yield self.hit(node, acc=acc)
 
 
 def _accumulated(node: ast.AST) -> str | None:
     """`acc += v` or `acc = acc + v` (a sum; `qk *= scale` is not): the accumulator's name."""
-    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) \
-            and isinstance(node.op, (ast.Add, ast.Sub)):
+    if (
+        isinstance(node, ast.AugAssign)
+        and isinstance(node.target, ast.Name)
+        and isinstance(node.op, (ast.Add, ast.Sub))
+    ):
         return node.target.id
-    if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, (ast.Add, ast.Sub))
-            and any(isinstance(s, ast.Name) and s.id == node.targets[0].id
-                    for s in (node.value.left, node.value.right))):
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.BinOp)
+        and isinstance(node.value.op, (ast.Add, ast.Sub))
+        and any(isinstance(s, ast.Name) and s.id == node.targets[0].id for s in (node.value.left, node.value.right))
+    ):
         return node.targets[0].id
     return None
 
@@ -104,8 +119,10 @@ def _not_a_reduction_loop(kernel, loop, inside) -> bool:
             ptr = pointer_of(call)
             if (ptr is not None and kernel.is_block(ptr)) or keyword(call, "volatile") is not None:
                 return True
-    return any(id(c) in ids for c in kernel.calls("atomic_add", "atomic_cas", "atomic_xchg", "atomic_max",
-                                                   "atomic_min", "atomic_or"))
+    return any(
+        id(c) in ids
+        for c in kernel.calls("atomic_add", "atomic_cas", "atomic_xchg", "atomic_max", "atomic_min", "atomic_or")
+    )
 
 
 def _reset_in(loop, acc: str, inside) -> bool:

@@ -63,8 +63,9 @@ class SingleAddressAtomic(Rule):
             atomics = kernel.calls(*ATOMICS)
             if not atomics:
                 continue
-            pid_names = {name for name, values in kernel.assigns.items()
-                         if any(_has_program_id(kernel, v) for v in values)}
+            pid_names = {
+                name for name, values in kernel.assigns.items() if any(_has_program_id(kernel, v) for v in values)
+            }
             data = kernel.loaded_names()
             loads = {id(c) for c in kernel.calls("load")}
             for call in atomics:
@@ -86,15 +87,24 @@ def _has_program_id(kernel, expr) -> bool:
 def _is_block_value(ctx, kernel, value) -> bool:
     """Whether an atomic's value is a block. `x[0]` is one element; a name bound to what a
     `@triton.jit` helper returns is a scalar when the helper returns reductions."""
-    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) \
-            and isinstance(value.slice.value, int):
+    if (
+        isinstance(value, ast.Subscript)
+        and isinstance(value.slice, ast.Constant)
+        and isinstance(value.slice.value, int)
+    ):
         return False
-    node = value.func.value if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-        and value.func.attr == "to" else value  # x[0].to(tl.int32)
+    node = (
+        value.func.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to"
+        else value
+    )  # x[0].to(tl.int32)
     if node is not value:
         return _is_block_value(ctx, kernel, node)
-    if isinstance(value, ast.Name) and kernel.assigns.get(value.id) and all(
-            _helper_returns_scalars(ctx, v) for v in kernel.assigns[value.id]):
+    if (
+        isinstance(value, ast.Name)
+        and kernel.assigns.get(value.id)
+        and all(_helper_returns_scalars(ctx, v) for v in kernel.assigns[value.id])
+    ):
         return False
     return kernel.is_block(value)
 
@@ -114,4 +124,5 @@ def _helper_returns_scalars(ctx, value) -> bool:
         return False
 
     return bool(returns) and all(
-        all(reduced(e) for e in (r.elts if isinstance(r, ast.Tuple) else [r])) for r in returns)
+        all(reduced(e) for e in (r.elts if isinstance(r, ast.Tuple) else [r])) for r in returns
+    )

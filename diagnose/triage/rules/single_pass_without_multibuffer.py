@@ -83,8 +83,9 @@ def _loop_loads(ctx, kernel) -> bool:
     for loop in kernel.loops:
         for node in ast.walk(loop):
             if isinstance(node, ast.Call) and (
-                    kernel.qualname(node.func) == "triton.language.load"
-                    or (isinstance(node.func, ast.Name) and node.func.id in loaders)):
+                kernel.qualname(node.func) == "triton.language.load"
+                or (isinstance(node.func, ast.Name) and node.func.id in loaders)
+            ):
                 return True
     return False
 

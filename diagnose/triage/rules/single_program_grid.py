@@ -63,9 +63,12 @@ class SingleProgramGrid(Rule):
         for launch in ctx.launches:
             kernel = ctx.kernels[launch.kernel]
             variants = [v for v in ctx.variants(kernel) if v.launch is launch]
-            loads = [load for load in kernel.calls("load")
-                     if any(_runtime_loop(kernel, a) for a in kernel.ancestors(load))
-                     and not (variants and all(_compiled_out(kernel, load, v.values) for v in variants))]
+            loads = [
+                load
+                for load in kernel.calls("load")
+                if any(_runtime_loop(kernel, a) for a in kernel.ancestors(load))
+                and not (variants and all(_compiled_out(kernel, load, v.values) for v in variants))
+            ]
             if not loads:
                 continue  # no loop reads memory (a `tl.static_range` tree over one block is no loop)
             grids = [v.grid for v in variants]
@@ -96,9 +99,15 @@ def _known_truth(test: ast.AST, values: dict) -> bool | None:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _known_truth(test.operand, values)
         return None if inner is None else not inner
-    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot))
-            and isinstance(test.left, ast.Name) and test.left.id in values
-            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.left, ast.Name)
+        and test.left.id in values
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
         same = values[test.left.id] is None
         return same if isinstance(test.ops[0], ast.Is) else not same
     return None
@@ -168,8 +177,9 @@ def _combines_earlier_launch(ctx, kernel: Kernel, launch, loads: list[ast.Call])
         if (other.node.lineno, other.node.col_offset) >= (launch.node.lineno, launch.node.col_offset):
             continue
         producer = ctx.kernels[other.kernel]
-        stored = set().union(*(_pointer_params(producer, pointer_of(c)) for c in producer.calls(*WRITES)
-                               if pointer_of(c) is not None))
+        stored = set().union(
+            *(_pointer_params(producer, pointer_of(c)) for c in producer.calls(*WRITES) if pointer_of(c) is not None)
+        )
         args = other.arg_nodes(producer.params)
         written |= {_host_name(args.get(p)) for p in stored} - {None}
     return buffers <= written

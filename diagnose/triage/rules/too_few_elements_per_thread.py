@@ -65,8 +65,11 @@ class TooFewElementsPerThread(Rule):
 
     def check(self, ctx):
         for kernel in ctx.kernels.values():
-            if not kernel.is_elementwise or not _contiguous_block_load(kernel) \
-                    or _calls_tile_helper(ctx, kernel, depth=3):
+            if (
+                not kernel.is_elementwise
+                or not _contiguous_block_load(kernel)
+                or _calls_tile_helper(ctx, kernel, depth=3)
+            ):
                 continue
             n_aranges = len(kernel.calls("arange"))
 
@@ -78,8 +81,7 @@ class TooFewElementsPerThread(Rule):
 
             for v in ctx.failing(kernel, lambda v: (p := per_thread(v)) is not None and p < 4):
                 size, where, block = max(arange_sizes(ctx, kernel, v), key=lambda s: s[0])
-                yield self.hit(where, block=block, size=size, num_warps=v.num_warps,
-                               per_thread=fmt(per_thread(v)))
+                yield self.hit(where, block=block, size=size, num_warps=v.num_warps, per_thread=fmt(per_thread(v)))
 
 
 def _contiguous_block_load(kernel) -> bool:
@@ -87,8 +89,9 @@ def _contiguous_block_load(kernel) -> bool:
     index does not come from loaded blocks (not a gather such as a binary search; a loaded per-program
     start offset is fine): the loads the vectorization argument is about."""
     aranges = {id(c) for c in kernel.calls("arange")}
-    from_arange = {name for name, values in kernel.assigns.items()
-                   if any(id(n) in aranges for v in values for n in ast.walk(v))}
+    from_arange = {
+        name for name, values in kernel.assigns.items() if any(id(n) in aranges for v in values for n in ast.walk(v))
+    }
     # loaded blocks used as indices make a gather; a loaded scalar (a per-program start) is only a base
     loaded = kernel.loaded_names() & kernel.block_names
     for call in kernel.calls("load"):
@@ -175,7 +178,10 @@ def _calls_tile_helper(ctx, kernel, depth: int) -> bool:
     for node in ast.walk(kernel.node):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             helper = ctx.kernels.get(node.func.id)
-            if helper is not None and helper is not kernel and (
-                    not helper.is_elementwise or _calls_tile_helper(ctx, helper, depth - 1)):
+            if (
+                helper is not None
+                and helper is not kernel
+                and (not helper.is_elementwise or _calls_tile_helper(ctx, helper, depth - 1))
+            ):
                 return True
     return False

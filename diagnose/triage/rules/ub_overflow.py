@@ -105,8 +105,8 @@ class Shapes:
             a = a % len(s)
             keep = keyword(call, "keep_dims")
             if isinstance(keep, ast.Constant) and keep.value:
-                return s[:a] + (1,) + s[a + 1:]
-            return s[:a] + s[a + 1:]
+                return s[:a] + (1,) + s[a + 1 :]
+            return s[:a] + s[a + 1 :]
         if name == TL + "dot":
             a, b = (self.of(args[0]), self.of(args[1])) if len(args) > 1 else (None, None)
             return (a[-2], b[-1]) if a and b and len(a) >= 2 and len(b) >= 2 else None
@@ -165,8 +165,9 @@ def elements(shape: Shape) -> int | None:
     return math.prod(shape)
 
 
-def live_estimate(ctx: Context, kernel: Kernel, variant: Variant,
-                  multibuffer: int) -> tuple[int, int, int, bool] | None:
+def live_estimate(
+    ctx: Context, kernel: Kernel, variant: Variant, multibuffer: int
+) -> tuple[int, int, int, bool] | None:
     """(bytes, live tiles, largest tile, in a loop) for the most loaded region of the kernel: a loop body (its
     block loads double-buffered by multibuffer, plus the blocks loaded before it and still live, plus
     the blocks it carries: accumulators) or the straight-line body. Scalar loads do not count, and
@@ -198,8 +199,13 @@ def live_estimate(ctx: Context, kernel: Kernel, variant: Variant,
 
 def _calls_dot_helper(ctx: Context, kernel: Kernel) -> bool:
     """A cube kernel whose `tl.dot` lives in a `@triton.jit` helper (flash attention's inner loop)."""
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ctx.kernels
-               and ctx.kernels[n.func.id].has_dot for n in ast.walk(kernel.node))
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in ctx.kernels
+        and ctx.kernels[n.func.id].has_dot
+        for n in ast.walk(kernel.node)
+    )
 
 
 def _encloses(kernel: Kernel, outer, inner) -> bool:
@@ -217,8 +223,14 @@ def _carried(kernel: Kernel, shapes: Shapes, loop: ast.AST) -> list[int]:
     makers = {TL + n for n in ("zeros", "full", "zeros_like", "full_like")}
     out = []
     for name, values in kernel.assigns.items():
-        before = [v for v in values if id(v) not in inside and v.lineno < loop.lineno
-                  and isinstance(v, ast.Call) and kernel.qualname(v.func) in makers]
+        before = [
+            v
+            for v in values
+            if id(v) not in inside
+            and v.lineno < loop.lineno
+            and isinstance(v, ast.Call)
+            and kernel.qualname(v.func) in makers
+        ]
         if not before or not any(id(v) in inside for v in values):
             continue
         n = elements(shapes.of(before[-1]))
@@ -275,8 +287,10 @@ class UbOverflow(Rule):
 
     code = "ASC003"
     name = "ub-overflow"
-    message = ("~{kb} KB of live blocks ({live} tiles, the largest {elements} elements, 4 B each{mb}) exceeds "
-               "the {ub} KB unified buffer")
+    message = (
+        "~{kb} KB of live blocks ({live} tiles, the largest {elements} elements, 4 B each{mb}) exceeds "
+        "the {ub} KB unified buffer"
+    )
     fix_title = "Tile with a smaller in-core BLOCK_SUB loop"
     severity = "warning"
     targets = ("ascend",)
@@ -298,6 +312,11 @@ class UbOverflow(Rule):
                 total, live, largest, looped = need(v)
                 sizes = sorted(arange_sizes(ctx, kernel, v), key=lambda s: -s[0])
                 where = sizes[0][1] if sizes else v.anchor
-                yield self.hit(where, kb=total // 1024, live=live, elements=largest,
-                               mb=", loop loads x 2 multibuffer" if multibuffer == 2 and looped else "",
-                               ub=ub // 1024)
+                yield self.hit(
+                    where,
+                    kb=total // 1024,
+                    live=live,
+                    elements=largest,
+                    mb=", loop loads x 2 multibuffer" if multibuffer == 2 and looped else "",
+                    ub=ub // 1024,
+                )

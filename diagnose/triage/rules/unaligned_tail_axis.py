@@ -71,12 +71,12 @@ class UnalignedTailAxis(Rule):
                     continue  # test_* groups are small correctness shapes, not the ones that are timed
                 named = dict(zip(kernel.params, record.args)) | record.kwargs
                 for param, value in named.items():
-                    if isinstance(value, TensorSpec) and len(value.shape) >= 2 and param in nodes \
-                            and param in tiled:
+                    if isinstance(value, TensorSpec) and len(value.shape) >= 2 and param in nodes and param in tiled:
                         tail = value.shape[-1]
                         if isinstance(tail, int) and (tail * value.itemsize) % ALIGN:
-                            yield self.hit(nodes[param], what=f"tensor `{param}` {tuple(value.shape)}",
-                                           bytes=tail * value.itemsize)
+                            yield self.hit(
+                                nodes[param], what=f"tensor `{param}` {tuple(value.shape)}", bytes=tail * value.itemsize
+                            )
 
 
 def _tiled_params(kernel) -> set[str]:
@@ -99,16 +99,23 @@ def _tiled_params(kernel) -> set[str]:
 def _column_axis(index) -> bool:
     """`[None, :]`, `[None, None, :]`: the last axis of a tile of two or more axes."""
     elts = index.elts if isinstance(index, ast.Tuple) else []
-    return len(elts) >= 2 and isinstance(elts[-1], ast.Slice) and any(
-        isinstance(e, ast.Constant) and e.value is None for e in elts[:-1])
+    return (
+        len(elts) >= 2
+        and isinstance(elts[-1], ast.Slice)
+        and any(isinstance(e, ast.Constant) and e.value is None for e in elts[:-1])
+    )
 
 
 def _inner_axis_aranges(kernel) -> set[str]:
     """Size names of aranges used as the last axis: `cols[None, :]` where cols = tl.arange(0, BLOCK_N)."""
     inner_vars = set()
     for node in ast.walk(kernel.node):
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
-                and isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2:
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and isinstance(node.slice, ast.Tuple)
+            and len(node.slice.elts) == 2
+        ):
             first = node.slice.elts[0]
             if isinstance(first, ast.Constant) and first.value is None:
                 inner_vars.add(node.value.id)
@@ -116,7 +123,11 @@ def _inner_axis_aranges(kernel) -> set[str]:
     for var in inner_vars:
         for value in kernel.assigns.get(var, ()):
             for call in ast.walk(value):
-                if isinstance(call, ast.Call) and kernel.qualname(call.func) == "triton.language.arange" \
-                        and len(call.args) == 2 and isinstance(call.args[1], ast.Name):
+                if (
+                    isinstance(call, ast.Call)
+                    and kernel.qualname(call.func) == "triton.language.arange"
+                    and len(call.args) == 2
+                    and isinstance(call.args[1], ast.Name)
+                ):
                     out.add(call.args[1].id)
     return out

@@ -73,13 +73,33 @@ def _pure_elementwise(ctx, kernel, depth: int = 0) -> bool:
     """Straight-line per-element work: no dot, reduction or 2-D tile, no loop, no atomic, and every
     access at block offsets that are not themselves loaded (no gather or scatter); the same for
     the `@triton.jit` helpers it calls."""
-    helpers = {n.func.id for n in ast.walk(kernel.node) if isinstance(n, ast.Call)
-               and isinstance(n.func, ast.Name) and n.func.id in ctx.kernels and n.func.id != kernel.name}
+    helpers = {
+        n.func.id
+        for n in ast.walk(kernel.node)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in ctx.kernels
+        and n.func.id != kernel.name
+    }
     if depth > 3 or not all(_pure_elementwise(ctx, ctx.kernels[h], depth + 1) for h in helpers):
         return False
-    if not kernel.is_elementwise or kernel.loops or any(
-            kernel.calls(n) for n in ("atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg",
-                                      "atomic_or", "atomic_and", "debug_barrier")):
+    if (
+        not kernel.is_elementwise
+        or kernel.loops
+        or any(
+            kernel.calls(n)
+            for n in (
+                "atomic_add",
+                "atomic_max",
+                "atomic_min",
+                "atomic_cas",
+                "atomic_xchg",
+                "atomic_or",
+                "atomic_and",
+                "debug_barrier",
+            )
+        )
+    ):
         return False
     data = kernel.loaded_names()
     for call in kernel.calls("load", "store"):
@@ -102,8 +122,14 @@ def _block(node, parent, fn) -> ast.AST:
 def _pointer_params(kernel) -> set[str]:
     """Parameters used as the base of a load/store address (not offsets, sizes or constexprs)."""
     out: set[str] = set()
-    bounds = {n.id for node in ast.walk(kernel.node) if isinstance(node, ast.Compare)
-              for c in node.comparators for n in ast.walk(c) if isinstance(n, ast.Name)}
+    bounds = {
+        n.id
+        for node in ast.walk(kernel.node)
+        if isinstance(node, ast.Compare)
+        for c in node.comparators
+        for n in ast.walk(c)
+        if isinstance(n, ast.Name)
+    }
     for call in kernel.calls("load", "store"):
         ptr = pointer_of(call)
         if ptr is not None:

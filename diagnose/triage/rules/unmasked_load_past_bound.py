@@ -71,9 +71,14 @@ class UnmaskedLoadPastBound(Rule):
         for kernel in ctx.kernels.values():
             if kernel.calls("make_block_ptr", "make_tensor_descriptor"):
                 continue
-            checks = [node for node in ast.walk(kernel.node) if isinstance(node, ast.Compare)
-                      and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Lt, ast.LtE))
-                      and _names(node.left) & kernel.block_names]
+            checks = [
+                node
+                for node in ast.walk(kernel.node)
+                if isinstance(node, ast.Compare)
+                and len(node.ops) == 1
+                and isinstance(node.ops[0], (ast.Lt, ast.LtE))
+                and _names(node.left) & kernel.block_names
+            ]
             if not checks:
                 continue
             flow = _Flow(kernel)
@@ -88,8 +93,9 @@ class UnmaskedLoadPastBound(Rule):
                 if ptr is None:
                     continue
                 used = flow.facts(ptr, call)
-                hit = sorted(name for check in checks
-                             for name in flow.guarded(check, call, used) if name in kernel.block_names)
+                hit = sorted(
+                    name for check in checks for name in flow.guarded(check, call, used) if name in kernel.block_names
+                )
                 if hit and not _host_padded(ctx, kernel, ptr, flow, used, helper_calls):
                     yield self.hit(call, op=op, index=hit[0])
 
@@ -124,8 +130,10 @@ class _Flow:
             found.sort(key=lambda d: (d[0].lineno, d[0].col_offset))
 
     def region(self, node) -> ast.AST:
-        return next((a for a in self.kernel.ancestors(node)
-                     if isinstance(a, (ast.For, ast.While, ast.If, ast.FunctionDef))), self.kernel.node)
+        return next(
+            (a for a in self.kernel.ancestors(node) if isinstance(a, (ast.For, ast.While, ast.If, ast.FunctionDef))),
+            self.kernel.node,
+        )
 
     def inside(self, node, outer) -> bool:
         return outer is node or outer in self.kernel.ancestors(node)
@@ -138,8 +146,11 @@ class _Flow:
             return defs
         last = plain[-1]
         loops = [a for a in self.kernel.ancestors(use) if isinstance(a, (ast.For, ast.While))]
-        carried = [d for d in defs if d[0].lineno >= use.lineno and d is not last
-                   and any(self.inside(d[0], loop) for loop in loops)]
+        carried = [
+            d
+            for d in defs
+            if d[0].lineno >= use.lineno and d is not last and any(self.inside(d[0], loop) for loop in loops)
+        ]
         return [last] + [d for d in before if d[2] and d[0].lineno > last[0].lineno] + carried
 
     def facts(self, expr, use) -> set[tuple[str, int]]:
@@ -172,8 +183,11 @@ class _Flow:
             return set()
         common = self.facts(check.left, check) & used
         for loop in (a for a in self.kernel.ancestors(access) if isinstance(a, (ast.For, ast.While))):
-            if not self.inside(check, loop) and check.lineno > loop.end_lineno and any(
-                    self.inside(self.stmts[key], loop) for _, key in common):
+            if (
+                not self.inside(check, loop)
+                and check.lineno > loop.end_lineno
+                and any(self.inside(self.stmts[key], loop) for _, key in common)
+            ):
                 return set()
         return {name for name, _ in common}
 
@@ -189,8 +203,9 @@ def _pairs(target, value):
 
 def _wrapped(value, kernel) -> bool:
     """`(...) % n`, `tl.minimum(x, n - 1)`, possibly inside `tl.multiple_of` / `tl.max_contiguous`."""
-    while isinstance(value, ast.Call) and (kernel.qualname(value.func) or "").rsplit(".", 1)[-1] in WRAPS \
-            and value.args:
+    while (
+        isinstance(value, ast.Call) and (kernel.qualname(value.func) or "").rsplit(".", 1)[-1] in WRAPS and value.args
+    ):
         value = value.args[0]
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod):
         return True
@@ -198,16 +213,37 @@ def _wrapped(value, kernel) -> bool:
 
 
 def _is_data(value, kernel) -> bool:
-    return any(isinstance(n, ast.Call) and (kernel.qualname(n.func) or "").startswith("triton.language.")
-               and kernel.qualname(n.func).rsplit(".", 1)[-1] in DATA for n in ast.walk(value))
+    return any(
+        isinstance(n, ast.Call)
+        and (kernel.qualname(n.func) or "").startswith("triton.language.")
+        and kernel.qualname(n.func).rsplit(".", 1)[-1] in DATA
+        for n in ast.walk(value)
+    )
 
 
 # Host-padded buffers ------------------------------------------------------------------------------
 
 TORCH_MAKERS = {"empty", "zeros", "ones", "full", "randn", "rand", "new_empty", "new_zeros", "new_ones", "new_full"}
 MAX_DEPTH = 24  # host assignments followed from the launch back to the allocation
-SAME_NUMEL = {"view", "reshape", "flatten", "contiguous", "clone", "to", "float", "half", "bfloat16", "int", "long",
-              "cumsum", "cumprod", "empty_like", "zeros_like", "ones_like", "full_like"}
+SAME_NUMEL = {
+    "view",
+    "reshape",
+    "flatten",
+    "contiguous",
+    "clone",
+    "to",
+    "float",
+    "half",
+    "bfloat16",
+    "int",
+    "long",
+    "cumsum",
+    "cumprod",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+}
 
 
 def _host_padded(ctx, kernel, ptr, flow, used, helper_calls: dict) -> bool:
@@ -227,9 +263,16 @@ def _host_padded(ctx, kernel, ptr, flow, used, helper_calls: dict) -> bool:
             for call in ast.walk(other.node):
                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in ctx.kernels:
                     helper_calls.setdefault(call.func.id, []).append((other, call))
-    tiles = {n.args[1].id for key in used if key[1] in flow.stmts for n in ast.walk(flow.stmts[key[1]])
-             if isinstance(n, ast.Call) and (kernel.qualname(n.func) or "").endswith("language.arange")
-             and len(n.args) == 2 and isinstance(n.args[1], ast.Name)}
+    tiles = {
+        n.args[1].id
+        for key in used
+        if key[1] in flow.stmts
+        for n in ast.walk(flow.stmts[key[1]])
+        if isinstance(n, ast.Call)
+        and (kernel.qualname(n.func) or "").endswith("language.arange")
+        and len(n.args) == 2
+        and isinstance(n.args[1], ast.Name)
+    }
     for param in params:
         passed = _launch_args(ctx, kernel, param, 0, helper_calls)
         if not passed:
@@ -277,8 +320,11 @@ def _launch_args(ctx, kernel, param: str, depth: int, helper_calls: dict) -> lis
     for other, call in helper_calls.get(kernel.name, ()):
         if other is not kernel:
             positional = [a for a in call.args if not isinstance(a, ast.Starred)]
-            arg = positional[index] if index < len(positional) and len(positional) == len(call.args) \
+            arg = (
+                positional[index]
+                if index < len(positional) and len(positional) == len(call.args)
                 else keyword(call, param)
+            )
             if depth >= 2 or not isinstance(arg, ast.Name) or arg.id not in other.params:
                 return None
             found = _launch_args(ctx, other, arg.id, depth + 1, helper_calls)
@@ -294,7 +340,9 @@ def _padded(ctx, scope, expr, line: int, depth: int):
         return None
     if isinstance(expr, ast.Name):
         value = _assigned(ctx, scope, expr.id, line)
-        return _padded(ctx, scope, value, value_line(ctx, scope, expr.id, line), depth + 1) if value is not None else None
+        return (
+            _padded(ctx, scope, value, value_line(ctx, scope, expr.id, line), depth + 1) if value is not None else None
+        )
     if not isinstance(expr, ast.Call):
         return None
     name = ctx.qualname(expr.func) or ""
@@ -346,8 +394,11 @@ def _rounded(ctx, scope, expr, line, depth):
 
 def _ceil_div(ctx, x, c) -> bool:
     same = ast.dump(c)
-    if isinstance(x, ast.Call) and (ctx.qualname(x.func) or "") in ("triton.cdiv", "triton.language.cdiv") \
-            and len(x.args) == 2:
+    if (
+        isinstance(x, ast.Call)
+        and (ctx.qualname(x.func) or "") in ("triton.cdiv", "triton.language.cdiv")
+        and len(x.args) == 2
+    ):
         return ast.dump(x.args[1]) == same
     if isinstance(x, ast.Call) and ctx.qualname(x.func) == "math.ceil" and len(x.args) == 1:
         d = x.args[0]
@@ -355,9 +406,10 @@ def _ceil_div(ctx, x, c) -> bool:
     if isinstance(x, ast.BinOp) and isinstance(x.op, ast.FloorDiv):  # (n + C - 1) // C
         return ast.dump(x.right) == same and isinstance(x.left, ast.BinOp) and isinstance(x.left.op, (ast.Add, ast.Sub))
     if isinstance(x, ast.BinOp) and isinstance(x.op, ast.Add):  # n // C + 1
-        return any(isinstance(t, ast.BinOp) and isinstance(t.op, ast.FloorDiv) and ast.dump(t.right) == same
-                   for t in (x.left, x.right)) and any(isinstance(t, ast.Constant) and t.value == 1
-                                                       for t in (x.left, x.right))
+        return any(
+            isinstance(t, ast.BinOp) and isinstance(t.op, ast.FloorDiv) and ast.dump(t.right) == same
+            for t in (x.left, x.right)
+        ) and any(isinstance(t, ast.Constant) and t.value == 1 for t in (x.left, x.right))
     return False
 
 

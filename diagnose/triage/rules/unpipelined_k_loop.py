@@ -65,5 +65,4 @@ class UnpipelinedKLoop(Rule):
 
 def _feeds_dot(kernel, loop) -> bool:
     inside = {id(n) for n in ast.walk(loop)}
-    return any(id(c) in inside for c in kernel.calls("dot")) and any(
-        id(c) in inside for c in kernel.calls("load"))
+    return any(id(c) in inside for c in kernel.calls("dot")) and any(id(c) in inside for c in kernel.calls("load"))

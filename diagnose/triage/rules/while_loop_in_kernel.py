@@ -25,8 +25,12 @@ def synchronizes(kernel: Kernel, loop: ast.While) -> bool:
         if isinstance(node, ast.Call) and not _polls(kernel, node):
             name = kernel.qualname(node.func) or ""
             pointer = node.args[0] if node.args else None
-            if name == TL + "dot" or name in (TL + "load", TL + "store") and pointer is not None \
-                    and kernel.is_block(pointer):
+            if (
+                name == TL + "dot"
+                or name in (TL + "load", TL + "store")
+                and pointer is not None
+                and kernel.is_block(pointer)
+            ):
                 return False  # tile work: a compute loop that also synchronizes
         todo.extend(ast.iter_child_nodes(node))
     return True
@@ -36,16 +40,24 @@ def _polls(kernel: Kernel, node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
     name = kernel.qualname(node.func)
-    return name in SYNC_ATOMICS or name == TL + "load" and any(
-        k.arg == "volatile" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords)
+    return (
+        name in SYNC_ATOMICS
+        or name == TL + "load"
+        and any(
+            k.arg == "volatile" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords
+        )
+    )
 
 
 def scalar_only(kernel: Kernel, loop: ast.While, helpers=frozenset()) -> bool:
     """The loop touches no memory and computes no blocks (`while w < n: w *= 2`): scalar-unit work
     with nothing to tile or multibuffer. A call to a `@triton.jit` helper counts as block work."""
     for node in ast.walk(loop):
-        if isinstance(node, ast.Call) and ((kernel.qualname(node.func) or "") in {TL + m for m in MEMORY}
-                                           or isinstance(node.func, ast.Name) and node.func.id in helpers):
+        if isinstance(node, ast.Call) and (
+            (kernel.qualname(node.func) or "") in {TL + m for m in MEMORY}
+            or isinstance(node.func, ast.Name)
+            and node.func.id in helpers
+        ):
             return False
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -110,6 +122,9 @@ class WhileLoopInKernel(Rule):
     def check(self, ctx):
         for kernel in ctx.kernels.values():
             for loop in kernel.loops:
-                if isinstance(loop, ast.While) and not synchronizes(kernel, loop) \
-                        and not scalar_only(kernel, loop, frozenset(ctx.kernels)):
+                if (
+                    isinstance(loop, ast.While)
+                    and not synchronizes(kernel, loop)
+                    and not scalar_only(kernel, loop, frozenset(ctx.kernels))
+                ):
                     yield self.hit(loop)

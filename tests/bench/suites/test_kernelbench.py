@@ -46,8 +46,9 @@ def test_default_tolerance_rejects_an_fp16_solution(swept):
 
 @pytest.mark.slow
 def test_kernelbench_tolerance_profile_accepts_it(tmp_path):
-    summary, rows = run_sweep("kernelbench", SUITE, tmp_path / "r.sqlite", solutions=SOLUTIONS,
-                              pattern="Sigmoid", tolerance="kernelbench-v0")
+    summary, rows = run_sweep(
+        "kernelbench", SUITE, tmp_path / "r.sqlite", solutions=SOLUTIONS, pattern="Sigmoid", tolerance="kernelbench-v0"
+    )
     assert summary.failed == 0
     assert [r.status for r in rows["level2/1_Sigmoid"]] == ["passed"]
     assert "tolerance kernelbench-v0" in rows["level2/1_Sigmoid"][0].version
@@ -64,15 +65,39 @@ def test_fast_p_counts_over_all_problems():
     from diagnose.bench.store import Row
 
     def row(entry, status, eager, compile_):
-        return Row("kernelbench:s", entry, "default", "score", "v", status,
-                   {"speedup_vs_eager": eager, "speedup_vs_compile": compile_}, 0.0)
+        return Row(
+            "kernelbench:s",
+            entry,
+            "default",
+            "score",
+            "v",
+            status,
+            {"speedup_vs_eager": eager, "speedup_vs_compile": compile_},
+            0.0,
+        )
 
-    rows = [row("a", "passed", 2.5, 1.2), row("b", "passed", 1.2, 0.8), row("c", "failed", 9.0, 9.0),
-            row("d", "passed", 0.5, 0.4)]
-    assert kernelbench.fast_p(rows, "eager") == {"0.0": 0.75, "0.5": 0.5, "0.8": 0.5, "1.0": 0.5, "1.5": 0.25,
-                                                 "2.0": 0.25}
-    assert kernelbench.fast_p(rows, "compile") == {"0.0": 0.75, "0.5": 0.5, "0.8": 0.25, "1.0": 0.25, "1.5": 0.0,
-                                                   "2.0": 0.0}
+    rows = [
+        row("a", "passed", 2.5, 1.2),
+        row("b", "passed", 1.2, 0.8),
+        row("c", "failed", 9.0, 9.0),
+        row("d", "passed", 0.5, 0.4),
+    ]
+    assert kernelbench.fast_p(rows, "eager") == {
+        "0.0": 0.75,
+        "0.5": 0.5,
+        "0.8": 0.5,
+        "1.0": 0.5,
+        "1.5": 0.25,
+        "2.0": 0.25,
+    }
+    assert kernelbench.fast_p(rows, "compile") == {
+        "0.0": 0.75,
+        "0.5": 0.5,
+        "0.8": 0.25,
+        "1.0": 0.25,
+        "1.5": 0.0,
+        "2.0": 0.0,
+    }
 
 
 def test_token_side_file_reaches_the_report(swept):

@@ -47,8 +47,14 @@ def test_spec_checks(tmp_path):
 def portable(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-        return run_sweep("kernelgen", SUITE, tmp_path_factory.mktemp("kgp") / "r.sqlite", mode="portability",
-                         targets=TARGETS, pattern="matmul")
+        return run_sweep(
+            "kernelgen",
+            SUITE,
+            tmp_path_factory.mktemp("kgp") / "r.sqlite",
+            mode="portability",
+            targets=TARGETS,
+            pattern="matmul",
+        )
 
 
 @pytest.mark.slow

@@ -35,12 +35,15 @@ def test_broken_tasks_give_one_line_errors(swept):
     assert "has no `get_input_groups`" in failure(rows["nogroups"])
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"name": "a", "inputs": [{"shape": [2], "dtype": "float8"}]}', "unknown dtype"),
-    ('{"name": "a", "inputs": [{"shape": [-1]}]}', "`shape` must be"),
-    ('{"inputs": []}', "string `name`"),
-    ('[1, 2]', "string `name`"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"name": "a", "inputs": [{"shape": [2], "dtype": "float8"}]}', "unknown dtype"),
+        ('{"name": "a", "inputs": [{"shape": [-1]}]}', "`shape` must be"),
+        ('{"inputs": []}', "string `name`"),
+        ("[1, 2]", "string `name`"),
+    ],
+)
 def test_case_schema_is_checked(tmp_path, line, message):
     path = tmp_path / "op.jsonl"
     path.write_text(line + "\n")

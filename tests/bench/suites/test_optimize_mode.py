@@ -55,8 +55,9 @@ def test_a_solutions_own_model_and_inputs_do_not_replace_the_problems(tmp_path):
 
 
 def test_a_json_task_is_merged_with_its_reference_groups(tmp_path):
-    rows, [path] = handed(multikernelbench, MKB, "npukernelbench_level0/1_scale_rows", tmp_path / "run",
-                          solutions=MKB / "output")
+    rows, [path] = handed(
+        multikernelbench, MKB, "npukernelbench_level0/1_scale_rows", tmp_path / "run", solutions=MKB / "output"
+    )
     module = import_task_file(path)
     groups = module.get_input_groups()
     assert set(groups) and all(name.startswith("test_case") for name in groups), "the CPU's scaled shipped cases"
@@ -72,8 +73,13 @@ def test_tasks_the_agent_cannot_run_on_are_rows_saying_why(tmp_path):
     assert given == [] and status == "failed" and data["failure"]["kind"] == "no_solution"
     [(_, status, data)], given = handed(tritonbench, TB, "data/TritonBench_T_v1/relu", tmp_path)
     assert given == [] and status == "unsupported" and "PyTorch function" in data["failure"]["message"]
-    [(_, status, data)], given = handed(tritonbench, TB, "data/TritonBench_G_v1/scale", tmp_path,
-                                      solutions=TB / "LLM_generated" / "Bench_G" / "model_comp.jsonl")
+    [(_, status, data)], given = handed(
+        tritonbench,
+        TB,
+        "data/TritonBench_G_v1/scale",
+        tmp_path,
+        solutions=TB / "LLM_generated" / "Bench_G" / "model_comp.jsonl",
+    )
     assert given == [] and status == "unsupported" and "--solutions is for score mode" in data["failure"]["message"]
 
 
@@ -97,16 +103,22 @@ def test_hidden_folders_in_a_suite_are_not_tasks(tmp_path):
 def optimize(fmt: str, suite: Path, db: Path, **options):
     from diagnose.agent.state import Budget
 
-    return run_sweep(fmt, suite, db, mode="optimize", jobs=1, budget=Budget(max_candidates=1, max_wall_s=300),
-                     **options)
+    return run_sweep(
+        fmt, suite, db, mode="optimize", jobs=1, budget=Budget(max_candidates=1, max_wall_s=300), **options
+    )
 
 
 @pytest.mark.slow
 def test_kernelbench_solutions_are_optimized_against_their_problems(tmp_path, monkeypatch):
     monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path / "cache"))
     before = snapshot(KB)
-    summary, rows = optimize("kernelbench", KB / "suite", tmp_path / "r.sqlite", solutions=KB / "solutions",
-                             pattern="level1/2_ReLU,level1/5_Unsolved")
+    summary, rows = optimize(
+        "kernelbench",
+        KB / "suite",
+        tmp_path / "r.sqlite",
+        solutions=KB / "solutions",
+        pattern="level1/2_ReLU,level1/5_Unsolved",
+    )
     assert (summary.ran, summary.failed) == (2, 1)
     [relu] = rows["level1/2_ReLU"]
     assert relu.status == "passed" and relu.data["run_id"] and relu.data["deepest_level"]
@@ -115,8 +127,9 @@ def test_kernelbench_solutions_are_optimized_against_their_problems(tmp_path, mo
     text = report.render([r for rs in rows.values() for r in rs], "md")
     assert "## Distribution" in text and "level1/2_ReLU" in text
     # A solution bringing its own Model and inputs is judged against the problem's, and fails.
-    summary, rows = optimize("kernelbench", KB / "suite", tmp_path / "own.sqlite", solutions=OWN_MODEL,
-                             pattern="level1/2_ReLU")
+    summary, rows = optimize(
+        "kernelbench", KB / "suite", tmp_path / "own.sqlite", solutions=OWN_MODEL, pattern="level1/2_ReLU"
+    )
     [own] = rows["level1/2_ReLU"]
     assert own.status == "failed" and own.data["failure"]["kind"] == "incorrect", own.data
     assert snapshot(KB) == before, "the suite and its solutions stay byte for byte as they were"

@@ -30,8 +30,9 @@ def checkout(tmp_path_factory):
 @pytest.fixture(scope="module")
 def swept(checkout, tmp_path_factory):
     head = git("rev-parse", "HEAD", cwd=checkout / "host")
-    result = run_sweep("prtask", checkout / "suite", tmp_path_factory.mktemp("db") / "r.sqlite",
-                       solutions=checkout / "solutions")
+    result = run_sweep(
+        "prtask", checkout / "suite", tmp_path_factory.mktemp("db") / "r.sqlite", solutions=checkout / "solutions"
+    )
     host = checkout / "host"
     assert git("status", "--porcelain", cwd=host) == "", "the user's checkout is never touched"
     assert git("rev-parse", "HEAD", cwd=host) == head
@@ -41,8 +42,10 @@ def swept(checkout, tmp_path_factory):
 
 def test_patches_are_judged_by_the_host_tests(swept):
     summary, rows = swept
-    outcome = {entry: [(r.status, r.data.get("reasons") or r.data.get("failure")) for r in group]
-               for entry, group in rows.items()}
+    outcome = {
+        entry: [(r.status, r.data.get("reasons") or r.data.get("failure")) for r in group]
+        for entry, group in rows.items()
+    }
     assert (summary.ran, summary.failed) == (6, 4), outcome
     [scale] = rows["add_scale"]
     assert scale.status == "passed" and (scale.data["ftp_passed"], scale.data["ptp_passed"]) == (1, 1)
@@ -59,8 +62,9 @@ def test_a_failing_host_test_fails_the_task(swept):
 
 def test_broken_tasks_give_one_line_errors(swept):
     rows = swept[1]
-    assert failure(rows["already_passing"]) == ("not fail-to-pass: `python -m unittest -q checks.check_add` "
-                                                "passes before the patch")
+    assert failure(rows["already_passing"]) == (
+        "not fail-to-pass: `python -m unittest -q checks.check_add` passes before the patch"
+    )
     assert failure(rows["stale_patch"]).startswith("stale_patch.patch does not apply")
     assert failure(rows["malformed"]).startswith("malformed.json:2: malformed JSON")
 
@@ -68,23 +72,33 @@ def test_broken_tasks_give_one_line_errors(swept):
 def test_a_command_over_its_timeout_is_killed(checkout, tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
-    (suite / "slow.json").write_text(json.dumps({
-        "repo": str(checkout / "host"), "kernel_file": "hostlib/ops.py", "requirement": "r",
-        "fail_to_pass": ["python -m unittest -q checks.check_scale"],
-        "pass_to_pass": ["python -c 'import time; time.sleep(30)'"], "timeout_s": 1}))
+    (suite / "slow.json").write_text(
+        json.dumps(
+            {
+                "repo": str(checkout / "host"),
+                "kernel_file": "hostlib/ops.py",
+                "requirement": "r",
+                "fail_to_pass": ["python -m unittest -q checks.check_scale"],
+                "pass_to_pass": ["python -c 'import time; time.sleep(30)'"],
+                "timeout_s": 1,
+            }
+        )
+    )
     solutions = tmp_path / "solutions"
     solutions.mkdir()
     shutil.copy(checkout / "solutions" / "add_scale.patch", solutions / "slow.patch")
     _, rows = run_sweep("prtask", suite, tmp_path / "r.sqlite", solutions=solutions)
     [row] = rows["slow"]
     assert row.status == "failed" and row.data["reasons"] == [
-        "pass-to-pass `python -c 'import time; time.sleep(30)'` timed out"]
+        "pass-to-pass `python -c 'import time; time.sleep(30)'` timed out"
+    ]
     assert row.data["pass_to_pass"][0]["wall_s"] < 10
 
 
 def test_a_folder_that_is_not_a_checkout_is_reported(tmp_path):
     (tmp_path / "repo").mkdir()
-    (tmp_path / "t.json").write_text(json.dumps({"repo": "repo", "kernel_file": "k.py", "requirement": "r",
-                                                 "fail_to_pass": ["true"]}))
+    (tmp_path / "t.json").write_text(
+        json.dumps({"repo": "repo", "kernel_file": "k.py", "requirement": "r", "fail_to_pass": ["true"]})
+    )
     [task] = prtask.load(tmp_path, SweepOptions(solutions=tmp_path))
     assert task.problem == "t.json: repo is not a git checkout"

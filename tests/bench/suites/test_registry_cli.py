@@ -13,7 +13,15 @@ ADAPTERS = [f for f in suites.FORMATS.values() if f.module]
 
 
 def test_registry_names_every_format():
-    assert set(suites.FORMATS) == {"npukernel", "kernelbench", "multikernelbench", "tritonbench", "kernelgen", "prtask", "datakernel"}
+    assert set(suites.FORMATS) == {
+        "npukernel",
+        "kernelbench",
+        "multikernelbench",
+        "tritonbench",
+        "kernelgen",
+        "prtask",
+        "datakernel",
+    }
     assert suites.DEFAULT == "npukernel"
     with pytest.raises(UsageError, match="unknown suite format 'nope'"):
         suites.adapter("nope")
@@ -29,17 +37,36 @@ def test_each_adapter_documents_its_format_and_has_fixtures(fmt):
 
 
 def test_cli_errors_are_one_line_with_usage_exit_code(cli):
-    for args, message in [(("bench", "kernelbench"), "give the suite folder"),
-                          (("bench", "nope", "x"), "unknown suite format"),
-                          (("bench", "kernelgen", str(SUITES / "kernelgen" / "suite"), "--mode", "portability"),
-                           "needs --targets"),
-                          (("bench", "prtask", str(SUITES / "prtask" / "suite"), "--mode", "optimize"),
-                           "support --mode score"),
-                          (("bench", "tritonbench", str(SUITES / "tritonbench" / "suite"), "--mode", "optimize",
-                            "--tolerance", "kernelbench"), "is for score mode"),
-                          (("bench", "kernelbench", str(SUITES / "kernelbench" / "suite"), "--solutions",
-                            str(SUITES / "kernelbench" / "solutions"), "--tolerance", "loose"),
-                           "unknown tolerance profile")]:
+    for args, message in [
+        (("bench", "kernelbench"), "give the suite folder"),
+        (("bench", "nope", "x"), "unknown suite format"),
+        (("bench", "kernelgen", str(SUITES / "kernelgen" / "suite"), "--mode", "portability"), "needs --targets"),
+        (("bench", "prtask", str(SUITES / "prtask" / "suite"), "--mode", "optimize"), "support --mode score"),
+        (
+            (
+                "bench",
+                "tritonbench",
+                str(SUITES / "tritonbench" / "suite"),
+                "--mode",
+                "optimize",
+                "--tolerance",
+                "kernelbench",
+            ),
+            "is for score mode",
+        ),
+        (
+            (
+                "bench",
+                "kernelbench",
+                str(SUITES / "kernelbench" / "suite"),
+                "--solutions",
+                str(SUITES / "kernelbench" / "solutions"),
+                "--tolerance",
+                "loose",
+            ),
+            "unknown tolerance profile",
+        ),
+    ]:
         result = cli(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert message in result.stderr and "Traceback" not in result.stderr
@@ -49,8 +76,17 @@ def test_cli_errors_are_one_line_with_usage_exit_code(cli):
 @pytest.mark.slow
 def test_cli_sweeps_a_format_and_the_report_renders_it(cli, tmp_path):
     db = tmp_path / "r.sqlite"
-    result = cli("bench", "kernelbench", str(SUITES / "kernelbench" / "suite"), "--solutions",
-                 str(SUITES / "kernelbench" / "solutions"), "--filter", "level1/4", "--store", str(db))
+    result = cli(
+        "bench",
+        "kernelbench",
+        str(SUITES / "kernelbench" / "suite"),
+        "--solutions",
+        str(SUITES / "kernelbench" / "solutions"),
+        "--filter",
+        "level1/4",
+        "--store",
+        str(db),
+    )
     assert result.returncode == 1, result.stderr
     assert "KernelBench: 0/1 correct over 1 problems" in result.stdout
     assert "1 run, 0 already done, 1 failed" in result.stderr

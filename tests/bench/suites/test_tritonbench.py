@@ -54,7 +54,9 @@ def test_originals_that_agree_with_themselves_pass(tmp_path):
     compared as numbers, not as its printed text."""
     summary, rows = run_sweep("tritonbench", SUITES / "tritonbench" / "self_agreeing", tmp_path / "r.sqlite")
     assert {name: [r.status for r in entry] for name, entry in rows.items()} == {
-        "head_scale": ["passed"], "numpy_kl": ["passed"]}, {n: e[0].data.get("reasons") for n, e in rows.items()}
+        "head_scale": ["passed"],
+        "numpy_kl": ["passed"],
+    }, {n: e[0].data.get("reasons") for n, e in rows.items()}
 
 
 def test_top_level_test_calls_are_dropped():
