@@ -4,10 +4,14 @@ After every subgraph has its choice, each pair of neighbours that can be one sub
 the second reads the first's output and nothing else does) becomes a subgraph of its own, with its task
 file, its candidates verified and timed like any other's (`evaluate`: on a device, Inductor's kernels
 for the pair, which fuse across the cut: a conv's epilogue into the norm that follows). A pair is fused
-where its chosen implementation's time is under the sum of the two it replaces. Pairs are taken largest
-gain first, never two sharing a subgraph; rounds repeat on the result (a fused pair may fuse with its next
-neighbour) until no pair wins or `budget` fused candidates have been tried. Where nothing was timed (the
-CPU interpreter) no pair can win, so none is tried.
+where its chosen implementation is faster than the two it replaces as they were chosen: that time is the
+fused task's own torch time (both parts in torch, measured in the same run as the fused candidate), with
+each part that chose a Triton candidate counted at that candidate's time instead of its torch time (both
+from that part's run). So a part with no candidate of its own (a lone conv: Inductor gives no Triton
+kernel for it, and nothing times it alone) still fuses with its neighbour. Pairs are taken largest gain
+first, never two sharing a subgraph; rounds repeat on the result (a fused pair may fuse with its next
+neighbour) until no pair wins or `budget` fused candidates have been tried. Where nothing is timed (the
+CPU interpreter) no pair can win: the command gives no budget there.
 
 Splitting is the partition's own (`partition.split`): each group is cut down to one output before any
 candidate is made; Swap (`choose.py`) puts torch back where a subgraph's kernels fail or trail.
@@ -25,9 +29,20 @@ from diagnose.decompose.report import Fusion, SubgraphReport
 Evaluate = Callable[[list[Subgraph]], list[SubgraphReport]]
 
 
-def chosen_ms(row: SubgraphReport) -> float | None:
-    """The time of the implementation a row chose, None when it was not timed."""
-    return next((c.time_ms for c in row.candidates if c.name == row.choice.name), None)
+def chosen_ms(row: SubgraphReport, name: str | None = None) -> float | None:
+    """The time of the implementation a row chose (or of candidate `name`), None when it was not timed."""
+    return next((c.time_ms for c in row.candidates if c.name == (name or row.choice.name)), None)
+
+
+def replaced_ms(first: SubgraphReport, second: SubgraphReport, fused: SubgraphReport) -> float | None:
+    """What the two parts take as chosen, from the fused task's torch time (None where a time is missing)."""
+    total = chosen_ms(fused, "torch")
+    for part in (first, second):
+        if total is None or part.choice.name == "torch":
+            continue
+        chosen, torch = chosen_ms(part), chosen_ms(part, "torch")
+        total = total + chosen - torch if chosen is not None and torch is not None else None
+    return total
 
 
 def search(
@@ -43,10 +58,7 @@ def search(
         pairs = [
             (i, fused)
             for i in range(len(subgraphs) - 1)
-            if (fused := fuse(subgraphs[i], subgraphs[i + 1], records)) is not None
-            and fused.name not in seen
-            and chosen_ms(rows[i]) is not None
-            and chosen_ms(rows[i + 1]) is not None
+            if (fused := fuse(subgraphs[i], subgraphs[i + 1], records)) is not None and fused.name not in seen
         ]
         pairs = pairs[: budget - len(tried)]
         if not pairs:
@@ -54,8 +66,8 @@ def search(
         seen |= {fused.name for _, fused in pairs}
         wins = []
         for (i, fused), row in zip(pairs, evaluate([fused for _, fused in pairs])):
-            before, after = chosen_ms(rows[i]) + chosen_ms(rows[i + 1]), chosen_ms(row)
-            won = after is not None and row.choice.name != "torch" and after < before
+            before, after = replaced_ms(rows[i], rows[i + 1], row), chosen_ms(row)
+            won = before is not None and after is not None and row.choice.name != "torch" and after < before
             tried.append(Fusion(fused.name, before, after, False))
             if won:
                 wins.append((before - after, i, fused, row, len(tried) - 1))

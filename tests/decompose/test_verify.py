@@ -25,6 +25,7 @@ def test_a_correct_kernel_is_chosen_and_the_composite_verifies_end_to_end(tmp_pa
     assert [(c.name, c.status) for c in first.candidates] == [("torch", "reference"), ("triton", "passed")]
     assert first.choice.name == "triton" and second.choice.name == "torch"
     assert all(c.time_ms is None for c in first.candidates), "nothing is timed on CPU"
+    assert report.fusions == (), "nor is any pair fused: nothing could win"
     assert report.end_to_end.passed is True
     source = report.composite.read_text()
     assert '"sg0_linear": "triton"' in source and '"sg1_linear": "torch"' in source
