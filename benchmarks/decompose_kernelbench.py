@@ -14,6 +14,8 @@ seconds: `batch_size` 2, spatial sizes (height, width, depth, H, W, D) at most 1
 run as written, 2 seeds, timed against eager and `torch.compile`; each subgraph gets the fastest verified
 candidate (`prefer="torch"` only breaks what timing leaves open) and the composite is timed end to end.
 
+Each problem's processes get `OMP_NUM_THREADS` = cores / `--jobs` (unless it is set): the host work of
+GiB-sized outputs (drawing, comparing) in `--jobs` problems at once would otherwise oversubscribe the cores.
 `--problem-limit S` kills a problem still running after S seconds (its row says so), so that
 rows land before an outer time limit. `--jobs N` runs N problems at once, each in a process of its own; they share the GPU through a lock file under
 OUT (`diagnose/runtime/device_lock.py`: a timing loop holds the device alone). `--start-within S`: no problem
@@ -86,6 +88,7 @@ def run_one(problem: Path, out: Path, device: str, timeout: float, fuse_budget: 
     from diagnose.errors import DiagnoseError
     from diagnose.verify.harness import CheckOptions
 
+    start = time.monotonic()
     if device == "cpu":
         options = CheckOptions(device="cpu", seeds=(0, 1), baselines=("eager",), unseen_shapes=False, timeout_s=timeout)
         model = out / "models" / problem.name
@@ -100,10 +103,11 @@ def run_one(problem: Path, out: Path, device: str, timeout: float, fuse_budget: 
             timeout_s=timeout,
             device_lock=str((out / "device.lock").resolve()),
             # each step named in the log as it starts: a problem killed mid-way leaves a trace
-            on_phase=lambda phase: print(f"{problem.stem}: {phase}", file=sys.stderr, flush=True),
+            on_phase=lambda phase: print(
+                f"{problem.stem}: {time.monotonic() - start:.0f} s: {phase}", file=sys.stderr, flush=True
+            ),
         )
         model = problem
-    start = time.monotonic()
     try:
         report = decompose(
             model,
@@ -156,7 +160,14 @@ def launch(problem: Path, args: argparse.Namespace) -> subprocess.Popen:
             str(args.fuse_budget),
         ],
         start_new_session=True,
+        env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(threads(args.jobs))},
     )
+
+
+def threads(jobs: int) -> int:
+    """Host threads per problem: the cores shared among the problems running at once (torch's pools in
+    every process of every problem, each sized for the whole machine, oversubscribe it `jobs` times)."""
+    return max(1, (os.cpu_count() or 1) // jobs)
 
 
 def main() -> None:
