@@ -26,74 +26,22 @@ from dataclasses import dataclass
 
 from diagnose.decompose.graph import NodeRecord
 
-ELEMENTWISE = frozenset(
-    {
-        # modules (lowercased class names)
-        "relu",
-        "relu6",
-        "gelu",
-        "silu",
-        "sigmoid",
-        "tanh",
-        "hardtanh",
-        "hardswish",
-        "hardsigmoid",
-        "leakyrelu",
-        "elu",
-        "selu",
-        "celu",
-        "mish",
-        "softplus",
-        "softsign",
-        "tanhshrink",
-        "dropout",
-        "identity",
-        # functions and methods
-        "add",
-        "sub",
-        "mul",
-        "truediv",
-        "div",
-        "floordiv",
-        "neg",
-        "pow",
-        "exp",
-        "log",
-        "sqrt",
-        "rsqrt",
-        "abs",
-        "clamp",
-        "clamp_min",
-        "clamp_max",
-        "clip",
-        "minimum",
-        "maximum",
-        "where",
-        "erf",
-        "sin",
-        "cos",
-        "leaky_relu",
-        "hardswish",
-        "relu_",
-        "contiguous",
-        "to",
-        "float",
-        "half",
-        "type_as",
-        # views and shape queries
-        "view",
-        "reshape",
-        "flatten",
-        "transpose",
-        "permute",
-        "unsqueeze",
-        "squeeze",
-        "expand",
-        "size",
-        "getitem",
-        "t",
-    }
-)
+# fmt: off
+ELEMENTWISE = frozenset({
+    # modules (lowercased class names)
+    "relu", "relu6", "gelu", "silu", "sigmoid", "tanh", "hardtanh", "hardswish", "hardsigmoid", "leakyrelu",
+    "elu", "selu", "celu", "mish", "softplus", "softsign", "tanhshrink", "dropout", "identity",
+    # functions and methods
+    "add", "sub", "mul", "truediv", "div", "floordiv", "neg", "pow", "exp", "log", "sqrt", "rsqrt", "abs",
+    "clamp", "clamp_min", "clamp_max", "clip", "minimum", "maximum", "where", "erf", "sin", "cos",
+    "leaky_relu", "hardswish", "relu_", "contiguous", "to", "float", "half", "type_as",
+    # copies and identities (`x.clone().detach()` to keep a residual): no work of their own to stand alone
+    "clone", "detach", "alias",
+    # views and shape queries
+    "view", "reshape", "flatten", "transpose", "permute", "unsqueeze", "squeeze", "expand", "size",
+    "getitem", "t",
+})
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -115,24 +63,8 @@ class Subgraph:
 
 
 # Ops that, on numbers or a tensor's shape, give a number: cheap to compute again wherever read.
-SIZE_QUERIES = frozenset(
-    {
-        "getattr",
-        "size",
-        "dim",
-        "numel",
-        "getitem",
-        "mul",
-        "add",
-        "sub",
-        "floordiv",
-        "truediv",
-        "mod",
-        "neg",
-        "int",
-        "len",
-    }
-)
+SIZE_QUERIES = frozenset({"getattr", "size", "dim", "numel", "getitem", "mul", "add", "sub", "floordiv", "truediv",
+                          "mod", "neg", "int", "len"})  # fmt: skip
 
 
 def is_fusable(node: NodeRecord) -> bool:

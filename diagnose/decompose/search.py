@@ -10,7 +10,8 @@ each part that chose a Triton candidate counted at that candidate's time instead
 from that part's run). So a part with no candidate of its own (a lone conv: Inductor gives no Triton
 kernel for it, and nothing times it alone) still fuses with its neighbour. Pairs are taken largest gain
 first, never two sharing a subgraph; rounds repeat on the result (a fused pair may fuse with its next
-neighbour) until no pair wins or `budget` fused candidates have been tried. Where nothing is timed (the
+neighbour) until no pair wins or `budget` fused candidates have been tried, the heaviest pairs (by the
+time of the two parts as chosen) first. Where nothing is timed (the
 CPU interpreter) no pair can win: the command gives no budget there.
 
 Splitting is the partition's own (`partition.split`): each group is cut down to one output before any
@@ -60,6 +61,10 @@ def search(
             for i in range(len(subgraphs) - 1)
             if (fused := fuse(subgraphs[i], subgraphs[i + 1], records)) is not None and fused.name not in seen
         ]
+        # the heaviest pairs first, where a fusion can gain most; a part timed by nothing alone (a lone conv
+        # or linear: no candidate of its own) counts as heavy
+        pairs.sort(key=lambda pair: -sum(t if (t := chosen_ms(r)) is not None else float("inf")
+                                         for r in rows[pair[0]: pair[0] + 2]))  # fmt: skip
         pairs = pairs[: budget - len(tried)]
         if not pairs:
             break

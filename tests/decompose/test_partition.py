@@ -112,3 +112,19 @@ def test_size_queries_make_no_subgraph_and_are_computed_again_where_read():
         ("sg1_softmax", ("shape", "b", "h", "s", "o"), "o"),
     ]
     assert parts[0].inputs == ("x",) and parts[1].inputs == ("x", "v")
+
+
+def test_a_residual_kept_with_clone_and_detach_stays_in_the_group_it_copies():
+    """KernelBench level 2's `original_x = x.clone().detach(); x = x * s; x = x + original_x` after a
+    matmul: the copies are no work of their own, so the matmul, both copies, the scaling and the residual
+    add are one group (before: five subgraphs, two of which Inductor writes no code for)."""
+    records = (
+        node("x", "placeholder", "placeholder"),
+        node("mm", "call_module", "linear", "x"),
+        node("c", "call_method", "clone", "mm"),
+        node("d", "call_method", "detach", "c"),
+        node("m", "call_function", "mul", "mm"),
+        node("a", "call_function", "add", "m", "d"),
+        node("out", "output", "output", "a"),
+    )
+    assert [(sg.name, sg.nodes) for sg in partition(records)] == [("sg0_linear", ("mm", "c", "d", "m", "a"))]

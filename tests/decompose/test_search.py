@@ -66,7 +66,7 @@ def test_the_pair_with_the_largest_gain_is_fused_first_and_fused_pairs_fuse_agai
         "fused_sg0_sg1": (2.0, 1.5),
         "fused_sg1_sg2": (3.0, 2.0),
         "fused_sg2_sg3": (5.0, 5.5),
-        "fused_sg0_sg2": (4.0, 2.5),
+        "fused_sg1_sg3": (6.0, 4.0),
     }
     asked = []
 
@@ -75,16 +75,17 @@ def test_the_pair_with_the_largest_gain_is_fused_first_and_fused_pairs_fuse_agai
         return [row(f.name, "inductor", *fused_ms[f.name]) for f in fused]
 
     subgraphs, rows, tried = search(subgraphs, rows, CHAIN, evaluate, budget=4)
-    # round 1: sg1+sg2 gains 1.0, sg0+sg1 0.5 (shares sg1: not taken), sg2+sg3 -0.5; round 2: sg0 with the
-    # pair, which replaces sg0 in torch and the pair's inductor kernels: 4.0 - 3.0 + 2.0 = 3.0 ms as chosen
-    assert asked == [["fused_sg0_sg1", "fused_sg1_sg2", "fused_sg2_sg3"], ["fused_sg0_sg2"]]
-    assert [s.name for s in subgraphs] == ["fused_sg0_sg2", "sg3_linear"]
-    assert subgraphs[0].nodes == ("c", "n", "s") and rows[0].name == "fused_sg0_sg2"
+    # round 1: sg2+sg3 gains -0.5, sg1+sg2 1.0, sg0+sg1 0.5 (shares sg1: not taken); round 2, one pair left
+    # in the budget, the heavier: the fused pair with sg3, which replaces the pair's inductor kernels and sg3
+    # in torch: 6.0 - 3.0 + 2.0 = 5.0 ms as chosen, 4.0 fused
+    assert asked == [["fused_sg2_sg3", "fused_sg1_sg2", "fused_sg0_sg1"], ["fused_sg1_sg3"]]
+    assert [s.name for s in subgraphs] == ["sg0_conv2d", "fused_sg1_sg3"]
+    assert subgraphs[1].nodes == ("n", "s", "l") and rows[1].name == "fused_sg1_sg3"
     assert [(f.name, f.before_ms, f.taken) for f in tried] == [
-        ("fused_sg0_sg1", 2.0, False),
-        ("fused_sg1_sg2", 3.0, True),
         ("fused_sg2_sg3", 5.0, False),
-        ("fused_sg0_sg2", 3.0, True),
+        ("fused_sg1_sg2", 3.0, True),
+        ("fused_sg0_sg1", 2.0, False),
+        ("fused_sg1_sg3", 5.0, True),
     ]
 
 
@@ -129,3 +130,10 @@ def test_a_fused_pair_gets_a_task_file_and_the_composite_runs_it(tmp_path):
     x = original.get_inputs()
     with torch.no_grad():
         torch.testing.assert_close(import_task_file(composite).ModelNew()(*x), model(*x))
+
+
+def test_under_a_small_budget_the_heaviest_pair_is_tried_first():
+    subgraphs = list(partition(CHAIN))
+    rows = [row(s.name, "torch", t) for s, t in zip(subgraphs, (0.1, 0.1, 3.0, 4.0))]
+    tried = search(subgraphs, rows, CHAIN, lambda fused: [row(f.name, "torch", 1.0) for f in fused], budget=1)[2]
+    assert [f.name for f in tried] == ["fused_sg2_sg3"]
