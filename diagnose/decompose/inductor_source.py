@@ -225,6 +225,16 @@ class Host:
     single_output: bool
 
 
+def single_returned(line: str) -> str:
+    """`return (buf0, )` as `return buf0`: Inductor returns a tuple where the subgraph returns one tensor,
+    and the composite hands each subgraph's result to the next as it is. The one element may hold commas
+    of its own (`return (torch.as_strided(buf0, (2, 400), (400, 1), 0), )`)."""
+    statement = syntax.parse(line.strip()).body[0]
+    if isinstance(statement, ast.Return) and isinstance(statement.value, ast.Tuple) and len(statement.value.elts) == 1:
+        return line[: len(line) - len(line.lstrip())] + f"return {ast.unparse(statement.value.elts[0])}"
+    return line
+
+
 def model_new(output_code: str, configs: dict[str, list[Config]], host: Host) -> str:
     """The candidate file's text: the kernels, their grids and `ModelNew` running Inductor's host code."""
     found = kernels(output_code)
@@ -245,9 +255,8 @@ def model_new(output_code: str, configs: dict[str, list[Config]], host: Host) ->
     unknown = undefined_names(lines, set(names) | set(grids) | set(grids.values()))
     if unknown:
         raise Unsupported(f"Inductor's host code calls {', '.join(unknown)}, which has no standalone equivalent")
-    ret = re.fullmatch(r"return \((.*), \)", lines[-1].strip())
-    if host.single_output and ret and "," not in ret[1]:
-        lines[-1] = lines[-1].replace(ret[0], f"return {ret[1]}")
+    if host.single_output:
+        lines[-1] = single_returned(lines[-1])
     unpack = f"{', '.join(names)}, = {', '.join(host.graph_inputs)},"
     forward = (
         f"    def forward(self, {', '.join(host.arguments)}):\n"

@@ -64,7 +64,9 @@ class Subgraph:
 
 # Ops that, on numbers or a tensor's shape, give a number: cheap to compute again wherever read.
 SIZE_QUERIES = frozenset({"getattr", "size", "dim", "numel", "getitem", "mul", "add", "sub", "floordiv", "truediv",
-                          "mod", "neg", "int", "len"})  # fmt: skip
+                          "mod", "neg", "int", "len",
+                          # `math.sqrt(k.size(-1))`, an attention's scale, as fx wraps it
+                          "sqrt", "pow", "floor", "ceil"})  # fmt: skip
 
 
 def is_fusable(node: NodeRecord) -> bool:

@@ -8,7 +8,7 @@ import triton
 
 from diagnose.decompose.command import decompose
 from diagnose.decompose.inductor import extract
-from diagnose.decompose.inductor_source import Host, Unsupported, model_new
+from diagnose.decompose.inductor_source import Host, Unsupported, model_new, single_returned
 from diagnose.task import load_task
 from diagnose.verify.harness import CheckOptions, verify
 from tests.decompose.conftest import MODELS
@@ -168,3 +168,14 @@ def test_decompose_chooses_the_inductor_candidates_and_the_composite_verifies(tm
     assert report.end_to_end.passed is True, report.end_to_end.detail
     assert '"sg1_groupnorm": "inductor"' in report.composite.read_text()
     assert "inductor: passed" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_single_output_is_returned_as_the_tensor_even_with_commas_inside_it():
+    # LeNet5's view before its first linear: Inductor returns `(torch.as_strided(...), )`; the composite hands
+    # it to the next subgraph as it is, so a one-element tuple would reach `linear` (the harness's comparison
+    # flattens both and passed it).
+    assert single_returned("        return (torch.as_strided(buf0, (2, 400), (400, 1), 0), )") == (
+        "        return torch.as_strided(buf0, (2, 400), (400, 1), 0)"
+    )
+    assert single_returned("    return (buf0, )") == "    return buf0"
+    assert single_returned("    return (buf0, buf1, )") == "    return (buf0, buf1, )"

@@ -128,3 +128,16 @@ def test_a_residual_kept_with_clone_and_detach_stays_in_the_group_it_copies():
         node("out", "output", "output", "a"),
     )
     assert [(sg.name, sg.nodes) for sg in partition(records)] == [("sg0_linear", ("mm", "c", "d", "m", "a"))]
+
+
+def test_a_scale_computed_from_a_size_is_a_size_query_too():
+    """GPT attention's `1.0 / math.sqrt(k.size(-1))`: a number from a size, computed again where read."""
+    records = (
+        node("x", "placeholder", "placeholder"),
+        NodeRecord("d", "call_method", "size", ("x",), literal=64),
+        NodeRecord("r", "call_function", "sqrt", ("d",), literal=8.0),
+        node("m", "call_function", "matmul", "x", "x"),
+        node("s", "call_function", "truediv", "m", "r"),
+        node("out", "output", "output", "s"),
+    )
+    assert [(sg.name, sg.nodes) for sg in partition(records)] == [("sg0_matmul", ("d", "r", "m", "s"))]
