@@ -28,6 +28,7 @@ Inductor generated for it (`<name>.inductor.py`).
 import importlib.util
 from pathlib import Path
 
+import torch
 import torch.nn as nn
 
 HERE = Path(__file__).resolve().parent
@@ -44,6 +45,15 @@ def module(path: Path):
     found = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(found)
     return found
+
+
+def as_verified(name: str, *inputs):
+    """The inputs as subgraph `name`'s Triton implementation was verified on them: contiguous (its task
+    draws them so, and Inductor's kernels index with the strides they were compiled for, where the whole
+    forward may hand over a transposed view). Torch takes them as they are."""
+    if CHOICES[name] == "torch":
+        return inputs
+    return tuple(x.contiguous() if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 def load(name: str) -> nn.Module:
@@ -91,7 +101,7 @@ def composite_source(found: Decomposition, choices: dict[str, str], notes: dict[
         text += (
             f"\n    def run_{sg.name}(self, {inputs}):\n"
             f'        """{describe(sg, records)}: {shapes} -> {shape_of(records[sg.output])}."""\n'
-            f"        return self.{sg.name}({inputs})\n"
+            f'        return self.{sg.name}(*as_verified("{sg.name}", {inputs}))\n'
         )
     return text
 

@@ -137,3 +137,19 @@ def test_under_a_small_budget_the_heaviest_pair_is_tried_first():
     rows = [row(s.name, "torch", t) for s, t in zip(subgraphs, (0.1, 0.1, 3.0, 4.0))]
     tried = search(subgraphs, rows, CHAIN, lambda fused: [row(f.name, "torch", 1.0) for f in fused], budget=1)[2]
     assert [f.name for f in tried] == ["fused_sg2_sg3"]
+
+
+def test_the_composite_hands_a_triton_choice_contiguous_inputs_and_torch_its_own(decomposed, tmp_path):
+    """A subgraph's Triton candidate was verified on the contiguous inputs its task draws; in the whole
+    forward it may get a transposed view (attention's k.T), which Inductor's kernels, compiled for fixed
+    strides, would read wrongly (ReLUSelfAttention's composite: max abs error 254 on the interpreter)."""
+    found = decomposed["attention"]
+    choices = {sg.name: "torch" for sg in found.subgraphs} | {"sg3_matmul": "inductor"}
+    path = tmp_path / "composite.py"
+    path.write_text(compose.composite_source(found, choices, {}))
+    composite = import_task_file(path)
+    view = torch.randn(4, 3).t()
+    (given,) = composite.as_verified("sg3_matmul", view)
+    assert given.is_contiguous() and torch.equal(given, view)
+    assert composite.as_verified("sg0_linear", view)[0] is view
+    assert 'return self.sg3_matmul(*as_verified("sg3_matmul", ' in path.read_text()
