@@ -209,11 +209,19 @@ def subgraph(
     reads = [i for n in nodes for i in by_name[n].inputs if i not in inside]
     params = tuple(dict.fromkeys(i for i in reads if by_name[i].op == "get_attr"))
     inputs = tuple(dict.fromkeys(i for i in reads if by_name[i].op != "get_attr"))
-    escaping = [
-        n for n in nodes if not opaque_value(by_name[n]) and n not in queries and any(u not in inside for u in users[n])
-    ]
+    escaping = values_read_outside(nodes, by_name, users, queries)
     output = escaping[0] if escaping else nodes[-1]
     return Subgraph(f"sg{index}_{by_name[first].opname}", tuple(nodes), inputs, params, output)
+
+
+def values_read_outside(
+    nodes: list[str], by_name: dict[str, NodeRecord], users: dict[str, list[str]], queries: frozenset[str]
+) -> list[str]:
+    """The values of `nodes` read outside them that a part could hand on (no opaque value, no size query)."""
+    inside = set(nodes)
+    return [
+        n for n in nodes if not opaque_value(by_name[n]) and n not in queries and any(u not in inside for u in users[n])
+    ]
 
 
 def fuse(first: Subgraph, second: Subgraph, records: tuple[NodeRecord, ...]) -> Subgraph | None:
@@ -228,11 +236,7 @@ def fuse(first: Subgraph, second: Subgraph, records: tuple[NodeRecord, ...]) -> 
     inputs_of = {r.name: r.inputs for r in records}
     users = users_through_queries(records, queries, inputs_of)
     nodes = sorted(set(first.nodes) | set(second.nodes), key=order.__getitem__)
-    inside = set(nodes)
-    escaping = [
-        n for n in nodes if not opaque_value(by_name[n]) and n not in queries and any(u not in inside for u in users[n])
-    ]
-    if escaping != [second.output]:
+    if values_read_outside(nodes, by_name, users, queries) != [second.output]:
         return None
     merged = subgraph(0, nodes, by_name, users, queries)
     return Subgraph(

@@ -20,6 +20,7 @@ candidate is made; Swap (`choose.py`) puts torch back where a subgraph's kernels
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from diagnose.decompose.graph import NodeRecord
@@ -76,16 +77,14 @@ def search(
             tried.append(Fusion(fused.name, before, after, False))
             if won:
                 wins.append((before - after, i, fused, row, len(tried) - 1))
-        taken: set[int] = set()
+        merged: dict[int, tuple[Subgraph, SubgraphReport]] = {}  # first part's index -> the pair as one
         for _, i, fused, row, at in sorted(wins, key=lambda w: -w[0]):
-            if i in taken or i + 1 in taken:
-                continue
-            taken |= {i, i + 1}
-            tried[at] = Fusion(fused.name, tried[at].before_ms, tried[at].after_ms, True)
-            subgraphs[i], rows[i] = fused, row
-            subgraphs[i + 1] = rows[i + 1] = None  # type: ignore[call-overload]
-        if not taken:
+            if not {i - 1, i, i + 1} & merged.keys():
+                merged[i] = fused, row
+                tried[at] = replace(tried[at], taken=True)
+        if not merged:
             break
-        subgraphs = [s for s in subgraphs if s is not None]
-        rows = [r for r in rows if r is not None]
+        kept = [j for j in range(len(subgraphs)) if j - 1 not in merged]
+        subgraphs = [merged[j][0] if j in merged else subgraphs[j] for j in kept]
+        rows = [merged[j][1] if j in merged else rows[j] for j in kept]
     return subgraphs, rows, tried

@@ -29,3 +29,13 @@ def test_a_model_fx_cannot_trace_is_one_usage_line(tmp_path):
     assert result.stderr.strip().splitlines()[-1].startswith("diagnose: error:")
     assert "torch.fx cannot trace this model" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "branchy.decompose").exists(), "the folder made for it is removed"
+
+
+def test_a_model_that_writes_into_its_own_state_is_one_usage_line(tmp_path):
+    result = run_cli("decompose", str(FIXTURES / "decompose" / "stateful_cell.py"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"diagnose: error: {FIXTURES / 'decompose' / 'stateful_cell.py'}: the forward writes into the model's state "
+        "in place (hidden.copy_(...)): subgraph tasks cannot share that state"
+    ]
+    assert not (tmp_path / "out").exists(), "the folder made for it is removed"
