@@ -32,12 +32,13 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Callable
 
 from diagnose.records import CheckResult, Failure, Timing, Verdict
 from diagnose.runtime.devices import Placement, timed
 from diagnose.task import Task
-from diagnose.verify import anticheat
+from diagnose.verify import anticheat, recipes
 from diagnose.verify.jobs import candidate_files
 from diagnose.verify.judge import Held, compare_held, judge, key
 from diagnose.verify.options import CheckOptions, placement_for
@@ -111,7 +112,27 @@ def verify(
     `reference`: a prepared reference of the same task (`prepared`) to reuse; when it does not serve
     this task and these options the reference job runs again. `keep`: a run's kept reference, used
     when it serves and otherwise prepared again and kept for the next verification.
+
+    Where a job drew a case's inputs differently from the reference job (`recipes.NOT_REPRODUCED`: a
+    draw that depends on more than its seed and slipped past the reference job's own test), the
+    verification runs again with the inputs in files, and says so.
     """
+    verdict = verify_once(task, options, reference, keep)
+    if options.recipes and not_reproduced(verdict):
+        again = verify_once(task, replace(options, recipes=False), None, keep)
+        note = "the task's inputs did not reproduce from their seeds in every job: verified again with them in files"
+        return replace(again, notes=(*again.notes, note))
+    return verdict
+
+
+def not_reproduced(verdict: Verdict) -> bool:
+    """Whether any job of the verification failed to draw its inputs as the reference job did."""
+    said = [verdict.failure.message if verdict.failure else "", *(c.detail for c in verdict.checks), *verdict.notes]
+    return any(recipes.NOT_REPRODUCED in text for text in said)
+
+
+def verify_once(task: Task, options: CheckOptions, reference: Reference | None, keep: KeptReference | None) -> Verdict:
+    """`verify`, with the inputs as `options.recipes` says."""
     hide_memory()
     where = placement_for(options)
     phases = Phases(options.on_phase)

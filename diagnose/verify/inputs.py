@@ -1,7 +1,8 @@
 """Drawing the inputs of every case: fresh random values for every (group, seed), never zeros.
 
 Worker side (it calls the task's own `get_inputs` / `get_input_groups`). The task's functions are called
-after `torch.manual_seed(seed)`, so each seed gives a fresh draw. A floating-point tensor that comes out
+after every global generator was seeded with the case's seed (`seed_all`: torch's, Python's `random`,
+numpy's), so each seed gives a fresh draw and one seed the same draw in any process. A floating-point tensor that comes out
 constant (`torch.zeros`, `torch.ones`, `torch.full`) is redrawn from a standard normal, and a constant
 boolean tensor from a fair coin: constant inputs hide unwritten outputs and wrong indexing. Integer
 tensors are kept as drawn, since they are often indices whose range only the task knows.
@@ -13,10 +14,24 @@ run when there are any, on a device only the others do. A task without `get_inpu
 
 from __future__ import annotations
 
+import random
+import sys
 from types import ModuleType
 from typing import Any, Iterator
 
 DEFAULT_GROUP = "default"
+
+
+def seed_all(seed: int) -> None:
+    """Seed torch's generators (every device's), Python's `random` and numpy's global generator (where
+    something imported numpy: importing it here would cost every job the import)."""
+    import torch  # deferred: torch is heavy
+
+    torch.manual_seed(seed)
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % 2**32)
 
 
 def group_table(module: ModuleType) -> dict[str, Any]:
@@ -53,16 +68,19 @@ def redrawn_if_constant(value: Any, generator) -> tuple[Any, bool]:
     flat = value.reshape(-1)
     if not bool((flat == flat[0]).all()):
         return value, False
+    # The generator is the host's, whatever torch's default device: drawn there, moved to the value's.
     if value.dtype.is_floating_point:
-        fresh = torch.randn(value.shape, generator=generator, dtype=torch.float32).to(value.dtype)
-        return fresh, True
+        fresh = torch.randn(value.shape, generator=generator, dtype=torch.float32, device="cpu")
+        return fresh.to(device=value.device, dtype=value.dtype), True
     if value.dtype == torch.bool:
-        return torch.rand(value.shape, generator=generator) < 0.5, True
+        return (torch.rand(value.shape, generator=generator, device="cpu") < 0.5).to(value.device), True
     return value, False
 
 
 def draw(module: ModuleType, group: str, seed: int) -> tuple[list[Any], list[str]]:
-    """The inputs of one case and notes on what was redrawn."""
+    """The inputs of one case and notes on what was redrawn. The generators are seeded before the group
+    table is built too: a table that draws its groups' tensors when it is built draws the same ones."""
+    seed_all(seed)
     return draw_value(group_table(module)[group], group, seed)
 
 
@@ -70,9 +88,9 @@ def draw_value(value: Any, group: str, seed: int) -> tuple[list[Any], list[str]]
     """The inputs a group's value (a list, or a function returning one) gives at `seed`, and notes."""
     import torch  # deferred: torch is heavy
 
-    torch.manual_seed(seed)
+    seed_all(seed)
     inputs = list(value() if callable(value) else value)
-    generator = torch.Generator().manual_seed(seed + 7919)
+    generator = torch.Generator(device="cpu").manual_seed(seed + 7919)
     notes = []
     for i, item in enumerate(inputs):
         inputs[i], replaced = redrawn_if_constant(item, generator)
@@ -97,7 +115,7 @@ def perturbation_for(inputs: list, seed: int) -> list[tuple[int, Any, Any]]:
     """
     import torch  # deferred: torch is heavy
 
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator(device="cpu").manual_seed(seed)
     out = []
     for i, value in enumerate(inputs):
         if not (
@@ -110,7 +128,8 @@ def perturbation_for(inputs: list, seed: int) -> list[tuple[int, Any, Any]]:
         flat = value.reshape(-1)
         first, second = swapped_pairs(value, generator)
         if len(first):
-            out.append((i, torch.cat([first, second]), torch.cat([flat[second], flat[first]]).clone()))
+            values = torch.cat([flat[second.to(flat.device)], flat[first.to(flat.device)]]).cpu()
+            out.append((i, torch.cat([first, second]), values))
     return out
 
 
@@ -123,11 +142,11 @@ def swapped_pairs(value, generator):
 
     width = value.shape[-1] if value.dim() and value.shape[-1] >= 2 else value.numel()
     rows = value.numel() // width
-    chosen = torch.randperm(rows, generator=generator)[:PERTURBED]
+    chosen = torch.randperm(rows, generator=generator, device="cpu")[:PERTURBED]
     per_row = min(width // 2, -(-PERTURBED // len(chosen)))
     first, second = [], []
     for row in chosen.tolist():
-        columns = torch.randperm(width, generator=generator)[: 2 * per_row]
+        columns = torch.randperm(width, generator=generator, device="cpu")[: 2 * per_row]
         first.append(row * width + columns[:per_row])
         second.append(row * width + columns[per_row:])
     return torch.cat(first)[:PERTURBED], torch.cat(second)[:PERTURBED]

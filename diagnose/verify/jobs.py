@@ -27,19 +27,18 @@ A candidate's inputs after the call travel only when the call changed one.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import time
 from pathlib import Path
-from typing import Callable
 
 from diagnose.runtime import device_lock
 from diagnose.runtime.devices import poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
-from diagnose.verify import instrument, shapes, tensors, torch_state
+from diagnose.verify import instrument, recipes, shapes, tensors
 from diagnose.verify.fetch import INIT_INPUTS, STATE, fetch
-from diagnose.verify.inputs import apply_perturbation, draw, draw_value, group_table, perturbation_for, select_groups
+from diagnose.verify.inputs import apply_perturbation, group_table, perturbation_for, select_groups
+from diagnose.verify.torch_state import import_reference
+from diagnose.verify.uninitialized import fill_uninitialized
 
 INIT_SEED = 42
 # The soak where nothing is timed (CPU): `soak` calls, but past SOAK_MIN calls it stops once it has run
@@ -83,63 +82,10 @@ def run_forward(model, inputs: list, device: str, plain: bool = False) -> list:
     return tensors.to_cpu(outputs)
 
 
-def fill_uninitialized(out: Path) -> None:
-    """Every `torch.empty` of this process filled with NaN (integers with their maximum): an output a
-    kernel only partly writes fails, however large, instead of passing on fresh zeroed pages (torch's
-    own switch; `warn_only` keeps nondeterministic ops running). Check cases only: not in timing.
-
-    `torch.use_deterministic_algorithms` also sets inductor's `deterministic` option, which imports
-    inductor and dynamo: 1.1 s of every candidate job, for an option no check case uses, and a cache
-    folder made at import. The C switch underneath is set directly where torch has it; otherwise the
-    public call runs, its cache folder the job's (deleted with it) unless the user chose one."""
-    import torch.utils.deterministic  # deferred: torch is heavy; the submodule holds the fill switch
-
-    _deterministic(True, True, out)
-    torch.utils.deterministic.fill_uninitialized_memory = True  # on by default, set for clarity
-
-
-def _deterministic(on: bool, warn_only: bool, out: Path) -> None:
-    """torch's deterministic-algorithms switch, set as `fill_uninitialized` says why."""
-    import torch  # deferred: torch is heavy
-
-    switch = getattr(torch._C, "_set_deterministic_algorithms", None)
-    if switch is not None:
-        switch(on, warn_only=warn_only)
-    else:
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(out / "torchinductor"))
-        torch.use_deterministic_algorithms(on, warn_only=warn_only)
-
-
-@contextlib.contextmanager
-def uninitialized_filled(out: Path):
-    """`fill_uninitialized` for the block only, torch's switches as they were again after it: for a worker
-    that also times the same code, where filling every allocation would be counted."""
-    import torch.utils.deterministic  # deferred: torch is heavy; the submodule holds the fill switch
-
-    was = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    filled = torch.utils.deterministic.fill_uninitialized_memory
-    fill_uninitialized(out)
-    try:
-        yield
-    finally:
-        _deterministic(*was, out)
-        torch.utils.deterministic.fill_uninitialized_memory = filled
-
-
 def salted(payload: dict, seed: int) -> int:
     """The generator seed of case `seed`: mixed with the verification's secret salt (`reference.prepared`)."""
     digest = hashlib.sha256(f"{payload.get('salt', 0)}:{seed}".encode()).digest()
     return int.from_bytes(digest[:7], "little")
-
-
-def import_reference(path: str):
-    """The reference task file's module, with torch put back as it ships when the file changed it at
-    import (`torch_state`), and the names of what was put back."""
-    before = torch_state.snapshot()
-    module = import_task_file(path)
-    # A kernel module's reference is the user's own module: what it sets at import is its behaviour.
-    restored = [] if getattr(getattr(module, "Model", None), "replays_module", False) else torch_state.restore(before)
-    return module, restored
 
 
 def reference_job(payload: dict) -> dict:
@@ -149,8 +95,8 @@ def reference_job(payload: dict) -> dict:
     candidate that leaves the same elements unwritten agrees with it; one that leaves out more does not.
     (Torch's fill is enough here: the candidate's job also poisons the allocator before each case, which
     on the CPU costs a fill of four times the inputs per case, a sixth of a verification's time.)"""
-    device, job = payload["device"], Path(payload["job_dir"])
-    module, restored = import_reference(payload["reference"])
+    device, job, reference = payload["device"], Path(payload["job_dir"]), payload["reference"]
+    module, restored = import_reference(reference)
     fill_uninitialized(job)  # after the import: the task file's switches are put back to torch's own there
     names = list(group_table(module))
     groups = select_groups(names, device, payload.get("groups"))
@@ -160,23 +106,29 @@ def reference_job(payload: dict) -> dict:
     tensors.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, job / STATE)
     plan = [(g, s, "check") for g in groups for s in payload["seeds"]]
     plan.append((groups[0], payload["recheck_seed"], "recheck"))
-    cases = []
+    cases, first = [], None  # first: the first check case's inputs as drawn, and its recipe (None: no recipe)
     notes = [f"the task file changed {name} at import; the reference ran with torch's own" for name in restored]
+    lock = payload.get("device_lock")
     for group, seed, role in plan:
-        perturbation = []
+        perturbation, drawn_notes = [], []
         if role == "recheck":  # the first check case's inputs with a few elements changed (`perturbation_for`)
-            inputs, drawn_notes = tensors.load(cases[0]["inputs"]), []  # as drawn for it: read, not drawn again
+            inputs = first[0]
             perturbation = perturbation_for(inputs, salted(payload, seed))
             apply_perturbation(inputs, perturbation)
+            case_recipe = {**first[1], "swaps": perturbation} if first[1] is not None else None
         if not perturbation:
-            inputs, drawn_notes = draw(module, group, salted(payload, seed))
+            inputs, drawn_notes, case_recipe = drawn_case(
+                module, payload, recipes.recipe(reference, group, salted(payload, seed)), job
+            )
         notes += drawn_notes
         stem = f"{group}_{seed}"
+        if first is None:  # as drawn: the reference may change its inputs in place
+            first = ([v.clone() if hasattr(v, "clone") else v for v in inputs], case_recipe)
         case = {
             "group": group,
             "seed": seed,
             "role": role,
-            **reference_case(model, inputs, job, stem, device, payload.get("device_lock")),
+            **reference_case(model, inputs, job, stem, device, lock, case_recipe),
         }
         if perturbation:
             case["perturbation"] = tensors.save(perturbation, job / f"perturb_{stem}.pt")
@@ -185,6 +137,7 @@ def reference_job(payload: dict) -> dict:
             case["in_place"] = not cases[0]["mutated"]
         cases.append(case)
         del inputs
+    del first
     shape_cases, shape_notes = unseen_shape_cases(module, model, groups, payload)
     return {
         "groups": names,
@@ -195,21 +148,33 @@ def reference_job(payload: dict) -> dict:
     }
 
 
-def reference_case(model, inputs: list, job: Path, stem: str, device: str, lock: str | None) -> dict:
-    """Run the reference on one case's inputs; the files a case names (inputs, outputs, the inputs as
-    the reference left them when it changed one)."""
-    pristine = tensors.to_cpu([v.clone() if hasattr(v, "clone") else v for v in inputs])
+def drawn_case(module, payload: dict, case: dict, job: Path) -> tuple[list, list[str], dict | None]:
+    """A case's inputs drawn in the reference job (on the device where the task's functions allow it),
+    the draw's notes, and the recipe a later job draws them again from: None where the draw does not
+    reproduce, or the payload asks for files (`recipes`)."""
+    inputs, notes, placed = recipes.draw_placed(module, case, payload["device"], job)
+    by_recipe = payload.get("recipes", True) and recipes.reproduces(module, placed, inputs, job)
+    return inputs, notes, placed if by_recipe else None
+
+
+def reference_case(
+    model, inputs: list, job: Path, stem: str, device: str, lock: str | None, recipe: dict | None = None
+) -> dict:
+    """Run the reference on one case's inputs (left as they were drawn); the files a case names (its
+    inputs, or its recipe where it has one: `recipes.written`; outputs; the inputs as the reference left
+    them when it changed one)."""
+    pristine = [v.clone() if hasattr(v, "clone") else v for v in inputs]
     with device_lock.shared(lock):
         device_inputs = tensors.to_device(inputs, torch_device(device))
         outputs = run_forward(model, device_inputs, device)
-        post = tensors.to_cpu(device_inputs)
+        mutated = tensors.changed(pristine, device_inputs)
     case = {
-        "inputs": tensors.save(pristine, job / f"inputs_{stem}.pt"),
+        "inputs": tensors.save(recipes.written(pristine, recipe), job / f"inputs_{stem}.pt"),
         "reference": tensors.save(outputs, job / f"ref_{stem}.pt"),
-        "mutated": tensors.changed(pristine, post),
+        "mutated": mutated,
     }
-    if case["mutated"]:
-        case["reference_post_inputs"] = tensors.save(post, job / f"ref_post_{stem}.pt")
+    if mutated:
+        case["reference_post_inputs"] = tensors.save(tensors.to_cpu(device_inputs), job / f"ref_post_{stem}.pt")
     return case
 
 
@@ -220,43 +185,40 @@ def unseen_shape_cases(module, model, groups: list[str], payload: dict) -> tuple
         return [], []
     if getattr(module, shapes.FIXED, False) is True:
         return [], [f"the task declares its shapes fixed ({shapes.FIXED} = True): no other sizes checked"]
-    device, job, seed = payload["device"], Path(payload["job_dir"]), payload["seeds"][0]
+    device, job, seed, reference = (
+        payload["device"],
+        Path(payload["job_dir"]),
+        payload["seeds"][0],
+        payload["reference"],
+    )
     salt, table, cases, notes = salted(payload, seed), group_table(module), [], []
-    # (case name, its group, the sizes as the note of a case checked / not checked says them, its inputs)
-    unseen: list[tuple[str, str, str, str, Callable[[], list]]] = []
+    # (case name, its group, the sizes as the note of a case checked / not checked says them, its recipe)
+    unseen: list[tuple[str, str, str, str, dict]] = []
     # A replayed call's sizes are the project's own: the task names its unseen sizes (its rows cut).
-    for name, value in (module.get_unseen_shape_groups() if hasattr(module, "get_unseen_shape_groups") else {}).items():
+    for name in module.get_unseen_shape_groups() if hasattr(module, "get_unseen_shape_groups") else {}:
         size = name.partition(shapes.SUFFIX)[2]
+        checked = f"{size}, a size its captured calls did not have"
         unseen.append(
-            (
-                name,
-                shapes.base_group(name),
-                f"{size}, a size its captured calls did not have",
-                size,
-                lambda value=value, name=name: draw_value(value, name, salt)[0],
-            )
+            (name, shapes.base_group(name), checked, size, recipes.recipe(reference, name, salt, unseen=name))
         )
     for group in groups:
         changed = shapes.perturbation(module, table[group])
         if changed:
             sizes = ", ".join(f"{name} {old} -> {new}" for name, (old, new) in changed.items())
-
-            def drawn(group=group, changed=changed) -> list:
-                with shapes.sizes_set(module, changed):
-                    return draw(module, group, salt)[0]
-
+            triples = [[name, old, new] for name, (old, new) in changed.items()]
             unseen.append(
                 (
                     shapes.label(group, changed),
                     group,
                     f"sizes the task did not name: {sizes}",
                     f"other sizes ({sizes})",
-                    drawn,
+                    recipes.recipe(reference, group, salt, sizes=triples),
                 )
             )
-    for name, group, checked, not_checked, drawn in unseen:
+    for name, group, checked, not_checked, case_recipe in unseen:
         try:
-            case = reference_case(model, drawn(), job, f"{name}_{seed}", device, payload.get("device_lock"))
+            inputs, _, placed = drawn_case(module, payload, case_recipe, job)
+            case = reference_case(model, inputs, job, f"{name}_{seed}", device, payload.get("device_lock"), placed)
         except Exception as exc:  # noqa: BLE001 - the reference's own limit: those sizes are fixed in fact
             notes.append(
                 f"group {group} not checked at {not_checked}: the reference fails there "
@@ -291,14 +253,14 @@ def run_case(
         # Memory a kernel forgets to write should read as NaN, not as zeros or an earlier result.
         poison_allocator(device, 4 * input_bytes(inputs))
         outputs = run_forward(model, inputs, device, plain=True)
-        post = tensors.to_cpu(inputs)
+        changed = tensors.changed(pristine, inputs)  # where the inputs live: GiB need not cross to the host
     stem = f"{mode}_{case['group']}_{case['seed']}"
     return {
         "group": case["group"],
         "seed": case["seed"],
         "role": case["role"],
         "outputs": tensors.save(outputs, out / f"out_{stem}.pt"),
-        "post_inputs": tensors.save(post, out / f"post_{stem}.pt") if tensors.changed(pristine, post) else None,
+        "post_inputs": tensors.save(tensors.to_cpu(inputs), out / f"post_{stem}.pt") if changed else None,
         "launches": log.total() - before,
     }
 
@@ -353,11 +315,12 @@ def candidate_job(payload: dict) -> dict:
     instrument.trap_reference(module, log)
     init_inputs = fetch(payload, INIT_INPUTS)
     model = build_model(module.ModelNew, init_inputs, device, fetch(payload, STATE))
+    inputs_of = recipes.CaseInputs(payload, out)
     results, first = [], None
     checks = [c for c in payload["cases"] if c["role"] != "recheck"]  # the seeds' cases, then unseen shapes
     rechecks = [c for c in payload["cases"] if c["role"] == "recheck"]
     for case in checks:
-        pristine = fetch(payload, case["inputs"])
+        pristine = inputs_of(case["inputs"])
         first = pristine if first is None else first
         results.append(run_case(model, case, pristine, device, out, mode, log, lock))
     soaked, soak_calls = None, 0
@@ -378,7 +341,7 @@ def candidate_job(payload: dict) -> dict:
                 recheck_in_place(model, soaked, case, fetch(payload, case["perturbation"]), device, out, log, lock)
             )
         else:
-            results.append(run_case(model, case, fetch(payload, case["inputs"]), device, out, mode, log, lock))
+            results.append(run_case(model, case, inputs_of(case["inputs"]), device, out, mode, log, lock))
     if not instrument.intact(watched):
         raise RuntimeError(
             "the candidate replaced the harness's launch wrapper on Triton's kernels "

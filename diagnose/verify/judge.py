@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from diagnose.records import CaseResult
-from diagnose.verify import tensors
+from diagnose.verify import recipes, tensors
 from diagnose.verify.compare import compare_case, compare_one
 
 # (reference outputs, the inputs as the reference left them or None when it changed none), per case
@@ -72,11 +72,11 @@ def mutated_differently(
     """
     if result.get("post_inputs") is None:
         return list(case["mutated"])
-    pristine = inputs_of(case["inputs"])
-    expected = reference_post if reference_post is not None else pristine
+    held = inputs_of(case["inputs"])  # the inputs, or their recipe and digests (`diagnose.verify.recipes`)
     actual = take(result["post_inputs"])
     by_reference = set(case["mutated"])
-    untouched = set(tensors.changed(pristine, actual)) - by_reference
+    untouched = set(recipes.differing(held, actual)) - by_reference
+    expected = reference_post if reference_post is not None else held
     changed = {i for i in by_reference if hasattr(expected[i], "shape") and not compare_one(expected[i], actual[i])[0]}
     return sorted(untouched | changed)
 

@@ -30,6 +30,9 @@ class CheckOptions:
     recheck_seed: int = 1009
     # Each input group also checked once at sizes the task did not name (`diagnose.verify.shapes`).
     unseen_shapes: bool = True
+    # Later jobs draw a case's inputs again from its recipe where the draw reproduces, instead of reading
+    # files of them (`diagnose.verify.recipes`); False: files always.
+    recipes: bool = True
     # Where the jobs run (interpreter, environment); None: where `device` runs here (`require`).
     placement: Placement | None = None
     # (dtype name, (atol, rtol)) pairs that replace the default table's (a suite's own tolerances).

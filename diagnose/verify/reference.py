@@ -47,6 +47,7 @@ def identity(task: Task, options: CheckOptions) -> tuple:
         options.seeds,
         options.recheck_seed,
         options.unseen_shapes,
+        options.recipes,
     )
 
 
@@ -119,6 +120,7 @@ def prepared(
             "seeds": list(options.seeds),
             "recheck_seed": options.recheck_seed,
             "unseen_shapes": options.unseen_shapes,
+            "recipes": options.recipes,
             # Seeds are public (the verdict names them); the salt is not: a candidate cannot
             # regenerate its cases' inputs from the seeds and precompute the answers.
             "salt": secrets.randbits(62),

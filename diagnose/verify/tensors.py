@@ -92,13 +92,14 @@ def load(path: str | Path) -> Any:
 
 
 def changed(before: list, after: list) -> list[int]:
-    """Indices of tensor inputs whose contents differ (bitwise; NaN equal to NaN)."""
+    """Indices of tensor inputs whose contents differ (bitwise; NaN equal to NaN), compared where the
+    `after` values live (on a device, GiB inputs need not cross to the host)."""
     import torch  # deferred: torch is heavy
 
     out = []
     for i, (a, b) in enumerate(zip(before, after)):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-            a, b = a.cpu(), b.cpu()
+            a = a.to(b.device)
             if a.shape != b.shape:
                 out.append(i)
             # The plain comparison first: NaN-aware copies of GiB inputs only where it fails.

@@ -34,7 +34,10 @@ from diagnose.task import import_task_file
 from diagnose.verify import instrument, tensors, timing
 from diagnose.verify.fetch import INIT_INPUTS, STATE, fetch
 from diagnose.verify.inputs import apply_perturbation
-from diagnose.verify.jobs import build_model, fill_uninitialized, import_reference, out_dir, run_forward
+from diagnose.verify.jobs import build_model, out_dir, run_forward
+from diagnose.verify.recipes import CaseInputs
+from diagnose.verify.torch_state import import_reference
+from diagnose.verify.uninitialized import fill_uninitialized
 
 
 def baseline_files(inputs: dict[str, str]) -> list[str]:
@@ -62,6 +65,7 @@ def baseline_timing_job(payload: dict) -> dict:
     device, lock = payload["device"], payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any task code runs here
     reference, _ = import_reference(payload["reference"])
+    inputs_of = CaseInputs(payload, out_dir(payload), {payload["reference"]: reference})
     init_inputs, state = fetch(payload, INIT_INPUTS), fetch(payload, STATE)
     models = {}
     if payload.get("initial"):
@@ -73,7 +77,7 @@ def baseline_timing_job(payload: dict) -> dict:
     timings, notes = [], []
     for group in payload["groups"]:
         with device_lock.shared(lock):
-            inputs = tensors.to_device(fetch(payload, payload["inputs"][group]), torch_device(device))
+            inputs = tensors.to_device(inputs_of(payload["inputs"][group]), torch_device(device))
         variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
         if "eager" in baselines:
             variants["eager"] = lambda x=inputs: eager(*x)
@@ -101,6 +105,7 @@ def timing_job(payload: dict) -> dict:
     device, lock = payload["device"], payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any candidate code runs here
     candidate = import_task_file(payload["candidate"])
+    inputs_of = CaseInputs(payload, out_dir(payload))
     init_inputs, state = fetch(payload, INIT_INPUTS), fetch(payload, STATE)
     model = build_model(candidate.ModelNew, init_inputs, device, state)
     timer = timing.EventTimer(device, backend=pinned)
@@ -109,7 +114,7 @@ def timing_job(payload: dict) -> dict:
     recheck, timed_inputs = payload["recheck"], None
     for group in payload["groups"]:
         with device_lock.shared(lock):
-            inputs = tensors.to_device(fetch(payload, payload["inputs"][group]), torch_device(device))
+            inputs = tensors.to_device(inputs_of(payload["inputs"][group]), torch_device(device))
         if group == recheck["group"] and rechecks_timed_buffers(recheck, payload["groups"], payload["seed"]):
             timed_inputs = inputs  # the re-check changes these very buffers
         call = lambda x=inputs: model(*x)  # noqa: E731 - one name for the three measurements below
@@ -130,7 +135,7 @@ def timing_job(payload: dict) -> dict:
             apply_perturbation(timed_inputs, fetch(payload, recheck["perturbation"]))
             inputs = timed_inputs
         else:
-            inputs = tensors.to_device(fetch(payload, recheck["inputs"]), torch_device(device))
+            inputs = tensors.to_device(inputs_of(recheck["inputs"]), torch_device(device))
         outputs = run_forward(model, inputs, device)
     return {
         "timings": timings,
@@ -147,6 +152,7 @@ def side_by_side_job(payload: dict) -> dict:
 
     device, lock = payload["device"], payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any variant's code runs here
+    inputs_of = CaseInputs(payload, out_dir(payload))
     init_inputs, state = fetch(payload, INIT_INPUTS), fetch(payload, STATE)
     models = {
         name: build_model(import_task_file(path).ModelNew, init_inputs, device, state)
@@ -156,7 +162,7 @@ def side_by_side_job(payload: dict) -> dict:
     timings = []
     for group in payload["groups"]:
         with device_lock.shared(lock):
-            inputs = tensors.to_device(fetch(payload, payload["inputs"][group]), torch_device(device))
+            inputs = tensors.to_device(inputs_of(payload["inputs"][group]), torch_device(device))
         variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
         with torch.no_grad(), device_lock.exclusive(lock):
             timings += [t.to_dict() for t in timing.measure(timer, variants, group)]

@@ -19,6 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from diagnose.task import import_task_file
+from diagnose.verify.inputs import seed_all
+
+# Every random generator is seeded with this before a reference file is imported: values the file draws
+# at import are the same in every process that imports it (`diagnose.verify.recipes`).
+IMPORT_SEED = 0
+
 
 def namespaces() -> dict[str, Any]:
     import torch  # deferred: torch is heavy
@@ -88,3 +95,14 @@ def restore(before: Snapshot) -> list[str]:
             write(value)
             restored.append(name)
     return restored
+
+
+def import_reference(path: str):
+    """The reference task file's module, with torch put back as it ships when the file changed it at
+    import (`restore`), and the names of what was put back."""
+    before = snapshot()
+    seed_all(IMPORT_SEED)
+    module = import_task_file(path)
+    # A kernel module's reference is the user's own module: what it sets at import is its behaviour.
+    restored = [] if getattr(getattr(module, "Model", None), "replays_module", False) else restore(before)
+    return module, restored

@@ -129,7 +129,7 @@ def test_new_memory_reads_as_nan_inside_the_block_and_as_torch_ships_after_it(tm
     script = textwrap.dedent("""
         import sys, torch
         from pathlib import Path
-        from diagnose.verify.jobs import uninitialized_filled
+        from diagnose.verify.uninitialized import uninitialized_filled
         with uninitialized_filled(Path(sys.argv[1])):
             inside = bool(torch.empty(1000).isnan().all()), torch.are_deterministic_algorithms_enabled()
         print(inside, torch.are_deterministic_algorithms_enabled(),

@@ -32,7 +32,7 @@ from diagnose.task import import_task_file
 from diagnose.task.replay import seed_global_generators
 from diagnose.verify import instrument, tensors
 from diagnose.verify.compare import compare_one
-from diagnose.verify.jobs import uninitialized_filled
+from diagnose.verify.uninitialized import uninitialized_filled
 
 TIMING_REPS = 20
 PERF_G = "performance_metrics/perf_G"

@@ -1,0 +1,165 @@
+"""Case inputs by recipe: a job draws a case's inputs itself, as the reference job drew them.
+
+The reference job draws every case's inputs from the task's own functions at a salted seed
+(`diagnose.verify.inputs`). Written to files for every later job, GiB-sized inputs (KernelBench's and
+the npukernel suite's device groups) cost each GiB drawn on the host, copied, written and sealed: most
+of vector_add's 110 s `check` on an H100. A recipe is what the draw needs instead: the reference file,
+the group, the salted seed, the sizes changed for an unseen-shape case, the re-check's swapped elements,
+and where it was drawn; beside it, a digest of every input as drawn. The vault holds the recipe where it
+held the tensors, under the same name and rules (each job fetches it once, when its case runs); the
+job that fetches it imports the reference file, draws the case again and checks the digests
+(`CaseInputs`). The salt never leaves the parent and the reference job: a recipe names only its own
+case's seed, so no other case can be drawn ahead from it.
+
+Recipes only where the draw reproduces: the reference job draws each case a second time after
+scrambling every global generator (`reproduces`) and writes the tensors as before where the two differ
+(a task that keeps a generator of its own across calls, or reads the clock). Both sides seed every
+generator before importing the reference file (`torch_state.IMPORT_SEED`) and draw with new memory
+read as NaN, so values a file draws at import, or leaves in `torch.empty`, agree too. A job whose draw
+still disagrees with the digests fails with `NOT_REPRODUCED`, and the parent verifies again with files
+(`harness.verify`).
+
+On `cuda` the task's functions run with the device as torch's default device, so `torch.randn(n)` draws
+there (a GiB in milliseconds, not seconds on the host); a function that fails there (a host generator,
+numpy) is drawn on the host, and the recipe says which.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from pathlib import Path
+from typing import Any
+
+from diagnose.verify import shapes, tensors
+from diagnose.verify.fetch import fetch
+from diagnose.verify.inputs import apply_perturbation, draw, draw_value, seed_all
+from diagnose.verify.torch_state import import_reference
+from diagnose.verify.uninitialized import uninitialized_filled
+
+NOT_REPRODUCED = "the task's inputs came out differently in this job than in the reference job"
+# Words per step of a digest: its int32 temporaries stay 64 MiB whatever the input's size.
+DIGEST_CHUNK = 1 << 24
+# The weights' period: a prime below 2^13, so that a 16-bit word times its weight fits in an int32.
+WEIGHT_PERIOD = 8191
+# Devices whose default-device switch the task's functions draw under (elsewhere: the host).
+DRAWS_ON_DEVICE = ("cuda",)
+
+
+def recipe(reference: str, group: str, seed: int, **more: Any) -> dict:
+    """A case's recipe before it is drawn: `sizes` ([name, task's size, size drawn] triples), `unseen`
+    (a task-named unseen-shape group), `swaps` (the re-check's change) where they apply."""
+    return {"reference": reference, "group": group, "seed": seed, **more}
+
+
+def is_recipe(value: Any) -> bool:
+    return isinstance(value, dict) and "recipe" in value
+
+
+def placed(where: str):
+    """torch's default device set to `where` inside (the host: nothing to set)."""
+    import torch  # deferred: torch is heavy
+
+    return contextlib.nullcontext() if where == "cpu" else torch.device(where)
+
+
+def drawn_with_notes(module, case: dict, out: Path) -> tuple[list, list[str]]:
+    """The inputs a placed recipe names and the draw's notes (`inputs.draw_value`)."""
+    with placed(case["where"]), uninitialized_filled(out):
+        if case.get("unseen"):
+            seed_all(case["seed"])
+            inputs, notes = draw_value(module.get_unseen_shape_groups()[case["unseen"]], case["unseen"], case["seed"])
+        else:
+            with shapes.sizes_set(module, {name: (old, new) for name, old, new in case.get("sizes", ())}):
+                inputs, notes = draw(module, case["group"], case["seed"])
+    if case.get("swaps"):
+        apply_perturbation(inputs, case["swaps"])
+    return inputs, notes
+
+
+def draw_placed(module, case: dict, device: str, out: Path) -> tuple[list, list[str], dict]:
+    """Draw a case in the reference job: on the device where the task's functions run there, else on
+    the host. The inputs, the notes, and the recipe with where it was drawn."""
+    if device in DRAWS_ON_DEVICE:
+        on_device = {**case, "where": device}
+        try:
+            return (*drawn_with_notes(module, on_device, out), on_device)
+        except Exception:  # noqa: BLE001 - the task's functions cannot draw there: the host, as before
+            pass
+    on_host = {**case, "where": "cpu"}
+    return (*drawn_with_notes(module, on_host, out), on_host)
+
+
+def reproduces(module, case: dict, first: list, out: Path) -> bool:
+    """Whether drawing the placed recipe again, every global generator scrambled first, gives `first`
+    bit for bit: only then can a job draw the case instead of reading it."""
+    seed_all(secrets.randbits(62))
+    try:
+        second, _ = drawn_with_notes(module, case, out)
+    except Exception:  # noqa: BLE001 - a draw that fails the second time is no recipe
+        return False
+    return digests(first) == digests(second)
+
+
+def digest(value: Any) -> list:
+    """A fingerprint of one input that is the same wherever it is computed (device or host): shape,
+    dtype, and two integer sums over its 16-bit words (8-bit for 1-byte dtypes), one plain, one weighted
+    by position. Exact integer arithmetic, so no order of summation changes it. Not a cryptographic
+    hash: it tells a draw that went differently, not a forgery (the candidate's own process draws)."""
+    import torch  # deferred: torch is heavy
+
+    if not isinstance(value, torch.Tensor):
+        return ["value", repr(value)]
+    flat = value.detach().contiguous().reshape(-1)
+    words = flat.view(torch.uint8) if flat.element_size() == 1 else flat.view(torch.int16)
+    length = min(DIGEST_CHUNK, words.numel())
+    weights = torch.arange(length, device=words.device, dtype=torch.int32).remainder_(WEIGHT_PERIOD).add_(1)
+    plain = weighted = 0
+    for start in range(0, words.numel(), DIGEST_CHUNK):
+        part = words[start : start + DIGEST_CHUNK].to(torch.int32)
+        plain += int(part.sum())
+        weighted += int((part * weights[: part.numel()]).sum())
+    return ["tensor", list(value.shape), str(value.dtype), plain, weighted]
+
+
+def digests(values: list) -> list[list]:
+    return [digest(v) for v in values]
+
+
+def written(inputs: list, case: dict | None) -> Any:
+    """What the vault holds for a case: its recipe and digests where it has one, else its inputs (on
+    the host)."""
+    return {"recipe": case, "digests": digests(inputs)} if case is not None else tensors.to_cpu(inputs)
+
+
+def differing(held: Any, values: list) -> list[int]:
+    """Indices of tensor inputs in `values` that differ from the case's inputs as the vault holds them
+    (a recipe's digests, or the tensors themselves)."""
+    if not is_recipe(held):
+        return tensors.changed(held, values)
+    return [
+        i
+        for i, (expected, value) in enumerate(zip(held["digests"], values))
+        if expected[0] == "tensor" and digest(value) != expected
+    ]
+
+
+class CaseInputs:
+    """A job's way to its cases' inputs, by their names in the vault: the tensors the vault holds, or the
+    case drawn again from the recipe it holds (the reference file imported once per job)."""
+
+    def __init__(self, payload: dict, out: Path, imported: dict[str, Any] | None = None) -> None:
+        self.payload, self.out = payload, out
+        self.modules: dict[str, Any] = dict(imported or {})  # reference path -> its module, as imported
+
+    def __call__(self, name: str) -> list:
+        held = fetch(self.payload, name)
+        if not is_recipe(held):
+            return held
+        case = held["recipe"]
+        if case["reference"] not in self.modules:
+            self.modules[case["reference"]] = import_reference(case["reference"])[0]
+        inputs, _ = drawn_with_notes(self.modules[case["reference"]], case, self.out)
+        if digests(inputs) != held["digests"]:
+            raise RuntimeError(f"{NOT_REPRODUCED} ({case['group']})")
+        return inputs
