@@ -62,12 +62,6 @@ def build_model(cls, init_inputs: list, device: str, state: dict | None = None):
     return model
 
 
-def input_bytes(values: list) -> int:
-    import torch  # deferred: torch is heavy
-
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
-
-
 def run_forward(model, inputs: list, device: str, plain: bool = False) -> list:
     """The forward's outputs as CPU tensors; `plain`: each must be a plain dense `torch.Tensor` (a
     candidate's), so that what is judged was computed by the call and not on first inspection."""
@@ -251,7 +245,7 @@ def run_case(
     with device_lock.shared(lock):
         inputs = tensors.copy_to(pristine, torch_device(device))
         # Memory a kernel forgets to write should read as NaN, not as zeros or an earlier result.
-        poison_allocator(device, 4 * input_bytes(inputs))
+        poison_allocator(device, 4 * tensors.nbytes(inputs))
         outputs = run_forward(model, inputs, device, plain=True)
         changed = tensors.changed(pristine, inputs)  # where the inputs live: GiB need not cross to the host
     stem = f"{mode}_{case['group']}_{case['seed']}"

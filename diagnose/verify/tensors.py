@@ -1,14 +1,24 @@
 """Moving values between processes and devices: outputs flattened to a list of CPU tensors.
 
 Files are written with `torch.save` and read back with `torch.load(weights_only=True)`, which refuses
-arbitrary pickled objects: a candidate cannot smuggle code into the process that judges it.
+arbitrary pickled objects: a candidate cannot smuggle code into the process that judges it. A file that
+would not fit where it goes is refused before a byte is written (`NoRoom`): a full temporary folder
+otherwise fails later and obscurely (`torch.save ... unexpected pos`, seen under eight sweep jobs).
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 from pathlib import Path
 from typing import Any
+
+# Room left free beside every file written: what the zip records and other writers need.
+MARGIN = 64 * 2**20
+
+
+class NoRoom(OSError):
+    """Not enough free space for a file of values."""
 
 
 def flatten(value: Any) -> list:
@@ -66,9 +76,28 @@ def save(values: Any, path: Path) -> str:
     by this package, so the checksum is CPU time over every byte written that guards nothing."""
     import torch  # deferred: torch is heavy
 
+    needed, free = nbytes(values), shutil.disk_usage(Path(path).parent).free
+    if needed + MARGIN > free:
+        raise NoRoom(
+            f"{Path(path).parent}: {free / 2**30:.1f} GiB free, {needed / 2**30:.1f} GiB of values to write there: "
+            "point TMPDIR at a folder with more room"
+        )
     with _without_crc32():
         torch.save(values, path)
     return str(path)
+
+
+def nbytes(values: Any) -> int:
+    """Bytes of every tensor in `values` (lists, tuples and dicts of them)."""
+    import torch  # deferred: torch is heavy
+
+    if isinstance(values, torch.Tensor):
+        return values.numel() * values.element_size()
+    if isinstance(values, (list, tuple)):
+        return sum(nbytes(v) for v in values)
+    if isinstance(values, dict):
+        return sum(nbytes(v) for v in values.values())
+    return 0
 
 
 def _without_crc32():
