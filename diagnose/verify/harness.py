@@ -31,8 +31,10 @@ import ctypes
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Callable
 
 from diagnose.records import CheckResult, Failure, Timing, Verdict
@@ -156,13 +158,18 @@ def verify_against(
     cases, spare = reference.cases, reference.spare
     on_device = timed(options.device)
     refused: list[str] = []  # requests the vault refused, in any job of this verification
-    with tempfile.TemporaryDirectory(prefix="diagnose-candidate-") as out:
+    with tempfile.TemporaryDirectory(prefix="diagnose-candidate-") as out, ThreadPoolExecutor(1) as beside:
         common = {
             "device": options.device,
             "job_dir": reference.job_dir,
             "out_dir": out,
-            "device_lock": options.device_lock,
+            # The baselines are timed beside the candidate's checks: a lock of this verification's own
+            # where none was given keeps their timing loops apart from the candidate's kernels.
+            "device_lock": options.device_lock or (str(Path(out) / "device.lock") if on_device else None),
         }
+        # On a device, the baselines' worker (an import, torch.compile, its timing loops) runs while the
+        # candidate is checked; its timings are waited for only when the candidate's are taken.
+        baselines = beside.submit(time_baselines, task, reference, common, options, where) if on_device else None
         judged_cases, soak = cases + ([] if on_device else [spare]), 0 if on_device else options.soak
         with clock("candidate"):
             cand = reference.run_job(
@@ -199,7 +206,7 @@ def verify_against(
             if on_device:
                 with clock("timing"):
                     timings, timing_checks, timing_notes = time_candidate(
-                        task, reference, common, options, where, refused
+                        task, reference, common, options, where, refused, baselines.result()
                     )
                 checks += timing_checks
                 notes += timing_notes
@@ -287,12 +294,18 @@ def ghost_case(
 
 
 def time_candidate(
-    task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement, refused: list[str]
+    task: Task,
+    reference: Reference,
+    common: dict,
+    options: CheckOptions,
+    where: Placement,
+    refused: list[str],
+    timed_baselines: tuple[tuple[Timing, ...], tuple[str, ...]],
 ):
     """Timings, the timing-phase checks and notes: the candidate's from its own timing worker, its
-    baselines' from another that never imports a candidate (`time_baselines`)."""
+    baselines' (`timed_baselines`) from another that never imports a candidate (`time_baselines`)."""
     selected, spare, seed = reference.value["selected"], reference.spare, options.seeds[0]
-    baselines, baseline_notes = time_baselines(task, reference, common, options, where)
+    baselines, baseline_notes = timed_baselines
     inputs = reference.inputs_of(seed)
     result = reference.run_job(
         "timing_job",
