@@ -12,6 +12,11 @@ that follow fuse into it as its epilogue.
 - A size query (`x.shape`, `x.size(0)`, `h * w` of those: a number) belongs to no group: each part
   that reads one computes it again from the tensor it asks about, so `B, C, H, W = x.shape` makes no
   subgraphs of its own and no part hands another a number.
+- So does a view (`view`, `transpose`, `split` and the pieces taken from it, ...) of one tensor, when
+  the model does not return it: it is no work, so each part that reads it views the whole tensor again.
+  An attention's `q, k, v = qkv.split(...)` and `.view(B, T, nh, hs).transpose(1, 2)` then belong to
+  the matmul that reads them, which gets `qkv` itself (before: seven subgraphs of views alone in a GPT
+  block, each one a task to verify and none with work to speed up).
 - Each group has one output. A group with several values used outside it is split after the first
   such value, and again until each part has one; a value no task can take is computed again by each
   part that reads it (`q, k, v = x.split(n, dim=2)`, each going its own way). Parts run in an order
@@ -69,6 +74,14 @@ SIZE_QUERIES = frozenset({"getattr", "size", "dim", "numel", "getitem", "mul", "
                           "sqrt", "pow", "floor", "ceil"})  # fmt: skip
 
 
+# Views of one tensor: no work, only another way to read it. `getitem` of a tensor with numbers is a
+# slice (a tensor index makes it a gather: a second tensor input, not a view).
+VIEWS = frozenset({"view", "reshape", "flatten", "unflatten", "transpose", "permute", "unsqueeze", "squeeze",
+                   "expand", "t", "split", "chunk", "unbind", "getitem", "narrow", "select"})  # fmt: skip
+# Views that give a tuple of tensors, no tensor itself: only their pieces are read.
+TUPLE_VIEWS = frozenset({"split", "chunk", "unbind"})
+
+
 def is_fusable(node: NodeRecord) -> bool:
     return node.opname in ELEMENTWISE
 
@@ -94,6 +107,69 @@ def size_queries(records: tuple[NodeRecord, ...]) -> frozenset[str]:
         ):
             found.add(r.name)
     return frozenset(found)
+
+
+def free_views(records: tuple[NodeRecord, ...], queries: frozenset[str]) -> frozenset[str]:
+    """The views that belong to no group (not returned by the model): each reads one tensor (a model
+    input, a parameter, a node's output or another such view) and otherwise numbers only.
+
+    Not one whose numbers ask about a tensor its own tensor is made from by elementwise ops and views
+    alone (ShuffleNet's `x.view(b, c, h, w)` after `x = x.transpose(1, 2).contiguous()`, the sizes
+    taken from the norm before): both sit in one group, and the part viewing again would need the
+    earlier tensor for its size, splitting that group in two."""
+    returned = {i for r in records if r.op == "output" for i in r.inputs}
+    by_name = {r.name: r for r in records}
+    found: set[str] = set()
+    for r in records:
+        if not (r.op.startswith("call_") and r.opname in VIEWS and r.name not in returned and r.name not in queries):
+            continue
+        viewed = [i for i in r.inputs if i not in queries]
+        if len(viewed) != 1 or not (r.is_tensor or r.opname in TUPLE_VIEWS):
+            continue
+        source = by_name[viewed[0]]
+        if not (source.name in found or source.op == "get_attr" or source.is_tensor):
+            continue
+        root = source.name
+        while root in found:  # the tensor the chain of views starts from: what a part is handed
+            root = next(i for i in by_name[root].inputs if i not in queries)
+        asked = asked_about([i for i in r.inputs if i in queries], by_name, queries) - {root}
+        if not asked & made_by_fusable_from(root, by_name, queries | found):
+            found.add(r.name)
+    return frozenset(found)
+
+
+def asked_about(numbers: list[str], by_name: dict[str, NodeRecord], queries: frozenset[str]) -> set[str]:
+    """The tensors the size queries `numbers` take their sizes from."""
+    tensors, waiting = set(), list(numbers)
+    while waiting:
+        record = by_name[waiting.pop()]
+        for i in record.inputs:
+            if i in queries:
+                waiting.append(i)
+            elif by_name[i].is_tensor:
+                tensors.add(i)
+    return tensors
+
+
+def made_by_fusable_from(name: str, by_name: dict[str, NodeRecord], through: frozenset[str] | set[str]) -> set[str]:
+    """`name` and the tensors it is made from by elementwise ops and views alone (back to an anchor, which
+    is counted and not gone past)."""
+    seen, waiting = set(), [name]
+    while waiting:
+        current = waiting.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        record = by_name[current]
+        if current in through or is_fusable(record):
+            waiting += [i for i in record.inputs if by_name[i].is_tensor or i in through]
+    return seen
+
+
+def recomputed(records: tuple[NodeRecord, ...]) -> frozenset[str]:
+    """What no group holds and each part that reads it computes again: size queries and free views."""
+    queries = size_queries(records)
+    return queries | free_views(records, queries)
 
 
 def with_size_queries(
@@ -132,12 +208,19 @@ def users_through_queries(
 def partition(records: tuple[NodeRecord, ...]) -> tuple[Subgraph, ...]:
     """The subgraphs of a recorded graph, in the order they run."""
     by_name = {r.name: r for r in records}
-    queries = size_queries(records)
+    numbers = size_queries(records)
+    queries = recomputed(records)
     compute = [r for r in records if r.op.startswith("call_") and r.name not in queries]
     group_of: dict[str, int] = {}
     groups: list[list[str]] = []
+
+    def viewed(name: str) -> list[str]:
+        """The tensor a value is, seen through the free views that lead to it."""
+        return [s for i in by_name[name].inputs if i not in numbers for s in viewed(i)] if name in queries else [name]
+
     for node in compute:
-        sources = {group_of.get(i) for i in node.inputs if by_name[i].op not in ("get_attr",) and i not in queries}
+        reads = [s for i in node.inputs if i not in numbers for s in viewed(i)]
+        sources = {group_of.get(i) for i in reads if by_name[i].op != "get_attr"}
         # a value no task can be handed (`x.device`, the (values, indices) of `torch.max(x, dim)`) keeps
         # the ops that read it in the group that makes it
         opaque = [group_of[i] for i in node.inputs if i in group_of and opaque_value(by_name[i])]
@@ -231,7 +314,7 @@ def fuse(first: Subgraph, second: Subgraph, records: tuple[NodeRecord, ...]) -> 
     if first.output not in second.inputs:
         return None
     by_name = {r.name: r for r in records}
-    queries = size_queries(records)
+    queries = recomputed(records)
     order = {r.name: i for i, r in enumerate(records)}
     inputs_of = {r.name: r.inputs for r in records}
     users = users_through_queries(records, queries, inputs_of)

@@ -5,7 +5,8 @@ The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
 1. the reference job draws every case's inputs (several seeds x the selected input groups, plus one
    spare case for the re-check) and computes the reference outputs; the parent seals its files in a
    vault (`diagnose/verify/vault.py`), from which each later job fetches a case's inputs only when the
-   case runs, each once (`anticheat.inputs_in_turn`);
+   case runs, each once (`anticheat.inputs_in_turn`): the inputs themselves, or where the draw
+   reproduces, the case's recipe, from which the job draws them again (`diagnose/verify/recipes.py`);
 2. the candidate job runs `ModelNew` on the same inputs, its launches counted and the reference trapped;
    where nothing is timed it also soaks (repeated calls) and then runs the spare case;
 3. the parent compares outputs and decides the anti-cheat checks (`diagnose/verify/anticheat.py`);
@@ -14,7 +15,8 @@ The flow, each step a fresh worker (`diagnose/verify/jobs.py`):
 4. a correct candidate gets a ghost replay in a fresh worker;
 5. on a device, the timing job times the candidate and runs the spare case after timing; its baselines
    (the initial kernel, eager, torch.compile) are timed in a worker of their own that never imports a
-   candidate, once per prepared reference (`diagnose/verify/timing_jobs.py`).
+   candidate, once per prepared reference (`diagnose/verify/timing_jobs.py`), started beside step 2 so
+   that its imports and compiles overlap the candidate's checks.
 
 The reference step can be prepared once and shared by many candidates of one task, or kept for a
 whole run (`diagnose/verify/reference.py`); the parent's reading of the workers' files is `diagnose/verify/judge.py`.

@@ -26,9 +26,9 @@ def test_mlp_fuses_gelu_as_the_first_linear_s_epilogue(decomposed):
 def test_attention_has_one_group_per_linear_matmul_and_softmax(decomposed):
     assert groups(decomposed["attention"]) == [
         ("sg0_linear", ("q",)),
-        ("sg1_linear", ("k", "transpose")),
+        ("sg1_linear", ("k",)),
         ("sg2_linear", ("v",)),
-        ("sg3_matmul", ("matmul", "mul")),
+        ("sg3_matmul", ("transpose", "matmul", "mul")),  # k's transpose viewed again where it is read
         ("sg4_softmax", ("softmax",)),
         ("sg5_matmul", ("matmul_1",)),
     ]
@@ -90,7 +90,7 @@ def test_ops_reading_a_value_no_task_can_take_stay_with_the_group_that_makes_it(
 
 def test_size_queries_make_no_subgraph_and_are_computed_again_where_read():
     """`B, C, H, W = x.shape` and `h * w`: numbers, each computed again by the parts that read them (from
-    the tensor they ask about), never a part of their own and never a part's output."""
+    the tensor they ask about), never a part of their own and never a part's output; so is a view."""
 
     def number(name, opname, *inputs, value=2):
         return NodeRecord(name, "call_function", opname, tuple(inputs), literal=value)
@@ -107,11 +107,11 @@ def test_size_queries_make_no_subgraph_and_are_computed_again_where_read():
         node("out", "output", "output", "o"),
     )
     parts = partition(records)
+    # the view of the input is no work either: the softmax views x again (the view the model returns stays)
     assert [(sg.name, sg.nodes, sg.output) for sg in parts] == [
-        ("sg0_view", ("shape", "b", "h", "hh", "v"), "v"),
-        ("sg1_softmax", ("shape", "b", "h", "s", "o"), "o"),
+        ("sg0_softmax", ("shape", "b", "h", "hh", "v", "s", "o"), "o"),
     ]
-    assert parts[0].inputs == ("x",) and parts[1].inputs == ("x", "v")
+    assert parts[0].inputs == ("x",)
 
 
 def test_a_residual_kept_with_clone_and_detach_stays_in_the_group_it_copies():
@@ -141,3 +141,58 @@ def test_a_scale_computed_from_a_size_is_a_size_query_too():
         node("out", "output", "output", "s"),
     )
     assert [(sg.name, sg.nodes) for sg in partition(records)] == [("sg0_matmul", ("d", "r", "m", "s"))]
+
+
+def number(name, opname, *inputs, value=2):
+    return NodeRecord(name, "call_function", opname, tuple(inputs), literal=value)
+
+
+def test_an_attentions_split_and_head_views_belong_to_the_matmul_that_reads_them():
+    """GPT's `q, k, v = c_attn(x).split(C, dim=2)` then `.view(B, T, nh, hs).transpose(1, 2)` (the sizes
+    from the block's input): views alone are no work, so the matmul's part views `qkv` again itself (before:
+    a part for each split piece and each view, none with work to speed up)."""
+    records = (
+        node("x", "placeholder", "placeholder"),
+        number("shape", "size", "x", value=(2, 4, 6)),
+        number("b", "getitem", "shape"),
+        node("qkv", "call_module", "linear", "x"),
+        NodeRecord("split", "call_method", "split", ("qkv",)),
+        node("q", "call_function", "getitem", "split"),
+        node("k", "call_function", "getitem", "split"),
+        node("qh", "call_method", "view", "q", "b"),
+        node("kh", "call_method", "view", "k", "b"),
+        node("kt", "call_method", "transpose", "kh"),
+        node("att", "call_function", "matmul", "qh", "kt"),
+        node("s", "call_function", "softmax", "att"),
+        node("out", "output", "output", "s"),
+    )
+    parts = partition(records)
+    assert [sg.nodes for sg in parts] == [
+        ("qkv",),
+        ("shape", "b", "split", "q", "k", "qh", "kh", "kt", "att"),
+        ("s",),
+    ]
+    assert parts[1].inputs == ("x", "qkv")  # x for its size only
+
+
+def test_a_view_sized_from_the_tensor_it_was_made_from_stays_in_that_group():
+    """ShuffleNet's channel shuffle: `b, c, h, w = x.size()` of the norm's output, then
+    `x.view(b, g, c // g, h, w).transpose(1, 2).contiguous().view(b, c, h, w)`. The last view's sizes are
+    the norm's: viewed again by the conv after it, it would need the norm's output for its size and split
+    the group in two. It stays, as before."""
+    records = (
+        node("x", "placeholder", "placeholder"),
+        node("bn", "call_module", "batchnorm2d", "x"),
+        number("shape", "size", "bn", value=(2, 4, 2, 2)),
+        number("b", "getitem", "shape"),
+        node("v", "call_method", "view", "bn", "b"),
+        node("t", "call_method", "transpose", "v"),
+        node("c", "call_method", "contiguous", "t"),
+        node("v2", "call_method", "view", "c", "b"),
+        node("conv", "call_module", "conv2d", "v2"),
+        node("out", "output", "output", "conv"),
+    )
+    assert [sg.nodes for sg in partition(records)] == [
+        ("bn", "shape", "b", "v", "t", "c", "v2"),
+        ("conv",),
+    ]
