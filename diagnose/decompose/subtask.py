@@ -19,6 +19,7 @@ from pathlib import Path
 
 from diagnose.decompose.graph import NodeRecord
 from diagnose.decompose.partition import Subgraph
+from diagnose.verify import tensors
 
 # The modules whose functions fx wraps under names of its own (`math_sqrt`), by the `__module__` they report.
 WRAPPED = {"math": math, "operator": operator, "_operator": operator}
@@ -246,16 +247,15 @@ def describe(sg: Subgraph, records: dict[str, NodeRecord]) -> str:
 
 
 def write(graph_module, records: tuple[NodeRecord, ...], sg: Subgraph, model: Path, folder: Path) -> Path:
-    """Write `<folder>/<name>.py` and `<name>.pt` (its parameter values); the task file's path."""
-    import torch  # deferred: torch is heavy
-
+    """Write `<folder>/<name>.py` and `<name>.pt` (its parameter values: refused before it is written where
+    it would not fit, `tensors.NoRoom`); the task file's path."""
     by_name = {r.name: r for r in records}
     for name in sg.inputs:
         if not by_name[name].is_tensor and by_name[name].literal is None:
             raise ValueError(f"subgraph {sg.name} reads {name}, neither a tensor nor a number")
     sub = sub_module(graph_module, sg)
     lines, state = layer_lines(graph_module, sub)
-    torch.save(state, folder / f"{sg.name}.pt")
+    tensors.save(state, folder / f"{sg.name}.pt")
     body = "".join(f"        {line}\n" for line in lines)
     load = f'        self.load_state_dict(torch.load(HERE / "{sg.name}.pt", weights_only=True))\n' if state else ""
     inputs = ", ".join(input_expression(by_name[n]) for n in sg.inputs)
