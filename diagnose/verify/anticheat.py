@@ -97,6 +97,19 @@ def recheck_after_timing(case: CaseResult | None, phase: str) -> CheckResult:
     return CheckResult("recheck_after_timing", True, f"correct after the {phase}")
 
 
+def recheck_in_timing(case: CaseResult | None) -> CheckResult:
+    """One timed call, chosen at random after the warm-up, ran on the re-check's inputs
+    (`timing_jobs.TimedRecheck`); None: the timing job had no such call (its inputs are re-checked
+    fresh, not in place)."""
+    if case is None:
+        return CheckResult(
+            "recheck_in_timing", True, "no timed call re-checked: the re-check runs on inputs of its own"
+        )
+    if not case.passed:
+        return CheckResult("recheck_in_timing", False, f"a timed call was wrong: {case.reason}")
+    return CheckResult("recheck_in_timing", True, "a timed call, chosen at random, was right")
+
+
 def inputs_in_turn(refused: list[str]) -> CheckResult:
     if refused:
         return CheckResult("inputs_in_turn", False, f"inputs asked for out of turn: {', '.join(refused[:4])}")

@@ -332,8 +332,13 @@ def time_candidate(
     timings = tuple(t for group in selected for t in (*candidate, *baselines) if t.group == group)
     medians = {t.group: t.median_ms for t in candidate if t.median_ms}
     after = compare_held(spare, reference.held, result.value["recheck_outputs"], dict(options.tolerances))
+    in_timing = result.value.get("timed_recheck_outputs")
+    timed = (
+        compare_held(spare, reference.held, in_timing, dict(options.tolerances), unwritten=True) if in_timing else None
+    )
     checks = [
         anticheat.recheck_after_timing(after, "timing loop"),
+        anticheat.recheck_in_timing(timed),
         anticheat.side_stream(result.value["side_stream_ratio"], medians, result.value["escaped_calls"]),
     ]
     return timings, checks, baseline_notes

@@ -41,8 +41,9 @@ def take_references(cases: list[dict]) -> Held:
     return held
 
 
-def compare_held(case: dict, held: Held, outputs_file: str, tolerances: dict) -> CaseResult:
-    return compare_case(case["group"], case["seed"], held[key(case)][0], take(outputs_file), tolerances)
+def compare_held(case: dict, held: Held, outputs_file: str, tolerances: dict, unwritten: bool = False) -> CaseResult:
+    """A worker's outputs for `case` against the reference's (`compare.compare_case`, `unwritten` there)."""
+    return compare_case(case["group"], case["seed"], held[key(case)][0], take(outputs_file), tolerances, unwritten)
 
 
 def differs(a: list, b: list) -> bool:

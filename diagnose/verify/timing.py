@@ -184,15 +184,21 @@ def converged(samples: list[float], previous_median: float | None) -> bool:
     return abs(median - previous_median) <= REL_TOL * median
 
 
-def measure(timer: EventTimer, variants: dict[str, Callable[[], Any]], group: str) -> list[Timing]:
+def measure(
+    timer: EventTimer, variants: dict[str, Callable[[], Any]], group: str, arm: Callable[[], None] | None = None
+) -> list[Timing]:
     """Time every variant, interleaved, until each median is stable; one `Timing` per variant.
 
     Each round times one batch of every variant, the round's first variant rotating, and rounds go on
     until every variant is stable (or spent its budget): every variant then holds each place in the
     order as often as the others. Position alone moves a time: timed always in one order, a kernel
-    read 18% slower in first place than in sixth (0.1039 ms against 0.0877 ms on an H200)."""
+    read 18% slower in first place than in sixth (0.1039 ms against 0.0877 ms on an H200).
+
+    `arm` is called once the warm-up is over, before the first timed call (`timing_jobs.TimedRecheck`)."""
     for fn in variants.values():
         timer.warm_up(fn)
+    if arm is not None:
+        arm()
     names = list(variants)
     samples: dict[str, list[float]] = {name: [] for name in names}
     medians: dict[str, float | None] = {name: None for name in names}

@@ -7,11 +7,13 @@
   baselines down (wrap `Model.forward`, patch a torch op the eager path calls) to make its own speedup
   look larger. The parent runs it once per prepared reference (`Reference.baseline_timings`), so the
   candidates of one run share one set of baselines, and `torch.compile` runs once, not per candidate.
-- `timing_job` times the candidate alone in its process, then measures what only a device shows
-  (work left on side streams, calls that escape the timed stream), then runs the candidate once more
-  on the buffers it was timed on, a few elements changed in place, whose reference output exists
-  only in the parent (the re-check after timing; a fresh case where the reference mutates its inputs
-  or has no floating-point input to change), new memory read as NaN there as in every check case.
+- `timing_job` times the candidate alone in its process, one timed call drawn at random running on
+  the re-check's inputs (a few elements of the timed buffers changed in place just before it:
+  `TimedRecheck`), then measures what only a device shows (work left on side streams, calls that escape
+  the timed stream), then runs the candidate once more on those buffers, new memory read as NaN there
+  as in every check case. Both outputs are judged in the parent, which alone holds the re-check's
+  reference output (a fresh case after the loop instead where the reference mutates its inputs or has
+  no floating-point input to change).
 - `side_by_side_job` times several variants of one kernel module (the launch-config search's
   configurations) interleaved in one process on the same saved inputs: a ranking, not a verification
   (the one chosen is verified in full afterwards).
@@ -27,6 +29,9 @@ after the last timed call (`diagnose/verify/vault.py`; `timing_files` and `basel
 """
 
 from __future__ import annotations
+
+import secrets
+from typing import Any, Callable
 
 from diagnose.runtime import device_lock
 from diagnose.runtime.devices import empty_cache, events, torch_device
@@ -56,6 +61,39 @@ def timing_files(inputs: dict[str, str], recheck: dict, seed: int) -> list[str]:
     change to the timed buffers, or its own inputs where it cannot change them in place."""
     in_place = rechecks_timed_buffers(recheck, inputs, seed)
     return [*baseline_files(inputs), recheck["perturbation"] if in_place else recheck["inputs"]]
+
+
+class TimedRecheck:
+    """The candidate's timed call, one of whose calls is the re-check: the k-th timed call once armed (k
+    drawn when the warm-up ends, within the first `timing.MIN_REPS`, so every loop makes it) fetches the
+    re-check's change, writes it into the timed buffers, and keeps its output for the parent to judge.
+
+    That call is flushed, timed and called from the same frames as every other: a candidate that tells
+    the timed calls apart from the judged ones (by the stack, by the L2 flush buffer changing) and does
+    no work in them returns a stale or empty output there and fails `recheck_in_timing`. The change is
+    fetched only at that call: known earlier, its sixteen positions would be a cheap tell of their own.
+    Its fetch, write and the output's copy fall inside that one sample's events; the median of ten or
+    more does not move."""
+
+    def __init__(self, call: Callable[[], Any], inputs: list, change: Callable[[], list]) -> None:
+        self.call, self.inputs, self.change = call, inputs, change
+        self.countdown: int | None = None
+        self.output: list | None = None
+
+    def arm(self) -> None:
+        self.countdown = 1 + secrets.randbelow(timing.MIN_REPS)
+
+    def __call__(self) -> Any:
+        if self.countdown is None:
+            return self.call()
+        self.countdown -= 1
+        if self.countdown:
+            return self.call()
+        self.countdown = None
+        apply_perturbation(self.inputs, self.change())
+        out = self.call()
+        self.output = [t.clone() for t in tensors.flatten(out)]
+        return out
 
 
 def baseline_timing_job(payload: dict) -> dict:
@@ -111,15 +149,18 @@ def timing_job(payload: dict) -> dict:
     timer = timing.EventTimer(device, backend=pinned)
     timings, side_streams, escapes = [], {}, {}
     kernels = instrument.user_kernels()
-    recheck, timed_inputs = payload["recheck"], None
+    recheck, timed_inputs, timed_recheck = payload["recheck"], None, None
     for group in payload["groups"]:
         with device_lock.shared(lock):
             inputs = tensors.to_device(inputs_of(payload["inputs"][group]), torch_device(device))
-        if group == recheck["group"] and rechecks_timed_buffers(recheck, payload["groups"], payload["seed"]):
-            timed_inputs = inputs  # the re-check changes these very buffers
         call = lambda x=inputs: model(*x)  # noqa: E731 - one name for the three measurements below
+        arm = None
+        if group == recheck["group"] and rechecks_timed_buffers(recheck, payload["groups"], payload["seed"]):
+            timed_inputs = inputs  # the re-check changes these very buffers, during the timed calls
+            call = timed_recheck = TimedRecheck(call, inputs, lambda: fetch(payload, recheck["perturbation"]))
+            arm = timed_recheck.arm
         with torch.no_grad(), device_lock.exclusive(lock):
-            timings += [t.to_dict() for t in timing.measure(timer, {"candidate": call}, group)]
+            timings += [t.to_dict() for t in timing.measure(timer, {"candidate": call}, group, arm)]
             side_streams[group] = timing.side_stream_ratio(timer, call)
             with instrument.streams_noted(kernels, timer.backend.current_stream) as streams:
                 escapes[group] = timing.escaped_calls(timer, call, streams)
@@ -132,16 +173,23 @@ def timing_job(payload: dict) -> dict:
     fill_uninitialized(out_dir(payload))
     with device_lock.shared(lock):
         if timed_inputs is not None:
-            apply_perturbation(timed_inputs, fetch(payload, recheck["perturbation"]))
-            inputs = timed_inputs
+            if timed_recheck.output is None:  # a loop that never reached its re-check: changed here
+                apply_perturbation(timed_inputs, fetch(payload, recheck["perturbation"]))
+            inputs = timed_inputs  # changed as the re-check's reference output expects
         else:
             inputs = tensors.to_device(inputs_of(recheck["inputs"]), torch_device(device))
         outputs = run_forward(model, inputs, device)
+    in_timing = timed_recheck.output if timed_recheck is not None else None
     return {
         "timings": timings,
         "side_stream_ratio": side_streams,
         "escaped_calls": escapes,
         "recheck_outputs": tensors.save(outputs, out_dir(payload) / "out_recheck_after_timing.pt"),
+        "timed_recheck_outputs": (
+            tensors.save(tensors.to_cpu(in_timing), out_dir(payload) / "out_recheck_in_timing.pt")
+            if in_timing is not None
+            else None
+        ),
     }
 
 

@@ -58,6 +58,7 @@ def test_side_stream_work_the_timed_stream_waits_for_is_honest():
         # (tests/foundation/test_verification.py).
         ("version_cache", {"launches_triton", "input_sensitivity", "recheck_after_timing", "correctness"}),
         ("side_stream", "side_stream"),
+        ("skips_timed_calls", "recheck_in_timing"),  # no work when called from the timing loop
     ],
 )
 def test_cheats_are_caught_on_the_device(fixture, check):

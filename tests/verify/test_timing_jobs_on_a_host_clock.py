@@ -169,3 +169,45 @@ def test_the_recheck_reads_new_memory_as_the_reference_did(tmp_path):
             )
         after = compare_held(reference.spare, reference.held, result["recheck_outputs"], {})
     assert after.passed, after.reason
+
+
+def timing_job_with_rechecks(name: str, tmp_path) -> tuple:
+    """The timing job's two re-checks of fixture `name`, judged as the parent judges them: the timed
+    call that ran on the re-check's inputs, then the call after the loop."""
+    task = load_task(FIXTURES / "cheats" / f"{name}.py")
+    with prepared(task, CheckOptions(device="cpu", seeds=(0,))) as reference:
+        inputs = reference.inputs_of(0)
+        with reference.vault.ticket(timing_files(inputs, reference.spare, 0)) as ticket:
+            result = run_job(
+                "timing_job",
+                {
+                    "device": "cpu",
+                    "job_dir": reference.job_dir,
+                    "out_dir": str(tmp_path),
+                    "device_lock": None,
+                    **ticket.payload,
+                    "groups": reference.value["selected"],
+                    "inputs": inputs,
+                    "candidate": str(task.candidate_path),
+                    "seed": 0,
+                    "recheck": reference.spare,
+                },
+            )
+        assert not ticket.refused and ticket.served == ticket.names
+        in_timing = compare_held(reference.spare, reference.held, result["timed_recheck_outputs"], {}, unwritten=True)
+        after = compare_held(reference.spare, reference.held, result["recheck_outputs"], {})
+    return in_timing, after
+
+
+def test_a_candidate_that_does_no_work_when_timed_is_wrong_in_a_timed_call(tmp_path):
+    in_timing, after = timing_job_with_rechecks("skips_timed_calls", tmp_path)
+    assert after.passed  # judged after the loop it computes: that re-check alone let it through
+    assert not in_timing.passed, "the timed call on the re-check's inputs returned the stale output"
+
+
+@pytest.mark.parametrize("name", ["honest", "honest_partial_rows"])
+def test_an_honest_candidate_is_right_in_the_timed_recheck(name, tmp_path):
+    """`honest_partial_rows` leaves rows unwritten as its reference does: in a timed call new memory is
+    not NaN, and the reference's NaN there is not judged."""
+    in_timing, after = timing_job_with_rechecks(name, tmp_path)
+    assert in_timing.passed and after.passed, (in_timing.reason, after.reason)
