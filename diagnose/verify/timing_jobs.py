@@ -30,6 +30,7 @@ after the last timed call (`diagnose/verify/vault.py`; `timing_files` and `basel
 
 from __future__ import annotations
 
+import os
 import secrets
 from typing import Any, Callable
 
@@ -102,6 +103,9 @@ def baseline_timing_job(payload: dict) -> dict:
 
     device, lock = payload["device"], payload.get("device_lock")
     pinned = timing.PinnedEvents.of(events(device))  # before any task code runs here
+    # This worker runs beside the candidate's checks (`harness.verify_against`): Inductor's compile pool,
+    # one process per core by default, slowed the parent's comparisons 3x (softmax on an H100: 5 -> 14 s).
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(max(1, (os.cpu_count() or 1) // 4)))
     reference, _ = import_reference(payload["reference"])
     inputs_of = CaseInputs(payload, out_dir(payload), {payload["reference"]: reference})
     init_inputs, state = fetch(payload, INIT_INPUTS), fetch(payload, STATE)
