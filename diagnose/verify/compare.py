@@ -15,7 +15,10 @@ agree in norm). An output with a quarter of its values missing can still pass; h
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from diagnose.records import CaseResult
 from diagnose.verify.tolerances import tolerance
@@ -29,12 +32,70 @@ def tolerance_for(dtype_name: str, overrides: Overrides) -> tuple[float, float]:
     return overrides[name] if name in overrides else tolerance(dtype_name)
 
 
-# Elements per step: a step's float64 temporaries (1 MiB each) stay in the CPU's caches instead of
-# GiB-sized ones in DRAM (a 2^27-element fp32 output took 14 s on two cores in one pass over the
-# whole tensor, 1.1 s in steps of 2^17 and 4 s in steps of 2^22: `benchmarks/compare_speed.py`).
-CHUNK = 1 << 17
+# Elements per step, below torch's grain size (32768), so that each op of a step runs on the thread that
+# calls it; steps go to a pool of Python threads instead (torch's ops release the GIL). Steps of 2^17 ran
+# each op on torch's own thread team, whose barriers stall when other work holds the cores: softmax's
+# comparisons on an H100 went 5 -> 14 s beside Inductor's compile pool, and on two cores a 2^24-element
+# fp32 comparison took 3-14 s beside a process running torch's own team (0.2 s in steps of 2^15 on a
+# pool). Idle, two cores, `benchmarks/compare_speed.py`: 2^26 fp32 1.08 -> 0.64-0.75 s; beside two busy
+# loops, 2^24 fp32 0.75 -> 0.49 s.
+CHUNK = 1 << 15
+# Threads comparing one output's steps.
+WORKERS = max(1, min(16, os.cpu_count() or 1))
 NORM_RATIO = (0.8, 1.25)
 NORM_MIN_ELEMENTS = 256
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one step of a comparison found."""
+
+    bad: int = 0  # elements outside the tolerance
+    new_nan: int = 0  # NaN where the reference has none
+    inf_wrong: bool = False  # Inf where the reference has none, or of the other sign
+    nan_lost: bool = False  # a number where the reference has NaN
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    ref_sq: float = 0.0  # sums of squares over elements finite on both sides
+    out_sq: float = 0.0
+    finite: int = 0
+
+
+def step(r, o, atol: float, rtol: float) -> Step:
+    """Compare one step of the reference (`r`) and output (`o`), in float64."""
+    import torch  # deferred: torch is heavy
+
+    r, o = r.to(torch.float64), o.to(torch.float64)
+    if bool(torch.isfinite(r).all()) and bool(torch.isfinite(o).all()):  # the usual step: no masks
+        diff = (o - r).abs_()
+        mag = r.abs()
+        relative = torch.where(mag > max(atol, 1e-12), diff / mag, 0.0)
+        return Step(
+            bad=int((diff > mag.mul_(rtol).add_(atol)).sum()),
+            max_abs=float(diff.max()),
+            max_rel=float(relative.max()),
+            ref_sq=float(r.dot(r)),
+            out_sq=float(o.dot(o)),
+            finite=r.numel(),
+        )
+    ref_nan, out_nan = torch.isnan(r), torch.isnan(o)
+    ref_inf, out_inf = torch.isinf(r), torch.isinf(o)
+    finite = ~(ref_nan | ref_inf)
+    both = finite & torch.isfinite(o)
+    diff = (o - r).abs()[finite]
+    mag = r.abs()[finite]
+    significant = mag > max(atol, 1e-12)
+    return Step(
+        bad=int((diff > atol + rtol * mag).sum()),
+        new_nan=int((out_nan & ~ref_nan).sum()),
+        inf_wrong=bool((out_inf & ~ref_inf).any()) or bool((ref_inf & (o != r)).any()),
+        nan_lost=bool((ref_nan & ~out_nan).any()),
+        max_abs=float(diff.max()) if diff.numel() else 0.0,
+        max_rel=float((diff[significant] / mag[significant]).max()) if bool(significant.any()) else 0.0,
+        ref_sq=float(r[both].square().sum()),
+        out_sq=float(o[both].square().sum()),
+        finite=int(both.sum()),
+    )
 
 
 def compare_one(
@@ -60,47 +121,30 @@ def compare_one(
         return True, 0.0, 0.0, None
     atol, rtol = tolerance_for(str(ref.dtype), overrides)
     ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
-    new_nan = bad = 0
-    inf_wrong = nan_lost = False
-    max_abs = max_rel = 0.0
-    ref_sq = out_sq = 0.0
-    finite_count = 0
-    for start in range(0, ref_flat.numel(), CHUNK):
-        r = ref_flat[start : start + CHUNK].to(torch.float64)
-        o = out_flat[start : start + CHUNK].to(torch.float64)
-        if bool(torch.isfinite(r).all()) and bool(torch.isfinite(o).all()):  # the usual step: no masks to index by
-            ref_sq, out_sq, finite_count = ref_sq + float(r.dot(r)), out_sq + float(o.dot(o)), finite_count + r.numel()
-            diff = (o - r).abs_()
-            mag = r.abs_()
-            max_abs = max(max_abs, float(diff.max()))
-            relative = torch.where(mag > max(atol, 1e-12), diff / mag, 0.0)
-            max_rel = max(max_rel, float(relative.max()))
-            bad += int((diff > mag.mul_(rtol).add_(atol)).sum())
-            continue
-        ref_nan, out_nan = torch.isnan(r), torch.isnan(o)
-        new_nan += int((out_nan & ~ref_nan).sum())
-        ref_inf, out_inf = torch.isinf(r), torch.isinf(o)
-        inf_wrong = inf_wrong or bool((out_inf & ~ref_inf).any()) or bool((ref_inf & (o != r)).any())
-        nan_lost = nan_lost or bool((ref_nan & ~out_nan).any())
-        finite = ~(ref_nan | ref_inf)
-        both = finite & torch.isfinite(o)
-        ref_sq, out_sq = ref_sq + float(r[both].square().sum()), out_sq + float(o[both].square().sum())
-        finite_count += int(both.sum())
-        diff = (o - r).abs()[finite]
-        mag = r.abs()[finite]
-        if diff.numel():
-            max_abs = max(max_abs, float(diff.max()))
-        significant = mag > max(atol, 1e-12)
-        if bool(significant.any()):
-            max_rel = max(max_rel, float((diff[significant] / mag[significant]).max()))
-        bad += int((diff > atol + rtol * mag).sum())
+    starts = range(0, ref_flat.numel(), CHUNK)
+
+    def one(start: int) -> Step:
+        return step(ref_flat[start : start + CHUNK], out_flat[start : start + CHUNK], atol, rtol)
+
+    if len(starts) == 1 or WORKERS == 1:
+        steps = [one(start) for start in starts]
+    else:
+        with ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
+            steps = list(pool.map(one, starts))
+    new_nan, bad = sum(s.new_nan for s in steps), sum(s.bad for s in steps)
+    max_abs, max_rel = max(s.max_abs for s in steps), max(s.max_rel for s in steps)
+    ref_sq, out_sq, finite_count = (
+        sum(s.ref_sq for s in steps),
+        sum(s.out_sq for s in steps),
+        sum(s.finite for s in steps),
+    )
     # the same precedence as one pass over the whole tensor: NaN, Inf, a lost NaN, then the tolerance
     if new_nan:
         why = "computed, or never written: checks fill new memory with NaN"
         return False, float("nan"), float("nan"), f"{new_nan} NaN where the reference has none ({why})"
-    if inf_wrong:
+    if any(s.inf_wrong for s in steps):
         return False, float("inf"), float("inf"), "Inf where the reference has none (or of the other sign)"
-    if nan_lost and not unwritten:
+    if any(s.nan_lost for s in steps) and not unwritten:
         return False, float("nan"), float("nan"), "a number where the reference has NaN"
     if bad:
         return False, max_abs, max_rel, f"{bad} of {ref.numel()} elements outside atol={atol:g}, rtol={rtol:g}"
