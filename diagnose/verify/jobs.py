@@ -145,9 +145,13 @@ def reference_job(payload: dict) -> dict:
 def drawn_case(module, payload: dict, case: dict, job: Path) -> tuple[list, list[str], dict | None]:
     """A case's inputs drawn in the reference job (on the device where the task's functions allow it),
     the draw's notes, and the recipe a later job draws them again from: None where the draw does not
-    reproduce, or the payload asks for files (`recipes`)."""
+    reproduce, is large and on the host (`recipes.worth_a_recipe`), or the payload asks for files."""
     inputs, notes, placed = recipes.draw_placed(module, case, payload["device"], job)
-    by_recipe = payload.get("recipes", True) and recipes.reproduces(module, placed, inputs, job)
+    by_recipe = (
+        payload.get("recipes", True)
+        and recipes.worth_a_recipe(placed, inputs)
+        and recipes.reproduces(module, placed, inputs, job)
+    )
     return inputs, notes, placed if by_recipe else None
 
 

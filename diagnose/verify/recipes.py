@@ -11,9 +11,11 @@ job that fetches it imports the reference file, draws the case again and checks 
 (`CaseInputs`). The salt never leaves the parent and the reference job: a recipe names only its own
 case's seed, so no other case can be drawn ahead from it.
 
-Recipes only where the draw reproduces: the reference job draws each case a second time after
-scrambling every global generator (`reproduces`) and writes the tensors as before where the two differ
-(a task that keeps a generator of its own across calls, or reads the clock). Both sides seed every
+Recipes only where they pay and the draw reproduces. A case drawn on the host past `HOST_RECIPE_BYTES`
+is written as before: there each job's draw and digest cost more than reading a file. And the
+reference job draws each case a second time after scrambling every global generator (`reproduces`)
+and writes the tensors as before where the two differ (a task that keeps a generator of its own
+across calls, or reads the clock). Both sides seed every
 generator before importing the reference file (`torch_state.IMPORT_SEED`) and draw with new memory
 read as NaN, so values a file draws at import, or leaves in `torch.empty`, agree too. A job whose draw
 still disagrees with the digests fails with `NOT_REPRODUCED`, and the parent verifies again with files
@@ -38,12 +40,14 @@ from diagnose.verify.torch_state import import_reference
 from diagnose.verify.uninitialized import uninitialized_filled
 
 NOT_REPRODUCED = "the task's inputs came out differently in this job than in the reference job"
-# Words per step of a digest: its int32 temporaries stay 64 MiB whatever the input's size.
-DIGEST_CHUNK = 1 << 24
-# The weights' period: a prime below 2^13, so that a 16-bit word times its weight fits in an int32.
+# The weights' period (a prime: no stride of an input lines up with it).
 WEIGHT_PERIOD = 8191
 # Devices whose default-device switch the task's functions draw under (elsewhere: the host).
 DRAWS_ON_DEVICE = ("cuda",)
+# Inputs drawn on the host get a recipe up to this size: past it, each job's draw and digest on the host
+# cost more than reading a file (two 2^25-element fp32 inputs, two CPU cores: `check` 21 s by recipe,
+# 12 s by files). On a device the draw is milliseconds, whatever the size.
+HOST_RECIPE_BYTES = 64 * 2**20
 
 
 def recipe(reference: str, group: str, seed: int, **more: Any) -> dict:
@@ -90,6 +94,11 @@ def draw_placed(module, case: dict, device: str, out: Path) -> tuple[list, list[
     return (*drawn_with_notes(module, on_host, out), on_host)
 
 
+def worth_a_recipe(case: dict, inputs: list) -> bool:
+    """Whether later jobs should draw the case rather than read it: drawn on a device, or small."""
+    return case["where"] != "cpu" or tensors.nbytes(inputs) <= HOST_RECIPE_BYTES
+
+
 def reproduces(module, case: dict, first: list, out: Path) -> bool:
     """Whether drawing the placed recipe again, every global generator scrambled first, gives `first`
     bit for bit: only then can a job draw the case instead of reading it."""
@@ -98,28 +107,39 @@ def reproduces(module, case: dict, first: list, out: Path) -> bool:
         second, _ = drawn_with_notes(module, case, out)
     except Exception:  # noqa: BLE001 - a draw that fails the second time is no recipe
         return False
-    return digests(first) == digests(second)
+    return len(first) == len(second) and all(same(a, b) for a, b in zip(first, second))
+
+
+def same(a: Any, b: Any) -> bool:
+    """Two drawn inputs bit for bit alike (NaN where NaN), or two other values equal as written."""
+    import torch  # deferred: torch is heavy
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and not tensors.changed([a], [b])
+    return repr(a) == repr(b)
 
 
 def digest(value: Any) -> list:
     """A fingerprint of one input that is the same wherever it is computed (device or host): shape,
-    dtype, and two integer sums over its 16-bit words (8-bit for 1-byte dtypes), one plain, one weighted
-    by position. Exact integer arithmetic, so no order of summation changes it. Not a cryptographic
-    hash: it tells a draw that went differently, not a forgery (the candidate's own process draws)."""
+    dtype, and two integer sums over its 16-bit words (8-bit for 1-byte dtypes), one plain, one with
+    word i weighted by `i % WEIGHT_PERIOD + 1`. Exact integer arithmetic, so no order of summation
+    changes it. One pass over the input: the words viewed as rows of `WEIGHT_PERIOD`, summed down the
+    columns (the weights then apply to the column sums). Not a cryptographic hash: it tells a draw that
+    went differently, not a forgery (the candidate's own process draws)."""
     import torch  # deferred: torch is heavy
 
     if not isinstance(value, torch.Tensor):
         return ["value", repr(value)]
     flat = value.detach().contiguous().reshape(-1)
     words = flat.view(torch.uint8) if flat.element_size() == 1 else flat.view(torch.int16)
-    length = min(DIGEST_CHUNK, words.numel())
-    weights = torch.arange(length, device=words.device, dtype=torch.int32).remainder_(WEIGHT_PERIOD).add_(1)
-    plain = weighted = 0
-    for start in range(0, words.numel(), DIGEST_CHUNK):
-        part = words[start : start + DIGEST_CHUNK].to(torch.int32)
-        plain += int(part.sum())
-        weighted += int((part * weights[: part.numel()]).sum())
-    return ["tensor", list(value.shape), str(value.dtype), plain, weighted]
+    rows, tail = divmod(words.numel(), WEIGHT_PERIOD)
+    columns = torch.zeros(WEIGHT_PERIOD, dtype=torch.int64, device=words.device)
+    if rows:
+        columns += words[: rows * WEIGHT_PERIOD].view(rows, WEIGHT_PERIOD).sum(dim=0, dtype=torch.int64)
+    if tail:
+        columns[:tail] += words[rows * WEIGHT_PERIOD :].to(torch.int64)
+    weights = torch.arange(1, WEIGHT_PERIOD + 1, dtype=torch.int64, device=words.device)
+    return ["tensor", list(value.shape), str(value.dtype), int(columns.sum()), int(columns.mul_(weights).sum())]
 
 
 def digests(values: list) -> list[list]:

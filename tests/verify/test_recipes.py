@@ -94,3 +94,13 @@ def test_the_parent_finds_a_changed_input_from_a_recipes_digests():
     after[1][42] += 1e-6
     assert differing(held, after) == [1]
     assert differing(inputs, after) == [1]  # the same answer where the vault holds the tensors
+
+
+def test_large_inputs_drawn_on_the_host_go_through_files():
+    """Past `HOST_RECIPE_BYTES`, each job's draw and digest on the host cost more than a file."""
+    from diagnose.verify import recipes
+
+    small, large = [torch.zeros(16)], [torch.zeros(recipes.HOST_RECIPE_BYTES // 4 + 1)]
+    assert recipes.worth_a_recipe({"where": "cpu"}, small)
+    assert not recipes.worth_a_recipe({"where": "cpu"}, large)
+    assert recipes.worth_a_recipe({"where": "cuda"}, large)  # drawn on the device: milliseconds
