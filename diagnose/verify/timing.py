@@ -184,9 +184,7 @@ def converged(samples: list[float], previous_median: float | None) -> bool:
     return abs(median - previous_median) <= REL_TOL * median
 
 
-def measure(
-    timer: EventTimer, variants: dict[str, Callable[[], Any]], group: str, arm: Callable[[], None] | None = None
-) -> list[Timing]:
+def measure(timer: EventTimer, variants: dict[str, Callable[[], Any]], group: str, probe: Any = None) -> list[Timing]:
     """Time every variant, interleaved, until each median is stable; one `Timing` per variant.
 
     Each round times one batch of every variant, the round's first variant rotating, and rounds go on
@@ -194,23 +192,27 @@ def measure(
     order as often as the others. Position alone moves a time: timed always in one order, a kernel
     read 18% slower in first place than in sixth (0.1039 ms against 0.0877 ms on an H200).
 
-    `arm` is called once the warm-up is over, before the first timed call (`timing_jobs.TimedRecheck`)."""
+    `probe` (`timing_jobs.TimedRecheck`): armed once the warm-up is over, and the rounds go on until it
+    has fired (or every budget is spent), however early the medians settle."""
     for fn in variants.values():
         timer.warm_up(fn)
-    if arm is not None:
-        arm()
+    if probe is not None:
+        probe.arm()
     names = list(variants)
     samples: dict[str, list[float]] = {name: [] for name in names}
     medians: dict[str, float | None] = {name: None for name in names}
     stable: dict[str, bool] = {name: False for name in names}
     spent: dict[str, float] = {name: 0.0 for name in names}
     rounds = 0
-    while not all(stable.values()):
+    spent_all = False
+    while not all(stable.values()) or (probe is not None and probe.pending and not spent_all):
         first = rounds % len(names)
+        spent_all = True
         for name in names[first:] + names[:first]:
             if len(samples[name]) >= MAX_REPS or spent[name] > BUDGET_S:
                 stable[name] = True  # out of budget: reported as it stands
                 continue
+            spent_all = False
             begin = time.perf_counter()
             samples[name] += timer.batch(variants[name], BATCH)
             spent[name] += time.perf_counter() - begin

@@ -64,10 +64,16 @@ def timing_files(inputs: dict[str, str], recheck: dict, seed: int) -> list[str]:
     return [*baseline_files(inputs), recheck["perturbation"] if in_place else recheck["inputs"]]
 
 
+# The timed call that is the re-check is drawn from this many: four rounds of a batch each.
+RECHECK_WITHIN = 4 * timing.BATCH
+
+
 class TimedRecheck:
     """The candidate's timed call, one of whose calls is the re-check: the k-th timed call once armed (k
-    drawn when the warm-up ends, within the first `timing.MIN_REPS`, so every loop makes it) fetches the
-    re-check's change, writes it into the timed buffers, and keeps its output for the parent to judge.
+    drawn when the warm-up ends, up to `RECHECK_WITHIN` timed calls; the timing loop goes on until it has
+    fired) fetches the re-check's change, writes it into the timed buffers, and keeps its output for the
+    parent to judge. Drawn from several rounds rather than the first: a candidate that counts its timed
+    calls and stops working after the first round would otherwise be judged only while it works.
 
     That call is flushed, timed and called from the same frames as every other: a candidate that tells
     the timed calls apart from the judged ones (by the stack, by the L2 flush buffer changing) and does
@@ -82,7 +88,12 @@ class TimedRecheck:
         self.output: list | None = None
 
     def arm(self) -> None:
-        self.countdown = 1 + secrets.randbelow(timing.MIN_REPS)
+        self.countdown = 1 + secrets.randbelow(RECHECK_WITHIN)
+
+    @property
+    def pending(self) -> bool:
+        """Armed and not yet fired."""
+        return self.countdown is not None
 
     def __call__(self) -> Any:
         if self.countdown is None:
@@ -158,13 +169,12 @@ def timing_job(payload: dict) -> dict:
         with device_lock.shared(lock):
             inputs = tensors.to_device(inputs_of(payload["inputs"][group]), torch_device(device))
         call = lambda x=inputs: model(*x)  # noqa: E731 - one name for the three measurements below
-        arm = None
+        probe = None
         if group == recheck["group"] and rechecks_timed_buffers(recheck, payload["groups"], payload["seed"]):
             timed_inputs = inputs  # the re-check changes these very buffers, during the timed calls
-            call = timed_recheck = TimedRecheck(call, inputs, lambda: fetch(payload, recheck["perturbation"]))
-            arm = timed_recheck.arm
+            call = probe = timed_recheck = TimedRecheck(call, inputs, lambda: fetch(payload, recheck["perturbation"]))
         with torch.no_grad(), device_lock.exclusive(lock):
-            timings += [t.to_dict() for t in timing.measure(timer, {"candidate": call}, group, arm)]
+            timings += [t.to_dict() for t in timing.measure(timer, {"candidate": call}, group, probe)]
             side_streams[group] = timing.side_stream_ratio(timer, call)
             with instrument.streams_noted(kernels, timer.backend.current_stream) as streams:
                 escapes[group] = timing.escaped_calls(timer, call, streams)

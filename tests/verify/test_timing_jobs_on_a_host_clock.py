@@ -59,14 +59,21 @@ SCRIPT = textwrap.dedent("""
     timing_jobs.events = lambda device: HostClock
     timing.L2_FLUSH_MIN = 4096
     timing.BUDGET_S = 0.5
+    if len(sys.argv) > 3 and sys.argv[3] == "last":  # the timed re-check drawn as late as it can be
+        class Last:
+            @staticmethod
+            def randbelow(n):
+                return n - 1
+
+        timing_jobs.secrets = Last
     job, payload = sys.argv[1], json.loads(sys.argv[2])
     print(json.dumps(getattr(timing_jobs, job)(payload)))
 """)
 
 
-def run_job(job: str, payload: dict) -> dict:
+def run_job(job: str, payload: dict, *options: str) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, job, json.dumps(payload)],
+        [sys.executable, "-c", SCRIPT, job, json.dumps(payload), *options],
         capture_output=True,
         text=True,
         timeout=300,
@@ -171,7 +178,7 @@ def test_the_recheck_reads_new_memory_as_the_reference_did(tmp_path):
     assert after.passed, after.reason
 
 
-def timing_job_with_rechecks(name: str, tmp_path) -> tuple:
+def timing_job_with_rechecks(name: str, tmp_path, *options: str) -> tuple:
     """The timing job's two re-checks of fixture `name`, judged as the parent judges them: the timed
     call that ran on the re-check's inputs, then the call after the loop."""
     task = load_task(FIXTURES / "cheats" / f"{name}.py")
@@ -192,6 +199,7 @@ def timing_job_with_rechecks(name: str, tmp_path) -> tuple:
                     "seed": 0,
                     "recheck": reference.spare,
                 },
+                *options,
             )
         assert not ticket.refused and ticket.served == ticket.names
         in_timing = compare_held(reference.spare, reference.held, result["timed_recheck_outputs"], {}, unwritten=True)
@@ -211,3 +219,12 @@ def test_an_honest_candidate_is_right_in_the_timed_recheck(name, tmp_path):
     not NaN, and the reference's NaN there is not judged."""
     in_timing, after = timing_job_with_rechecks(name, tmp_path)
     assert in_timing.passed and after.passed, (in_timing.reason, after.reason)
+
+
+def test_a_candidate_that_stops_working_after_the_first_round_is_judged_later(tmp_path):
+    """The re-check drawn as the last of `RECHECK_WITHIN` timed calls: the loop goes on until it fires
+    (the medians settle after one round here), and the candidate, honest for its first ten timed calls
+    only, is stale there."""
+    in_timing, after = timing_job_with_rechecks("stops_after_first_round", tmp_path, "last")
+    assert after.passed
+    assert not in_timing.passed
