@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from diagnose.records import Timing
 from diagnose.runtime import devices
@@ -184,7 +184,18 @@ def converged(samples: list[float], previous_median: float | None) -> bool:
     return abs(median - previous_median) <= REL_TOL * median
 
 
-def measure(timer: EventTimer, variants: dict[str, Callable[[], Any]], group: str, probe: Any = None) -> list[Timing]:
+class Probe(Protocol):
+    """One of a variant's timed calls that does something besides (`timing_jobs.TimedRecheck`)."""
+
+    def arm(self) -> None: ...
+
+    @property
+    def pending(self) -> bool: ...
+
+
+def measure(
+    timer: EventTimer, variants: dict[str, Callable[[], Any]], group: str, probe: Probe | None = None
+) -> list[Timing]:
     """Time every variant, interleaved, until each median is stable; one `Timing` per variant.
 
     Each round times one batch of every variant, the round's first variant rotating, and rounds go on
