@@ -15,11 +15,10 @@ Recipes only where they pay and the draw reproduces. A case drawn on the host pa
 is written as before: there each job's draw and digest cost more than reading a file. And the
 reference job draws each case a second time after scrambling every global generator (`reproduces`)
 and writes the tensors as before where the two differ (a task that keeps a generator of its own
-across calls, or reads the clock). Both sides seed every
-generator before importing the reference file (`torch_state.IMPORT_SEED`) and draw with new memory
-read as NaN, so values a file draws at import, or leaves in `torch.empty`, agree too. A job whose draw
-still disagrees with the digests fails with `NOT_REPRODUCED`, and the parent verifies again with files
-(`harness.verify`).
+across calls, or reads the clock). Both sides seed every generator before importing the reference
+file (`torch_state.IMPORT_SEED`) and draw with new memory read as NaN, so values a file draws at
+import, or leaves in `torch.empty`, agree too. A job whose draw still disagrees with the digests fails
+with `NOT_REPRODUCED`, and the parent verifies again with files (`harness.verify`).
 
 On `cuda` the task's functions run with the device as torch's default device, so `torch.randn(n)` draws
 there (a GiB in milliseconds, not seconds on the host); a function that fails there (a host generator,
@@ -86,10 +85,9 @@ def draw_placed(module, case: dict, device: str, out: Path) -> tuple[list, list[
     the host. The inputs, the notes, and the recipe with where it was drawn."""
     if device in DRAWS_ON_DEVICE:
         on_device = {**case, "where": device}
-        try:
+        # A task's functions that cannot draw there (a host generator, numpy) draw on the host, as before.
+        with contextlib.suppress(Exception):
             return (*drawn_with_notes(module, on_device, out), on_device)
-        except Exception:  # noqa: BLE001 - the task's functions cannot draw there: the host, as before
-            pass
     on_host = {**case, "where": "cpu"}
     return (*drawn_with_notes(module, on_host, out), on_host)
 

@@ -164,14 +164,14 @@ def timing_job(payload: dict) -> dict:
     timer = timing.EventTimer(device, backend=pinned)
     timings, side_streams, escapes = [], {}, {}
     kernels = instrument.user_kernels()
-    recheck, timed_inputs, timed_recheck = payload["recheck"], None, None
+    recheck, timed_recheck = payload["recheck"], None
     for group in payload["groups"]:
         with device_lock.shared(lock):
             inputs = tensors.to_device(inputs_of(payload["inputs"][group]), torch_device(device))
         call = lambda x=inputs: model(*x)  # noqa: E731 - one name for the three measurements below
         probe = None
         if group == recheck["group"] and rechecks_timed_buffers(recheck, payload["groups"], payload["seed"]):
-            timed_inputs = inputs  # the re-check changes these very buffers, during the timed calls
+            # the re-check changes these very buffers, during the timed calls
             call = probe = timed_recheck = TimedRecheck(call, inputs, lambda: fetch(payload, recheck["perturbation"]))
         with torch.no_grad(), device_lock.exclusive(lock):
             timings += [t.to_dict() for t in timing.measure(timer, {"candidate": call}, group, probe)]
@@ -186,14 +186,14 @@ def timing_job(payload: dict) -> dict:
     # where the reference holds NaN. Only now: the fill costs every allocation in the timed loops.
     fill_uninitialized(out_dir(payload))
     with device_lock.shared(lock):
-        if timed_inputs is not None:
+        if timed_recheck is not None:
             if timed_recheck.output is None:  # a loop that never reached its re-check: changed here
-                apply_perturbation(timed_inputs, fetch(payload, recheck["perturbation"]))
-            inputs = timed_inputs  # changed as the re-check's reference output expects
+                apply_perturbation(timed_recheck.inputs, fetch(payload, recheck["perturbation"]))
+            inputs = timed_recheck.inputs  # changed as the re-check's reference output expects
         else:
             inputs = tensors.to_device(inputs_of(recheck["inputs"]), torch_device(device))
         outputs = run_forward(model, inputs, device)
-    in_timing = timed_recheck.output if timed_recheck is not None else None
+    in_timing = timed_recheck and timed_recheck.output
     return {
         "timings": timings,
         "side_stream_ratio": side_streams,
