@@ -8,8 +8,10 @@ its own cache folder, so nothing is reused between examples) and reads the phase
 command wrote:
 
 - `check EXAMPLE --seeds 2`: the harness's steps from the verdict (`reference`, `candidate`, `compare`,
-  `ghost`; `other` is the rest of the verdict's total: the unseen-shape case, the re-check, timing), and
-  the process's whole wall time (imports and the report included).
+  `ghost`; `other` is the rest of the verdict's total: the unseen-shape case, the re-check, timing), the
+  process's whole wall time, and the two parts of it outside the verdict: `before` (until the first
+  progress line: imports, loading the task) and `after` (the rest: cleaning up, the report). Below the
+  table, each verdict's steps as it lists them.
 - `optimize EXAMPLE --max-candidates N --seeds 2`: the run's wall time split by the escalation's steps
   (from its trace: each step's `at` minus the previous one's), and the candidates' harness phases summed.
 
@@ -36,25 +38,35 @@ HARNESS = ("reference", "candidate", "compare", "ghost")
 TARGETS = {("check", "cpu"): 10.0, ("check", "cuda"): 20.0, ("optimize", "cuda"): 60.0}
 
 
-def run(args: list[str], cache: Path) -> tuple[float, int]:
-    """Wall seconds and exit code of one `diagnose` command in a fresh process and cache folder."""
+def run(args: list[str], cache: Path) -> tuple[float, int, float | None]:
+    """Wall seconds and exit code of one `diagnose` command in a fresh process and cache folder, and the
+    seconds until its first progress line (`[check] reference: ...`): what the process spent before the
+    verification began (imports, loading the task)."""
     env = dict(
         os.environ,
         DIAGNOSE_CACHE_DIR=str(cache),
         PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
     )
     start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "diagnose.cli", *args, "-q"],
+    first: float | None = None
+    tail: list[str] = []
+    with subprocess.Popen(
+        [sys.executable, "-m", "diagnose.cli", *args],
         env=env,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    if done.returncode not in (0, 1):
-        print(f"  {' '.join(args[:2])}: exit {done.returncode}: {done.stderr.strip()[-300:]}", file=sys.stderr)
-    return time.perf_counter() - start, done.returncode
+    ) as process:
+        for line in process.stderr:
+            if first is None and line.startswith("["):
+                first = time.perf_counter() - start
+            tail = [*tail[-20:], line]
+    wall = time.perf_counter() - start
+    if process.returncode not in (0, 1):
+        said = "".join(tail).strip()[-300:]
+        print(f"  {' '.join(args[:2])}: exit {process.returncode}: {said}", file=sys.stderr)
+    return wall, process.returncode, first
 
 
 def harness_phases(phases: list) -> dict[str, float]:
@@ -69,14 +81,15 @@ def harness_phases(phases: list) -> dict[str, float]:
 
 def check_row(example: str, device: str, work: Path) -> dict:
     out = work / f"check_{example}.json"
-    wall, code = run(
+    wall, code, first = run(
         ["check", f"examples/{example}.py", "--device", device, "--seeds", "2", "--out", str(out)],
         work / f"cache_check_{example}",
     )
-    row = {"example": example, "wall": wall, "exit": code}
+    row = {"example": example, "wall": wall, "exit": code, "before": first, "raw": []}
     if out.exists():
         verdict = json.loads(out.read_text())["candidates"][0]["verdict"]
         row.update(harness_phases(verdict.get("phases") or []))
+        row["raw"] = verdict.get("phases") or []
     return row
 
 
@@ -97,7 +110,7 @@ def step_seconds(trace: list[dict], started: float) -> dict[str, float]:
 def optimize_row(example: str, device: str, candidates: int, work: Path) -> dict:
     cache = work / f"cache_optimize_{example}"
     started = time.time()
-    wall, code = run(
+    wall, code, _ = run(
         ["optimize", f"examples/{example}.py", "--device", device, "--seeds", "2", "--max-candidates", str(candidates)],
         cache,
     )
@@ -120,18 +133,22 @@ def check_table(rows: list[dict], device: str) -> list[str]:
     lines = [
         f"### `diagnose check --device {device} --seeds 2` (seconds)",
         "",
-        "| example | " + " | ".join(HARNESS) + " | other | verdict total | process wall | target |",
-        "|---|" + "---|" * (len(HARNESS) + 4),
+        "| example | before | " + " | ".join(HARNESS) + " | other | verdict total | after | process wall | target |",
+        "|---|" + "---|" * (len(HARNESS) + 6),
     ]
     for r in rows:
         cells = [f"{r.get(h, 0.0):.1f}" for h in (*HARNESS, "other", "total")]
+        before = r.get("before")
+        after = r["wall"] - before - r.get("total", 0.0) if before is not None else None
         lines.append(
-            f"| {r['example']} | "
+            f"| {r['example']} | {'-' if before is None else f'{before:.1f}'} | "
             + " | ".join(cells)
-            + f" | {r['wall']:.1f} | "
+            + f" | {'-' if after is None else f'{after:.1f}'} | {r['wall']:.1f} | "
             + (f"{'within' if r['wall'] <= target else 'over'} {target:.0f} s" if target else "-")
             + " |"
         )
+    lines += ["", "The verdicts' steps as they list them:", ""]
+    lines += [f"- {r['example']}: " + ", ".join(f"{name} {value:g}" for name, value in r["raw"]) for r in rows]
     return lines
 
 
