@@ -18,6 +18,8 @@ from diagnose.verify.compare import compare_case, compare_one
 
 # (reference outputs, the inputs as the reference left them or None when it changed none), per case
 Held = dict[tuple[str, int, str], tuple[list, "list | None"]]
+# Elements of each output compared first when telling two seeds' outputs apart.
+HEAD = 1 << 15
 
 
 def key(case: dict) -> tuple[str, int, str]:
@@ -58,7 +60,18 @@ def differs_beyond_tolerance(a: list, b: list, tolerances: dict) -> bool:
     run: an exact comparison would call a candidate that is deterministic "cached")."""
     if len(a) != len(b):
         return True
-    return bool(a) and not compare_case("", 0, a, b, tolerances).passed
+    if not a:
+        return False
+    # Two seeds' outputs differ in their first elements already, almost always: that settles it without
+    # a pass over GiB of outputs; only outputs alike there are compared whole.
+    if not compare_case("", 0, [head(x) for x in a], [head(y) for y in b], tolerances).passed:
+        return True
+    return not compare_case("", 0, a, b, tolerances).passed
+
+
+def head(output):
+    """The first `HEAD` elements of a tensor output, flattened; anything else as it is."""
+    return output.reshape(-1)[:HEAD] if hasattr(output, "reshape") and hasattr(output, "shape") else output
 
 
 def mutated_differently(

@@ -4,7 +4,7 @@ differ only in their last bits are one result."""
 import torch
 
 from diagnose.verify.compare import compare_case
-from diagnose.verify.judge import differs_beyond_tolerance
+from diagnose.verify.judge import HEAD, differs_beyond_tolerance
 
 
 def test_a_case_with_no_output_to_compare_fails():
@@ -21,3 +21,12 @@ def test_references_that_differ_in_their_last_bits_are_the_same_result():
     assert differs_beyond_tolerance([a], [torch.randn(1000)], {})
     assert differs_beyond_tolerance([a], [a, a], {})
     assert not differs_beyond_tolerance([], [], {})
+
+
+def test_outputs_alike_in_their_first_elements_are_still_compared_whole():
+    a = torch.randn(3 * HEAD)
+    tail_differs = a.clone()
+    tail_differs[-10:] += 1.0
+    assert differs_beyond_tolerance([a], [tail_differs], {})
+    assert not differs_beyond_tolerance([a], [a.clone()], {})
+    assert differs_beyond_tolerance([a], [a.reshape(3, HEAD)], {})  # the same values in another shape
