@@ -133,10 +133,16 @@ class StandInStream:
 
 
 class _Device(contextlib.nullcontext):
-    """`with torch.cuda.device(x.device):` selects nothing."""
+    """`with torch.cuda.device(x.device):` selects nothing; `torch.cuda.device(i).idx` is the index asked
+    for (unsloth keys its per-device stream table on it)."""
 
     def __init__(self, device=None):
         super().__init__()
+        if isinstance(device, str):
+            index = device.partition(":")[2] or 0
+        else:
+            index = device.index if hasattr(device, "type") else device  # a torch.device, or an int
+        self.idx = int(index) if index is not None else 0
 
 
 def _capability(target) -> tuple[int, int]:
@@ -198,6 +204,10 @@ def patch_torch_cuda(target) -> None:
     }
     for name, value in values.items():
         setattr(cuda, name, value)
+    # The raw handle of the current stream, which host code hands to its own launchers (unsloth's table of
+    # streams per device): the default stream's, 0, where this torch has no CUDA to ask.
+    if not hasattr(torch._C, "_cuda_getCurrentRawStream"):
+        torch._C._cuda_getCurrentRawStream = lambda device=None: 0
 
 
 def standin_driver(target):

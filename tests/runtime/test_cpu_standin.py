@@ -40,6 +40,9 @@ def test_cuda_tensors_land_on_the_cpu_and_device_queries_are_answered():
         assert "stand-in" in torch.cuda.get_device_name()
         with torch.cuda.device(x.device):
             torch.cuda.synchronize()
+        # unsloth's table of streams per device, built at import
+        streams = {torch.cuda.device(i).idx: torch._C._cuda_getCurrentRawStream(i) for i in range(torch.cuda.device_count())}
+        assert streams == {0: 0} and torch.cuda.device("cuda:1").idx == 1 and torch.cuda.device(x.device).idx == 0
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record(); end.record()
         assert end.elapsed_time(start) <= 0 <= start.elapsed_time(end)
