@@ -6,6 +6,7 @@
 | `DIAGNOSE_TIMEOUT_S` | seconds each worker that runs user code may run, in place of each step's own limit |
 | `DIAGNOSE_IR_TIMEOUT_S` | seconds an `inspect` compile worker may run when `DIAGNOSE_TIMEOUT_S` is unset (600) |
 | `DIAGNOSE_WORKER_FORK` | `0`: start every worker from scratch instead of forking it from a warm zygote (`runtime/zygote.py`) |
+| `DIAGNOSE_INTERPRET_MAX_ELEMENTS` | a launch in Triton's interpreter whose tensor arguments hold more elements than this is not run (a capture still records it): a module's own tests at a GPU's sizes would run for hours there; set by the own-tests capture on the CPU (`diagnose/capture/own_tests.py`), unset elsewhere |
 | `DIAGNOSE_DATAKERNEL_DIR` | where DataKernelBench's TPC-H data sets go (`sf<N>/`), instead of `datakernel/` under the user cache (`diagnose/bench/suites/datakernel_data.py`) |
 
 Where caches live when `DIAGNOSE_CACHE_DIR` is unset:
@@ -36,6 +37,7 @@ CACHE_DIR = "DIAGNOSE_CACHE_DIR"
 TIMEOUT = "DIAGNOSE_TIMEOUT_S"
 IR_TIMEOUT = "DIAGNOSE_IR_TIMEOUT_S"
 WORKER_FORK = "DIAGNOSE_WORKER_FORK"
+INTERPRET_MAX_ELEMENTS = "DIAGNOSE_INTERPRET_MAX_ELEMENTS"
 LEGACY_CACHE = ".diagnose_cache"
 
 
@@ -50,6 +52,17 @@ def seconds(name: str, text: str) -> float:
     return value
 
 
+def elements(name: str, text: str) -> int:
+    """A positive count of tensor elements from an environment variable; a one-line `UsageError` otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{name}={text!r}: not a whole number of elements") from None
+    if value <= 0:
+        raise UsageError(f"{name}={text!r}: must be more than 0")
+    return value
+
+
 @dataclass(frozen=True)
 class Knobs:
     """The settings as the environment holds them now (`Knobs.read()`); None where unset."""
@@ -58,6 +71,7 @@ class Knobs:
     timeout_s: float | None = None
     ir_timeout_s: float = 600.0
     fork_workers: bool = True
+    interpret_max_elements: int | None = None
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> Knobs:
@@ -70,6 +84,9 @@ class Knobs:
             timeout_s=seconds(TIMEOUT, timeout) if timeout else None,
             ir_timeout_s=seconds(IR_TIMEOUT, ir_timeout) if ir_timeout else cls.ir_timeout_s,
             fork_workers=env.get(WORKER_FORK, "1") != "0",
+            interpret_max_elements=elements(INTERPRET_MAX_ELEMENTS, env[INTERPRET_MAX_ELEMENTS])
+            if env.get(INTERPRET_MAX_ELEMENTS)
+            else None,
         )
 
 

@@ -6,6 +6,10 @@ build inputs and call the host code, often called at module level too (`result_g
 runs the module-level calls), calls every module-level `test*` function that takes no arguments, and
 keeps what they launched as launch files under `<cache>/captures/`, keyed by the file's content: a
 second run of the same file reuses them. A test that fails after its launches still leaves them.
+
+On the CPU the kernels run in Triton's interpreter, except launches larger than `INTERPRETED_ELEMENTS`:
+those are recorded and not run (their outputs are left as allocated, and the test usually fails after
+them, keeping what it launched), as `diagnose capture --device none` does for every launch.
 """
 
 from __future__ import annotations
@@ -19,12 +23,16 @@ from pathlib import Path
 
 from diagnose.capture.tracer import Tracer
 from diagnose.errors import UsageError
+from diagnose.knobs import INTERPRET_MAX_ELEMENTS
 from diagnose.runtime.runner import call
 from diagnose.task.kernelbench import parse_file
 from diagnose.task.launches import LaunchRecord, merge
 from diagnose.task.module import identity
 
 ENTRY = "diagnose.capture.own_tests:own_tests_job"
+# On the CPU, launches with more tensor elements than this are recorded and not run: tests written for a
+# GPU (unsloth's `test_rms_layernorm`: 21 x 3341 x 1024) would keep Triton's interpreter busy for hours.
+INTERPRETED_ELEMENTS = 1 << 22
 
 
 def test_functions(tree: ast.Module) -> list[str]:
@@ -50,7 +58,9 @@ def launches_folder(path: Path, cache: Path, device: str = "cpu", timeout_s: flo
     done = folder / "done"
     if done.exists():
         return folder / ".diagnose" / "launches"
-    result = call(ENTRY, {"path": str(path.resolve())}, timeout_s=timeout_s, interpret=device == "cpu")
+    interpret = device == "cpu"
+    env = {INTERPRET_MAX_ELEMENTS: str(INTERPRETED_ELEMENTS)} if interpret else None
+    result = call(ENTRY, {"path": str(path.resolve())}, timeout_s=timeout_s, interpret=interpret, env=env)
     if not result.ok:
         raise UsageError(f"{path}: running its own tests to find launches failed: {result.failure.message}")
     records = [LaunchRecord(**r) for r in result.value["records"]]

@@ -5,7 +5,8 @@ Installed in the user's own process (`diagnose capture -- COMMAND` arranges that
 `threading.settrace` for new threads), which sees every Python frame as it starts and costs one small
 callback per call; Triton itself is never patched:
 
-- a frame of `JITFunction.run` or of the interpreter's `InterpretedFunction.run` is a launch: its
+- a frame of `JITFunction.run` or of the interpreter's `InterpretedFunction.run` (or of the CPU
+  stand-in's `InterpretedJITFunction.run` around it, the one recorded then) is a launch: its
   locals hold the kernel, the arguments, the constexprs and options, and the grid. Launches made by
   the autotuner while it benchmarks configs are not recorded (the launch with the chosen config is).
   A launch forwarded by a wrapper's `run` (`Autotuner`, `Heuristics`, a project's own `KernelInterface`
@@ -129,7 +130,7 @@ class Tracer:
     def classify(self, code) -> int:
         file = code.co_filename
         if code.co_name == "run" and file.replace(os.sep, "/").endswith(
-            ("triton/runtime/jit.py", "triton/runtime/interpreter.py")
+            ("triton/runtime/jit.py", "triton/runtime/interpreter.py", "diagnose/runtime/interpreted_jit.py")
         ):
             return LAUNCH
         if code.co_name.startswith("<") or file.startswith("<"):
@@ -197,6 +198,13 @@ class Tracer:
         local = frame.f_locals
         if local.get("warmup"):
             return
+        below = frame.f_back
+        if (
+            below is not None
+            and self.kinds.get(below.f_code) == LAUNCH
+            and below.f_locals.get("self") is local.get("self")
+        ):
+            return  # the interpreter's own `run` under the stand-in's: one launch, recorded at the outer frame
         jit, args, kwargs, grid = (
             local.get("self"),
             tuple(local.get("args", ())),
@@ -272,10 +280,13 @@ class Tracer:
         return kind if kind == HOST else IGNORE
 
     def host_call(self, module_file: str, hosts: list, ranges: bool) -> CallSpec | None:
-        """The outermost replayable call made in `module_file` (hosts are listed innermost first)."""
-        for f, (code, arguments, namespace) in reversed(hosts):
-            if code.co_filename != module_file:
-                continue
+        """The outermost replayable call made in `module_file` (hosts are listed innermost first), a test
+        function of the module's own (`def test_rms_layernorm(dim=1024, ...)` beside the kernel) only
+        where no call below it is: a test builds its tensors inside, at its own sizes, where the
+        function it tests takes them as arguments that a task can draw, at sizes a CPU can run."""
+        own = [(code, arguments, namespace) for _, (code, arguments, namespace) in reversed(hosts)]
+        own = [host for host in own if host[0].co_filename == module_file]
+        for code, arguments, namespace in sorted(own, key=lambda host: _is_test(host[0])):
             call = _replayable(code, arguments, namespace, ranges)
             if call is not None:
                 return call
@@ -357,6 +368,11 @@ def _strong(value: Any) -> Any:
             raise _Gone
         return alive
     return value
+
+
+def _is_test(code) -> bool:
+    """A module-level function named `test...`: a test, not the module's own API."""
+    return code.co_name.startswith("test") and getattr(code, "co_qualname", code.co_name) == code.co_name
 
 
 def _replayable(code, arguments: list, namespace: dict, ranges: bool) -> CallSpec | None:

@@ -273,17 +273,50 @@ def _is_constexpr(param: cst.Param) -> bool:
 
 
 def kernels(module: cst.Module) -> dict[str, Kernel]:
+    """The module-level kernels, by name: functions made kernels by `@triton.jit`, or by an assignment
+    after their definition (`_rope = triton.jit(_rope)`, unsloth's style), whose wrappers then count
+    as their outermost decorators."""
     out = {}
+    wrapped = wrapped_by_assignment(module)
     for node in module.body:
-        if isinstance(node, cst.FunctionDef) and any(_is_jit(d) for d in node.decorators):
+        if not isinstance(node, cst.FunctionDef):
+            continue
+        decorators = [*wrapped.get(node.name.value, []), *(d.decorator for d in node.decorators)]
+        if any(_is_jit(cst.Decorator(d)) for d in decorators):
             params = [p for p in node.params.params]
             out[node.name.value] = Kernel(
                 name=node.name.value,
                 node=node,
                 params=tuple(p.name.value for p in params),
                 constexprs=tuple(p.name.value for p in params if _is_constexpr(p)),
-                decorators=tuple(code(d.decorator) for d in node.decorators),
+                decorators=tuple(code(d) for d in decorators),
             )
+    return out
+
+
+def wrapped_by_assignment(module: cst.Module) -> dict[str, list[cst.BaseExpression]]:
+    """`diagnose.task.module.wrapped_by_assignment` on a libcst module: per module-level function, what
+    wraps it by assignment (`f = triton.heuristics({...})(f)`), outermost first."""
+    defined = {node.name.value for node in module.body if isinstance(node, cst.FunctionDef)}
+    out: dict[str, list[cst.BaseExpression]] = {}
+    for line in module.body:
+        if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            continue
+        statement = line.body[0]
+        if not (isinstance(statement, cst.Assign) and len(statement.targets) == 1):
+            continue
+        target, value = statement.targets[0].target, statement.value
+        if (
+            isinstance(target, cst.Name)
+            and target.value in defined
+            and isinstance(value, cst.Call)
+            and len(value.args) == 1
+            and value.args[0].keyword is None
+            and not value.args[0].star
+            and isinstance(value.args[0].value, cst.Name)
+            and value.args[0].value.value == target.value
+        ):
+            out.setdefault(target.value, []).insert(0, value.func)
     return out
 
 

@@ -31,6 +31,7 @@ from triton.runtime import interpreter
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
+from diagnose.knobs import Knobs
 from diagnose.runtime.interpreter_semantics import CompiledSemanticsRewriter
 
 # Options `triton.jit` passes to the interpreter's class; `JITFunction.__init__` takes the same ones.
@@ -127,7 +128,12 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
         )
 
     def run(self, *args, grid, warmup, **kwargs):
-        _launch(self, *args, grid=_tuple_grid(grid), warmup=warmup, **kwargs)
+        """Launch in the interpreter, unless the launch is larger than `DIAGNOSE_INTERPRET_MAX_ELEMENTS`
+        allows (`diagnose.knobs`): a capture's tracer sees this frame as the launch and records it
+        either way (`diagnose/capture/tracer.py`)."""
+        limit = Knobs.read().interpret_max_elements
+        if limit is None or _elements((*args, *kwargs.values())) <= limit:
+            _launch(self, *args, grid=_tuple_grid(grid), warmup=warmup, **kwargs)
         return InterpretedKernel(self, self._constants(args, kwargs))
 
     def _constants(self, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -142,6 +148,11 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
             for p in self.params
             if p.is_constexpr and p.name in values and values[p.name] is not inspect.Parameter.empty
         }
+
+
+def _elements(values) -> int:
+    """Tensor elements among a launch's arguments."""
+    return sum(v.numel() for v in values if hasattr(v, "numel") and hasattr(v, "data_ptr"))
 
 
 def _tuple_grid(grid):

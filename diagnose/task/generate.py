@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import re
 
-from diagnose.task.module import is_jit_decorator
+from diagnose.jit import is_kernel, wrapped_by_assignment
 from diagnose.task.specs import CallSpec, DtypeValue, TensorSpec
 
 POINTER_CALLS = (
@@ -277,8 +277,5 @@ def guessed_launches(tree: ast.Module) -> list[CallSpec]:
 
 def jit_definitions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     """The module-level `@triton.jit` functions of a module, by name."""
-    return {
-        node.name: node
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)
-    }
+    wrapped = wrapped_by_assignment(tree)
+    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef) and is_kernel(node, wrapped)}

@@ -6,7 +6,8 @@ Where the inputs come from, in order (`Inputs`):
 2. captured launches (`diagnose capture -- COMMAND`, `diagnose/task/launches.py`) made from this
    module: the largest host call by default (bare launches after), `--launch N` for the N-th of `diagnose capture --list FILE`;
    the calls of the same target become the task's input groups (the smallest ones, small enough for
-   the CPU interpreter, named `test_...`; the chosen one and the largest others for a device);
+   the CPU interpreter, named `test_...`, or where every call is larger the smallest cut down to that
+   size (`diagnose/task/shrink.py`); the chosen one and the largest others for a device);
 3. otherwise `NoLaunches`: the caller may run the module's own tests under capture
    (`diagnose/capture/own_tests.py`) and try again with the launches they made.
 
@@ -25,7 +26,8 @@ from diagnose.task import harness, launches
 from diagnose.task.callspec import parse_call
 from diagnose.task.generate import guess_launch, returns_value
 from diagnose.task.kernelbench import Task, load_task_file, parse_file, top_level_names
-from diagnose.task.module import identity, is_jit_decorator, jit_functions
+from diagnose.jit import is_kernel, wrapped_by_assignment
+from diagnose.task.module import identity, jit_functions
 from diagnose.task.shrink import shrunk
 from diagnose.task.specs import CallSpec, Inputs
 
@@ -122,8 +124,9 @@ def _groups(calls: dict[str, CallSpec], chosen: str) -> tuple[dict[str, str], st
     largest others for a device."""
     by_size = sorted(calls, key=lambda text: (calls[text].nbytes, text))
     small = [t for t in by_size if sum(s.numel for s in calls[t].tensors()) <= CPU_ELEMENTS][:TEST_GROUPS]
-    if not small:
-        small = by_size[:1]
+    if not small:  # every call a GPU's size (a project's tests written for one): the smallest, cut down if it can be
+        cut = shrunk(calls[by_size[0]], CPU_ELEMENTS)
+        small = [cut.call.text()] if cut is not None else by_size[:1]
     large = [chosen] + [t for t in reversed(by_size) if t != chosen and t not in small][: DEVICE_GROUPS - 1]
     groups: dict[str, str] = {}
     for i, text in enumerate(large):
@@ -139,7 +142,9 @@ def unseen_groups(groups: dict[str, str], primary: str) -> dict[str, str]:
     """The chosen call with its rows cut to a size the CPU runs (`diagnose/task/shrink.py`), as an unseen-shape
     case of its group (`launch_0@rows=32`), where it is not small already and a cut is unambiguous."""
     cut = shrunk(parse_call(groups[primary]), CPU_ELEMENTS)
-    return {} if cut is None else {f"{primary}@rows={cut.cut_to}": cut.call.text()}
+    if cut is None or cut.call.text() in groups.values():  # already a group: the smallest call, cut the same way
+        return {}
+    return {f"{primary}@rows={cut.cut_to}": cut.call.text()}
 
 
 GUESSED = "guess_"
@@ -167,11 +172,8 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
                 raise UsageError(f"--launch {inputs.launch}: {len(listed)} launches were captured from {path.name}")
             listed = [listed[inputs.launch]]
             kernels = [listed[0].kernel]
-        nodes = {
-            n.name: n
-            for n in tree.body
-            if isinstance(n, ast.FunctionDef) and any(is_jit_decorator(d) for d in n.decorator_list)
-        }
+        wrapped = wrapped_by_assignment(tree)
+        nodes = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and is_kernel(n, wrapped)}
         groups = {}
         for kernel in kernels:
             if inputs.kernel and kernel != inputs.kernel:

@@ -31,7 +31,7 @@ from types import ModuleType
 from diagnose import syntax
 from diagnose.errors import UsageError
 from diagnose.task.harness import header
-from diagnose.task.module import is_jit_decorator
+from diagnose.jit import is_kernel, wrapped_by_assignment
 
 REFERENCE_NAMES = ("Model", "get_inputs", "get_init_inputs")
 CANDIDATE_NAME = "ModelNew"
@@ -93,10 +93,9 @@ def top_level_names(module: ast.Module) -> dict[str, int]:
 def jit_kernels(module: ast.Module) -> tuple[str, ...]:
     """Names of the functions decorated with `triton.jit` (directly or under autotune/heuristics)."""
 
+    wrapped = wrapped_by_assignment(module)
     return tuple(
-        node.name
-        for node in ast.walk(module)
-        if isinstance(node, ast.FunctionDef) and any(is_jit_decorator(d) for d in node.decorator_list)
+        node.name for node in ast.walk(module) if isinstance(node, ast.FunctionDef) and is_kernel(node, wrapped)
     )
 
 

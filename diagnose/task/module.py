@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from diagnose.jit import is_triton_jit
+from diagnose.jit import is_kernel, is_triton_jit, wrapped_by_assignment
 
 
 @dataclass(frozen=True)
@@ -46,13 +46,10 @@ def is_jit_decorator(decorator: ast.expr) -> bool:
 
 
 def jit_functions(tree: ast.Module) -> tuple[str, ...]:
-    """Names of every function decorated with `triton.jit`, at any depth."""
-    return tuple(
-        node.name
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any(is_jit_decorator(d) for d in node.decorator_list)
-    )
+    """Names of every function made a kernel by `triton.jit` (a decorator at any depth, or an assignment
+    at module level)."""
+    wrapped = wrapped_by_assignment(tree)
+    return tuple(node.name for node in ast.walk(tree) if is_kernel(node, wrapped))
 
 
 def _root(node: ast.AST) -> str | None:

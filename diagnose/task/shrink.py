@@ -7,8 +7,9 @@ so any kernel, even one that writes nothing, gives the right zero loss), the CPU
 The large call, with fewer rows, is the same computation at a size the interpreter can run.
 
 Which dimension: the leading one of the call's largest tensor, `n`, cut in every tensor whose leading
-dimension is `n` (the rows of the input, its labels, its gradient), halved until the call fits. Only
-where that is unambiguous: a host call (a bare kernel launch carries its grid and sizes as numbers that
+dimension is `n` (the rows of the input, its labels, its gradient), halved until the call fits; where
+one row of it is still too large (a batch of sequences, `x=f16[21,3341,1024]`), the next dimension the
+same way, and so on, never the last (a row's length sets block sizes). Only where that is unambiguous: a host call (a bare kernel launch carries its grid and sizes as numbers that
 would have to change with it), every tensor contiguous and owning its storage, `n` in no other
 dimension of any tensor (a square matrix), no integer argument equal to `n` (it may be that size), no
 integer tensor drawn up to `n` (indices into the rows, as far as the range tells). Halving keeps the size's factors of two, so a
@@ -43,30 +44,69 @@ def shrunk(call: CallSpec, limit: int) -> Shrunk | None:
     if not all(_plain(t) for t in tensors):
         return None
     largest = max(tensors, key=lambda t: t.numel)
-    n = largest.shape[0] if largest.shape else 0
-    if n < 2 or any(n in t.shape[1:] for t in tensors):
-        return None
-    if any(type(v) is int and v == n for v in _scalars(call.values())):
-        return None
-    if any(not t.is_float and t.high in (n - 1, n) for t in tensors):
-        return None
-    per_row = sum(t.numel // n for t in tensors if t.shape and t.shape[0] == n)
-    rest = sum(t.numel for t in tensors if not (t.shape and t.shape[0] == n))
-    rows = n
-    while rows > 1 and rows * per_row + rest > limit:
-        rows //= 2
-    if rows * per_row + rest > limit:
-        return None
+    shape = original = tuple(largest.shape)
+    cut = call
+    for d in range(max(0, len(shape) - 1) or 1):  # never the last dimension of a tensor of several: a row
+        n = shape[d]
+        if n < 2 or _ambiguous(call, n, shape[: d + 1]):
+            break
+        size = n
+        while size > 1 and _elements(_cut(call, shape, d, size)) > limit:
+            size //= 2
+        cut = _cut(call, shape, d, size)
+        if _elements(cut) <= limit:
+            return Shrunk(cut, _rows(original, d + 1), _rows(tuple(cut_shape(shape, d, size)), d + 1))
+        shape = tuple(cut_shape(shape, d, size))
+        call = cut
+    return None
+
+
+def cut_shape(shape: tuple[int, ...], d: int, size: int) -> list[int]:
+    return [*shape[:d], size, *shape[d + 1 :]]
+
+
+def _rows(shape: tuple[int, ...], leading: int) -> int:
+    rows = 1
+    for n in shape[:leading]:
+        rows *= n
+    return rows
+
+
+def _elements(call: CallSpec) -> int:
+    return sum(t.numel for t in call.tensors())
+
+
+def _carries(t: TensorSpec, leading: tuple[int, ...]) -> bool:
+    """`t` has the largest tensor's leading dimensions (the ones cut so far and the one being cut)."""
+    return tuple(t.shape[: len(leading)]) == leading
+
+
+def _ambiguous(call: CallSpec, n: int, leading: tuple[int, ...]) -> bool:
+    """Whether `n`, the size at position `len(leading) - 1` of the largest tensor, may be something else:
+    the same number in another place of a tensor (a square matrix), an integer argument equal to it
+    (it may be that size), an integer tensor drawn up to it (indices into the rows)."""
+    d = len(leading) - 1
+    for t in call.tensors():
+        places = [i for i, size in enumerate(t.shape) if size == n]
+        if any(i != d or not _carries(t, leading) for i in places):
+            return True
+        if not t.is_float and t.high in (n - 1, n):
+            return True
+    return any(type(v) is int and v == n for v in _scalars(call.values()))
+
+
+def _cut(call: CallSpec, shape: tuple[int, ...], d: int, size: int) -> CallSpec:
+    """`call` with dimension `d` of every tensor that carries the largest one's leading dimensions set to `size`."""
+    leading = shape[: d + 1]
 
     def cut(value: Value) -> Value:
-        if isinstance(value, TensorSpec) and value.shape and value.shape[0] == n:
-            return replace(value, shape=(rows, *value.shape[1:]))
+        if isinstance(value, TensorSpec) and len(value.shape) > d and _carries(value, leading):
+            return replace(value, shape=tuple(cut_shape(tuple(value.shape), d, size)))
         if isinstance(value, (tuple, list)):
             return type(value)(cut(v) for v in value)
         return value
 
-    cut_call = replace(call, args=tuple(cut(v) for v in call.args), kwargs=tuple((k, cut(v)) for k, v in call.kwargs))
-    return Shrunk(cut_call, n, rows)
+    return replace(call, args=tuple(cut(v) for v in call.args), kwargs=tuple((k, cut(v)) for k, v in call.kwargs))
 
 
 def _plain(t: TensorSpec) -> bool:

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from diagnose import syntax
-from diagnose.jit import is_triton_jit
+from diagnose.jit import decorators_of, is_triton_jit, wrapped_by_assignment
 from diagnose.records import Location
 from diagnose.targets import Target
 from diagnose.triage.hosteval import UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec, _OutOfBudget, _Return
@@ -236,9 +236,10 @@ def build_context(source: str, path: str, target: Target) -> Context:
     evaluator.globals = ctx.constants
     ctx.evaluator = evaluator
     module_defs = {s.name: s for s in ctx.tree.body if isinstance(s, ast.FunctionDef)}
+    wrapped = wrapped_by_assignment(ctx.tree)
     for fn in ast.walk(ctx.tree):
         if isinstance(fn, ast.FunctionDef):
-            kernel = _kernel(fn, ctx, module_defs)
+            kernel = _kernel(fn, ctx, module_defs, decorators_of(fn, wrapped))
             if kernel is not None:
                 ctx.kernels.setdefault(kernel.name, kernel)
     _find_launches(ctx, ctx.tree, None, None, None)
@@ -251,8 +252,10 @@ def build_context(source: str, path: str, target: Target) -> Context:
     return ctx
 
 
-def _kernel(fn: ast.FunctionDef, ctx: Context, module_defs) -> Kernel | None:
-    decorators = [(ctx.qualname(d.func if isinstance(d, ast.Call) else d), d) for d in fn.decorator_list]
+def _kernel(fn: ast.FunctionDef, ctx: Context, module_defs, decorator_list: list[ast.expr]) -> Kernel | None:
+    """The kernel `fn` is, where its decorators (`decorator_list`: its own and those applied by assignment,
+    outermost first) make it one."""
+    decorators = [(ctx.qualname(d.func if isinstance(d, ast.Call) else d), d) for d in decorator_list]
     if not any(is_triton_jit(name) for name, _ in decorators):
         return None
     args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs

@@ -16,6 +16,8 @@ from diagnose.task.module import jit_functions
 from diagnose.triage.context import build_context
 
 SOURCE = """
+import functools
+
 import numba
 import torch
 import triton
@@ -55,11 +57,27 @@ def scripted(x):
     return x
 
 
+def assigned(x_ptr, n, SOFTCAP: tl.constexpr):
+    pass
+
+
+# made a kernel by assignment after its definition, as unsloth writes its cross entropy and RoPE kernels
+assigned = triton.jit(assigned)
+assigned = triton.heuristics({"SOFTCAP": lambda args: bool(args["SOFTCAP"])})(assigned)
+
+
+def cached(x):
+    return x
+
+
+cached = functools.lru_cache(cached)
+
+
 def host(x):
     plain[(1,)](x)
 """
 
-KERNELS = {"plain", "called", "bare", "tuned"}
+KERNELS = {"plain", "called", "bare", "tuned", "assigned"}
 
 
 def test_the_docstring_examples_hold():
@@ -72,3 +90,12 @@ def test_task_loading_triage_and_rewrites_find_the_same_kernels():
     assert set(jit_kernels(tree)) == KERNELS
     assert set(rewrite_kernels(cst.parse_module(SOURCE))) == KERNELS
     assert set(build_context(SOURCE, "k.py", lookup("cuda:sm90")).kernels) == KERNELS
+
+
+def test_wrappers_applied_by_assignment_count_as_decorators():
+    assert build_context(SOURCE, "k.py", lookup("cuda:sm90")).kernels["assigned"].heuristics == {"SOFTCAP"}
+    kernel = rewrite_kernels(cst.parse_module(SOURCE))["assigned"]
+    assert kernel.autotuned and [d.split("(")[0] for d in kernel.decorators] == ["triton.heuristics", "triton.jit"]
+    wrapped = jit.wrapped_by_assignment(ast.parse(SOURCE))
+    assert [ast.unparse(w).split("(")[0] for w in wrapped["assigned"]] == ["triton.heuristics", "triton.jit"]
+    assert [ast.unparse(w) for w in wrapped["cached"]] == ["functools.lru_cache"]

@@ -14,6 +14,7 @@ from tests.conftest import MODULE_PROJECT, run_cli, run_cli_here
 CALLS = {
     "autotuned_softmax": "softmax(x=f32[16,200])",
     "block_ptr_copy": "scale_tiles(x=f32[48,80], scale=2.0)",
+    "gpu_sized_test": "ScaleShift.apply(X=f32[2,16,256], W=f32[256], B=f32[256])",
     "hardcoded_gelu": "gelu(x=f32[1000])",
     "heuristics_add": "scaled_add(x=f32[1000], y=f32[1000], alpha=0.5)",
     "inplace_clamp": "clamp_(x=f32[700], low=-0.5, high=0.5)",
@@ -26,6 +27,7 @@ CALLS = {
 KERNELS = {
     "autotuned_softmax": "softmax_kernel",
     "block_ptr_copy": "scale_tiles_kernel",
+    "gpu_sized_test": "_scale_shift_forward",
     "hardcoded_gelu": "gelu_kernel",
     "heuristics_add": "scaled_add_kernel",
     "inplace_clamp": "clamp_kernel",
@@ -35,7 +37,8 @@ KERNELS = {
     "self_tested": "axpy_kernel",
     "tuned_method": "scale_kernel",
 }
-CAPTURED = [m for m in CALLS if m != "self_tested"]  # the project's tests do not import it
+OWN_TESTS = ("self_tested", "gpu_sized_test")  # the project's tests do not import them: they carry their own
+CAPTURED = [m for m in CALLS if m not in OWN_TESTS]
 
 
 @pytest.fixture(scope="module")
@@ -289,3 +292,20 @@ def test_a_test_that_runs_its_backward_pass_runs_with_autograd(tmp_path):
     verdict = json.loads(done.stdout)["candidates"][0]["verdict"]
     checks = {c["name"]: c for c in verdict["checks"]}
     assert verdict["passed"] and checks["launches_triton"]["detail"].startswith("4 launches")
+
+
+@pytest.mark.slow
+def test_a_test_of_its_own_at_a_gpus_sizes_is_recorded_not_run_and_checked_cut_down(fresh_project, tmp_path):
+    """The module's own test launches at 8 x 2048 x 512: on the CPU its launches are recorded, not run (the
+    interpreter would take minutes), the host call kept is the module's function the test calls, not the
+    test, and the CPU's group is that call with its batch and sequence cut to a size the interpreter runs."""
+    from diagnose.capture.prepare import prepare
+    from diagnose.knobs import scope
+
+    path = fresh_project / "kernels" / "gpu_sized_test.py"
+    with scope(cache_dir=tmp_path / "cache"):
+        task = prepare(path)
+    text = task.reference_path.read_text()
+    assert "'launch_0': 'scale_shift(X=f32[8,2048,512]" in text
+    assert "'test_0': 'scale_shift(X=f32[1,256,512]" in text
+    assert "test_scale_shift(" not in text.split("diagnose task harness")[1]

@@ -77,3 +77,13 @@ def test_a_degenerate_small_call_is_backed_by_the_large_one_cut_down(tmp_path):
     wrong = verify(load_task(module, cache=tmp_path / "cache", candidate=candidate), options)
     assert not wrong.passed
     assert [c.group for c in wrong.cases if not c.passed] == ["launch_0@rows=128"]
+
+
+def test_where_one_row_is_still_too_large_the_next_dimension_is_cut_too():
+    # a batch of sequences: one sequence of 3341 tokens is 3.4 M elements, so the tokens are cut as well
+    cut = shrunk(parse_call("Norm.apply(X=f16[21,3341,1024], W=f32[1024], eps=1e-05, gemma=False)"), LIMIT)
+    assert cut.call.text() == "Norm.apply(X=f16[1,208,1024], W=f32[1024], eps=1e-05, gemma=False)"
+    assert (cut.rows, cut.cut_to) == (21 * 3341, 208)
+    # the next dimension's size also where it is not a row: left whole
+    assert shrunk(parse_call("f(x=f32[4,3341,3341])"), LIMIT) is None
+    assert shrunk(parse_call("f(x=f32[4,3341,1024], n=3341)"), LIMIT) is None
