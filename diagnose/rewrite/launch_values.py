@@ -95,6 +95,14 @@ def slots(kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str
                 return f"{param} is a literal at the launch but the grid does not follow it"
             out[param] = Slot(param, "kwarg", literal)
             continue
+        if isinstance(arg.value, cst.Name) and site.constant(arg.value.value) is not None:
+            # a module constant (`BLOCK_SIZE = 1024` at the top): the launch is given a literal in its place,
+            # so other launches reading the constant keep it
+            name = arg.value.value
+            if param in coupled and not callable_grid:
+                return f"{param}={name} is a module constant the grid does not follow at this launch alone"
+            out[param] = Slot(param, "kwarg", site.constant(name))
+            continue
         if isinstance(arg.value, cst.Name):
             binding = host_binding(host, arg.value.value)
             if binding is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import libcst as cst
@@ -252,6 +252,11 @@ class Kernel:
     decorators: tuple[str, ...]
 
     @property
+    def wrapped_by_assignment(self) -> bool:
+        """Made a kernel by assignment after its definition (`f = triton.jit(f)`), not by its own decorators."""
+        return not any(_is_jit(d) for d in self.node.decorators)
+
+    @property
     def autotuned(self) -> bool:
         return any(d.split("(")[0].endswith(("autotune", "heuristics")) for d in self.decorators)
 
@@ -430,6 +435,12 @@ class LaunchSite:
     host: cst.FunctionDef
     host_name: str  # qualified as Python does: `rms_norm_forward`, `RMSNormFunction.forward`, `op.<locals>.run`
     indent: int  # the column the statement starts at
+    # the module's integer constants (`module_constants`), which a launch may pass (`BLOCK_SIZE=BLOCK_SIZE`)
+    constants: tuple[tuple[str, int], ...] = ()
+
+    def constant(self, name: str) -> int | None:
+        """The value of the module constant `name` (bound nowhere else, the host included), else None."""
+        return dict(self.constants).get(name)
 
     def arg(self, kernel: Kernel, param: str) -> cst.Arg | None:
         """The argument the launch passes for `param` (positional or keyword); None where it passes none,
@@ -472,11 +483,46 @@ class LaunchSite:
         return False
 
 
+def module_constants(module: cst.Module) -> dict[str, int]:
+    """Names the module binds once, at its top level, to an integer literal, and nowhere else (no
+    function, branch or loop assigns them again): `BLOCK_SIZE = 1024` (unsloth's swiglu), which a launch
+    passes as `BLOCK_SIZE=BLOCK_SIZE`."""
+    counts: dict[str, int] = {}
+    for node in walk(module):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            targets = [node.target]
+        elif isinstance(node, (cst.Global, cst.For)):
+            targets = [n.name for n in node.names] if isinstance(node, cst.Global) else [node.target]
+        for target in targets:
+            for n in walk(target) if not isinstance(target, cst.Name) else (target,):
+                if isinstance(n, cst.Name):
+                    counts[n.value] = counts.get(n.value, 0) + 1
+    out = {}
+    for line in module.body:
+        if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+            continue
+        statement = line.body[0]
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0].target, statement.value
+        elif isinstance(statement, cst.AnnAssign) and statement.value is not None:  # `BLOCK_SIZE: int = 1024`
+            target, value = statement.target, statement.value
+        else:
+            continue
+        literal = int_value(value)
+        if isinstance(target, cst.Name) and literal is not None and counts.get(target.value) == 1:
+            out[target.value] = literal
+    return out
+
+
 def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> list[LaunchSite]:
     """Launch statements of every function of the module (kernels aside), at any depth of their
     blocks, in source order. A launch through another name (`fn = kernel; fn[grid](...)`), an
     attribute or a one-line suite (`if x: kernel[grid](...)`) is not found."""
     known = kernels(module) if known is None else known
+    constants = tuple(sorted(module_constants(module).items()))
     out: list[LaunchSite] = []
 
     def visit(node: cst.CSTNode, host: cst.FunctionDef | None, host_name: str, scope: str, indent: int) -> None:
@@ -492,7 +538,7 @@ def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> 
         elif isinstance(node, cst.SimpleStatementLine):
             site = _launch(node, known, host, host_name, indent) if host is not None else None
             if site is not None:
-                out.append(site)
+                out.append(replace(site, constants=constants))
             return
         for child in node.children:
             if not isinstance(child, cst.BaseExpression):  # statements never sit inside an expression

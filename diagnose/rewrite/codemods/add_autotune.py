@@ -65,8 +65,11 @@ class AddAutotune(Rewrite):
     the block size masked, accesses independent of it such as a reduction's per-row store needing
     none; for `wgmma-tiles`, every access masked: so every config computes the same result; the
     tuned values set once on the host), plus: the kernel has no atomics (autotuning
-    runs it several times on the same outputs) and is not autotuned yet; the grid is a tuple or a
-    name bound once to one; the tuned host names are used only by the grid and the launch. The
+    runs it several times on the same outputs) and is not autotuned yet; it is made a kernel by its
+    own `@triton.jit` (not by an assignment after it, `f = triton.jit(f)`, where the new decorator would
+    sit under the jit); the grid is a tuple, a name bound once to one, or a `lambda meta:` (kept, its
+    tuned host names read from its own parameter); the tuned host names are used only by the grid and
+    the launch. The
     launch may sit in any function of the module (a module-level `def op(x)`, an autograd
     `Function.forward`, `ModelNew.forward`), at any block depth.
 
@@ -126,8 +129,14 @@ class AddAutotune(Rewrite):
         grid, grid_statement = resolve_grid(plan.site)
         found = slots(plan.kernel, plan.site, plan.tuned)
         host_names = {s.host_name: p for p, s in found.items() if s.kind == "host"}
-        meta = unique_name(names(plan.site.host), "meta")
-        lambda_grid = cst.parse_expression(f"lambda {meta}: {_meta_grid(grid, host_names, meta)}")
+        if isinstance(grid, cst.Lambda) and len(grid.params.params) == 1:
+            # already a grid of the launch's meta-parameters (unsloth's `lambda meta: (cdiv(n,
+            # meta["BLOCK_SIZE"]),)`): the autotuner fills them; tuned host names read from them too
+            meta = grid.params.params[0].name.value
+            lambda_grid = grid.with_changes(body=cst.parse_expression(_meta_grid(grid.body, host_names, meta)))
+        else:
+            meta = unique_name(names(plan.site.host), "meta")
+            lambda_grid = cst.parse_expression(f"lambda {meta}: {_meta_grid(grid, host_names, meta)}")
         call = plan.site.call
         for param in (*plan.tuned, *plan.options):
             call = drop_keyword(call, param)
@@ -176,6 +185,8 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AutotunePlan | str | None:
         return None
     if kernel.autotuned:
         return "already autotuned"
+    if kernel.wrapped_by_assignment:
+        return "made a kernel by assignment (`f = triton.jit(f)`): a decorator would sit under triton.jit"
     if calls(kernel.node.body, *[f"atomic_{op}" for op in ("add", "max", "min", "and", "or", "xor", "xchg", "cas")]):
         return "has atomics (autotuning reruns it on the same outputs)"
     if "triton" not in module_names(ctx.module):

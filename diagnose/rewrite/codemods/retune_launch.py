@@ -64,7 +64,9 @@ class RetuneLaunch(Rewrite):
     mask (`diagnose/rewrite/dependence.py`). The data a program
     covers follows the block: it multiplies a program id and the grid is computed from the same host
     variable, or it steps a loop (`for start in range(0, K, BLOCK)`, a row reduction's chunk on a
-    grid of rows). The block size is a literal or a host variable bound once to a literal (or to
+    grid of rows). The block size is a literal, a module constant bound once at the top (`BLOCK_SIZE =
+    1024`, unsloth's swiglu: the launch is given the new literal in its place, where the grid follows the
+    launch's meta-parameters or the block does not size the grid), or a host variable bound once to a literal (or to
     `min(literal, ...)`, whose literal changes), or to a power of two computed from the problem
     (`triton.next_power_of_2(N)`, bare or in a `min(...)`: FlagGems' reductions, the tutorials' layer
     norm), which the new value caps (`min(1024, MAX_FUSED_SIZE, triton.next_power_of_2(N))`) where
