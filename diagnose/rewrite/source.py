@@ -260,12 +260,44 @@ class Kernel:
     def autotuned(self) -> bool:
         return any(d.split("(")[0].endswith(("autotune", "heuristics")) for d in self.decorators)
 
+    def decides(self, params: set[str]) -> bool:
+        """Whether a wrapper of the kernel may set any of `params` itself: an autotuner (its configs), or
+        a `triton.heuristics` that sets one of them or whose keys cannot be read. unsloth's
+        `triton.heuristics({"GEMMA": ...})` sets a flag, not a launch's block size or warps."""
+        for decorator in self.decorators:
+            name = decorator.split("(")[0]
+            if name.endswith("autotune"):
+                return True
+            if name.endswith("heuristics"):
+                keys = _heuristic_keys(decorator)
+                if keys is None or keys & params:
+                    return True
+        return False
+
     def index(self, param: str) -> int:
         return self.params.index(param)
 
     @property
     def statements(self) -> tuple[cst.BaseStatement, ...]:
         return tuple(self.node.body.body)
+
+
+def _heuristic_keys(decorator: str) -> set[str] | None:
+    """The names a `triton.heuristics({...})` decorator sets, or None where its dict is not written out."""
+    try:
+        call = cst.parse_expression(decorator)
+    except cst.ParserSyntaxError:
+        return None
+    values = call.args[0].value if isinstance(call, cst.Call) and len(call.args) == 1 else None
+    if not isinstance(values, cst.Dict):
+        return None
+    keys = set()
+    for element in values.elements:
+        key = getattr(element, "key", None)
+        if not isinstance(key, cst.SimpleString):
+            return None
+        keys.add(key.evaluated_value)
+    return keys
 
 
 def _is_jit(decorator: cst.Decorator) -> bool:
@@ -393,6 +425,20 @@ def coupled_by_axis(kernel: Kernel, bound: dict[str, int] | None = None) -> dict
                     axes |= {a for a in (axis_of(c) for c in program_calls(other, "program_id")) if a is not None}
                     for axis in axes:
                         out.setdefault(axis, set()).add(mine.value)
+    return out
+
+
+def block_constexprs(kernel: Kernel) -> set[str]:
+    """Constexprs that size a block: read by a `tl.arange(...)` or by a loop's `range(...)`. A constexpr
+    that only multiplies a program id is a stride (unsloth's `X_row_stride: tl.constexpr`), not a block."""
+    out = set()
+    for node in walk(kernel.node.body):
+        if isinstance(node, cst.Call) and (dotted(node.func) or "").split(".")[-1] in (
+            "arange",
+            "range",
+            "static_range",
+        ):
+            out |= names(node) & set(kernel.constexprs)
     return out
 
 

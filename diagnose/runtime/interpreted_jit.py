@@ -23,7 +23,9 @@ every kernel defined afterwards. Interpreter processes only (`cpu_standin.instal
 
 from __future__ import annotations
 
+import functools
 import inspect
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -133,7 +135,8 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
         either way (`diagnose/capture/tracer.py`)."""
         limit = Knobs.read().interpret_max_elements
         if limit is None or _elements((*args, *kwargs.values())) <= limit:
-            _launch(self, *args, grid=_tuple_grid(grid), warmup=warmup, **kwargs)
+            with _builtin_aliases(self.fn):
+                _launch(self, *args, grid=_tuple_grid(grid), warmup=warmup, **kwargs)
         return InterpretedKernel(self, self._constants(args, kwargs))
 
     def _constants(self, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -148,6 +151,36 @@ class InterpretedJITFunction(InterpretedFunction, JITFunction):
             for p in self.params
             if p.is_constexpr and p.name in values and values[p.name] is not inspect.Parameter.empty
         }
+
+
+@contextmanager
+def _builtin_aliases(fn):
+    """During a launch, a module global bound to a `triton.language` builtin under a name of its own
+    (unsloth's `triton_cast = tl.cast`, called in its cross-entropy kernel) calls the interpreter's
+    version: the interpreter patches each builtin where `tl` keeps it (`_patch_lang`), not its aliases,
+    and an alias called in a kernel failed with "Did you forget to add @triton.jit ?". Restored after."""
+    import triton.language as tl  # deferred: triton is heavy
+    from triton.language.semantic import TritonSemantic  # deferred: as above
+
+    namespace = getattr(fn, "__globals__", {})
+    aliases = {
+        name: value
+        for name, value in namespace.items()
+        if tl.core.is_builtin(value)
+        and getattr(tl, name, None) is not value
+        and getattr(tl.math, name, None) is not value
+    }
+    semantic = TritonSemantic(interpreter.interpreter_builder)
+    for name, builtin in aliases.items():
+        namespace[name] = functools.partial(_with_semantic, builtin, semantic)
+    try:
+        yield
+    finally:
+        namespace.update(aliases)
+
+
+def _with_semantic(builtin, semantic, *args, **kwargs):
+    return builtin(*args, **{k: v for k, v in kwargs.items() if k != "_semantic"}, _semantic=semantic)
 
 
 def _elements(values) -> int:

@@ -248,3 +248,21 @@ def test_a_grid_given_as_a_list_launches_as_compiled():
         print("ok")
     """)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_builtin_called_through_an_alias_runs_in_the_interpreter():
+    # unsloth's `triton_cast = tl.cast`, called in its cross-entropy kernel
+    done = _run("""
+        import torch, triton, triton.language as tl
+        triton_cast = tl.cast
+        @triton.jit
+        def widen(x, y, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            tl.store(y + o, triton_cast(tl.load(x + o, mask=o < n), tl.float32) * 2, mask=o < n)
+        x = torch.arange(10, dtype=torch.int32); y = torch.empty(10)
+        widen[(1,)](x, y, 10, B=16)
+        assert torch.equal(y, torch.arange(10, dtype=torch.float32) * 2) and triton_cast is tl.cast
+        print("ok")
+    """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]

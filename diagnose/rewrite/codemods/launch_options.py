@@ -94,7 +94,8 @@ class LaunchOptions(Rewrite):
     function of the module the task's call reaches (a module-level function, an autograd
     `Function.forward`, a method, a function nested in one; `diagnose/rewrite/reach.py`), the options
     are passed by keyword or not at all (a `**kwargs` that may set them is not guessed at), the kernel
-    is not autotuned (its configs set the options: `add-autotune`'s business) and not a bare launch
+    is not autotuned (its configs set the options: `add-autotune`'s business; a `triton.heuristics`
+    that sets neither option is no matter) and not a bare launch
     replayed from a capture (its options are the capture's). A kernel with a parameter named
     `num_warps` (Liger's neighborhood-attention mask kernel takes `num_stages` and `num_warps` as
     constexprs) cannot have that option set at its launch: Triton binds the name to the parameter;
@@ -209,7 +210,7 @@ def _set(site: LaunchSite, slot: OptionSlot, value: int, mapping: dict, added: d
 
 def _plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite, sites: list[LaunchSite]) -> OptionsPlan | str:
     """The plan for `site` (`sites`: every launch site of the module), or why not."""
-    if kernel.autotuned:
+    if kernel.decides({"num_warps", "num_stages"}):
         return "autotuned: its configs set num_warps and num_stages (add-autotune)"
     index = next(i for i, s in enumerate(s for s in sites if s.kernel == kernel.name) if s.statement is site.statement)
     # the launches a name of the launching function reaches besides this one

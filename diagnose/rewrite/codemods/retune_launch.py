@@ -55,7 +55,8 @@ class RetuneLaunch(Rewrite):
     with 4 warps.
 
     ## When it is valid
-    The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business) and is not autotuned. Every
+    The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business) and is not autotuned (a `triton.heuristics` that sets
+    neither its block size nor `num_warps`, unsloth's `GEMMA` flag, is no matter). Every
     load, store and atomic whose pointer may depend on the block size (through `tl.arange(0, BLOCK)`
     or any local name computed from it, followed through loops and branches, and through the program
     ids where the grid follows the block; when unsure, dependent) or that runs under a condition that
@@ -203,9 +204,9 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
         return None
     if calls(kernel.node.body, "dot", "dot_scaled"):
         return "has tl.dot (see wgmma-tiles)"
-    if kernel.autotuned:
-        return "autotuned"
     block = tile_constexpr(kernel)
+    if kernel.decides({block or "", "num_warps"}):
+        return "autotuned"
     if block is None:
         return "no constexpr sizes its tl.arange"
     if len(sites) != 1:

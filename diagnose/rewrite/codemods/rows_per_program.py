@@ -16,6 +16,7 @@ from diagnose.rewrite.source import (
     LaunchSite,
     axis_of,
     code,
+    block_constexprs,
     coupled_by_axis,
     dotted,
     grid_elements,
@@ -69,7 +70,8 @@ class RowsPerProgram(Rewrite):
     `tl.cast(tl.program_id(0), tl.int64)`; the new binding widens the same way) and not multiplied
     by a constexpr (a row, not a tile of a flattened range), no loop whose range is computed from it
     (a blocked or persistent kernel already handles a range of rows), no `tl.num_programs`, no `return` in the
-    kernel (it would end the rows after it), and not autotuned.
+    kernel (it would end the rows after it), and not autotuned (a `triton.heuristics` whose keys are
+    written out sets flags of its own, and is no matter).
 
     ## Why it is faster
     A short row (128 elements: one value per thread with 4 warps) makes a program that starts, loads
@@ -157,11 +159,11 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     if len(program_calls(kernel.node.body, "program_id")) != 1 or len(pids) != 1 or set(pids.values()) != {0}:
         return "its one program id is not `row = tl.program_id(0)` at the kernel's top level"
     (row,) = pids
-    if kernel.autotuned:
+    if kernel.decides(set()):  # heuristics that set flags of their own (unsloth's GEMMA) are no matter
         return "autotuned"
     if program_calls(kernel.node.body, "num_programs"):
         return "reads tl.num_programs"
-    if coupled_by_axis(kernel, pids).get(0):
+    if coupled_by_axis(kernel, pids).get(0, set()) & block_constexprs(kernel):
         return f"{row} is multiplied by a block size: a program handles a tile, not a row"
     if _loops_from(kernel, row):
         # a persistent or blocked kernel (`for r in range(pid * rows_per_program, ...)`): fewer of
