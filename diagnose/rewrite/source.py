@@ -483,6 +483,9 @@ class LaunchSite:
     indent: int  # the column the statement starts at
     # the module's integer constants (`module_constants`), which a launch may pass (`BLOCK_SIZE=BLOCK_SIZE`)
     constants: tuple[tuple[str, int], ...] = ()
+    # the other kernels this statement may launch: it launches a name bound to one of several
+    # (`fx = _gemma_forward if gemma else _forward`, unsloth's RMS norm); see `alias_kept`
+    shares: tuple[str, ...] = ()
 
     def constant(self, name: str) -> int | None:
         """The value of the module constant `name` (bound nowhere else, the host included), else None."""
@@ -565,8 +568,10 @@ def module_constants(module: cst.Module) -> dict[str, int]:
 
 def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> list[LaunchSite]:
     """Launch statements of every function of the module (kernels aside), at any depth of their
-    blocks, in source order. A launch through another name (`fn = kernel; fn[grid](...)`), an
-    attribute or a one-line suite (`if x: kernel[grid](...)`) is not found."""
+    blocks, in source order. A launch through a local name bound once to a kernel (`fn = kernel`) is
+    that kernel's; through one bound to a choice of kernels (`fx = a if c else b`), one site per kernel,
+    each naming the others (`shares`). A launch through an attribute or in a one-line suite
+    (`if x: kernel[grid](...)`) is not found."""
     known = kernels(module) if known is None else known
     constants = tuple(sorted(module_constants(module).items()))
     out: list[LaunchSite] = []
@@ -582,8 +587,7 @@ def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> 
         elif isinstance(node, cst.IndentedBlock):
             indent += len(module.default_indent if node.indent is None else node.indent)
         elif isinstance(node, cst.SimpleStatementLine):
-            site = _launch(node, known, host, host_name, indent) if host is not None else None
-            if site is not None:
+            for site in _launches(node, known, host, host_name, indent) if host is not None else ():
                 out.append(replace(site, constants=constants))
             return
         for child in node.children:
@@ -594,20 +598,66 @@ def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> 
     return out
 
 
-def _launch(
+def _launches(
     node: cst.SimpleStatementLine, known: dict[str, Kernel], host: cst.FunctionDef, host_name: str, indent: int
-) -> LaunchSite | None:
+) -> list[LaunchSite]:
+    """The launch sites of one statement: none, one, or one per kernel a local alias may name."""
     if len(node.body) != 1 or not isinstance(node.body[0], (cst.Expr, cst.Assign)):
-        return None
+        return []
     call = node.body[0].value
-    if (
+    if not (
         isinstance(call, cst.Call)
         and isinstance(call.func, cst.Subscript)
         and isinstance(call.func.value, cst.Name)
-        and call.func.value.value in known
         and all(isinstance(e.slice, cst.Index) for e in call.func.slice)
     ):
-        return LaunchSite(call.func.value.value, node, call, subscript_grid(call.func), host, host_name, indent)
+        return []
+    launched = aliased(host, call.func.value.value, known)
+    return [
+        LaunchSite(
+            name, node, call, subscript_grid(call.func), host, host_name, indent, (), launched[:i] + launched[i + 1 :]
+        )
+        for i, name in enumerate(launched)
+    ]
+
+
+def aliased(host: cst.FunctionDef, name: str, known: dict[str, Kernel]) -> tuple[str, ...]:
+    """The kernels a launch of `name` in `host` launches: `name` itself where it is a kernel, else those
+    of its one binding in `host`, a kernel (`fn = kernel`) or a choice of kernels (`fx = a if c else b`)."""
+    if name in known:
+        return (name,)
+    statements = host_assignments(host, name)
+    target, value = simple_assignment(statements[0]) if len(statements) == 1 else (None, None)
+    if target != name:
+        return ()
+    choices = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+    found = [c.value for c in choices if isinstance(c, cst.Name) and c.value in known]
+    return tuple(dict.fromkeys(found)) if len(found) == len(choices) else ()
+
+
+def alias_kept(before: cst.Module, after: cst.Module, options: tuple[str, ...]) -> str | None:
+    """Why a rewrite from `before` to `after` would break a kernel it was not checked on, or None: a
+    statement that may launch several kernels (`LaunchSite.shares`) must keep what it gives them but
+    for the launch `options`, and those kernels their parameters; only one of them runs where the
+    rewrite is verified."""
+    old_kernels, new_kernels = kernels(before), kernels(after)
+    old_sites = [s for s in launch_sites(before, old_kernels) if s.shares]
+    new_sites = [s for s in launch_sites(after, new_kernels) if s.shares]
+    if not old_sites:
+        return None
+    if len(old_sites) != len(new_sites):
+        return "a launch of several kernels through one name changed"
+    for old, new in zip(old_sites, new_sites):
+        for name in (old.kernel, *old.shares):
+            if name not in new_kernels or new_kernels[name].params != old_kernels[name].params:
+                return f"the launch at {old.host_name} may launch {name} too, whose parameters would change"
+
+        def given(site: LaunchSite) -> list[str]:
+            return [code(a) for a in site.call.args if not (a.keyword and a.keyword.value in options)]
+
+        if given(old) != given(new) or code(old.grid) != code(new.grid):
+            others = ", ".join(old.shares)
+            return f"the launch at {old.host_name} may launch {others} too: only its launch options may change"
     return None
 
 

@@ -21,6 +21,7 @@ CALLS = {
     "module": "rotate_half_(q=f32[6,3,16], cos=f32[6,8], sin=f32[6,8])",
     "autograd": "rms_norm_backward(dY=f32[10,100], X=f32[10,100], W=f32[100], RSTD=f32[10])",
     "kwargs": "layer_norm_forward(X=f32[7,50], W=f32[50], B=f32[50], eps=1e-5)",
+    "alias": "RMSNorm.apply(X=f32[2,5,100], W=f32[100], eps=1e-6, offset=False)",
 }
 
 

@@ -22,6 +22,7 @@ VERIFIED_ELSEWHERE = {
     ("launch-options", "module"),
     ("launch-options", "autograd"),
     ("launch-options", "kwargs"),
+    ("launch-options", "alias"),
     ("prefetch-next-row", "module"),
     ("prefetch-next-row", "autograd"),
     ("programs-per-sm", "module"),
