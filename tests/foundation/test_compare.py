@@ -88,3 +88,28 @@ def test_a_tensor_compared_in_steps_gives_what_one_pass_gives(monkeypatch):
     assert max_abs == pytest.approx(0.5, rel=1e-4)
     ref[10, 0] = float("inf")
     assert "Inf" in compare_one(ref, out)[3], "an Inf in the reference that the output lacks, in the first step"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_the_whole_tensor_pass_gives_what_the_stepped_pass_gives(dtype):
+    """Where every element is within tolerance the comparison takes a few operations over the whole
+    tensor; its errors are those the stepped pass in float64 reports."""
+    from diagnose.verify.compare import CHUNK, within_at_once
+
+    torch.manual_seed(1)
+    ref = torch.randn(3 * CHUNK + 17).to(dtype)
+    out = (ref.double() * (1 + 1e-5 * torch.randn(ref.shape, dtype=torch.float64))).to(dtype)
+    atol, rtol = tolerance(str(dtype))
+    fast = within_at_once(ref, out, atol, rtol)
+    exact = (out.double() - ref.double()).abs()
+    assert fast is not None and fast[0] and fast[1] == pytest.approx(float(exact.max()), rel=1e-2)
+    assert compare_one(ref, out) == fast
+    # what the whole-tensor pass leaves to the stepped one: an Inf, a NaN, an element outside, values below atol
+    for broken in (float("inf"), float("nan")):
+        bad = out.clone()
+        bad[CHUNK + 5] = broken
+        assert within_at_once(ref, bad, atol, rtol) is None and not compare_one(ref, bad)[0]
+    inf_ref = ref.clone()
+    inf_ref[7] = float("inf")
+    assert within_at_once(inf_ref, out, atol, rtol) is None
+    assert within_at_once(ref * 1e-6, torch.zeros_like(ref), atol, rtol) is None

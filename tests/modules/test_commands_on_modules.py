@@ -14,7 +14,7 @@ from tests.conftest import MODULE_PROJECT, run_cli, run_cli_here
 CALLS = {
     "autotuned_softmax": "softmax(x=f32[16,200])",
     "block_ptr_copy": "scale_tiles(x=f32[48,80], scale=2.0)",
-    "gpu_sized_test": "ScaleShift.apply(X=f32[2,16,256], W=f32[256], B=f32[256])",
+    "sized_for_gpu": "ScaleShift.apply(X=f32[2,16,256], W=f32[256], B=f32[256])",
     "hardcoded_gelu": "gelu(x=f32[1000])",
     "heuristics_add": "scaled_add(x=f32[1000], y=f32[1000], alpha=0.5)",
     "inplace_clamp": "clamp_(x=f32[700], low=-0.5, high=0.5)",
@@ -27,7 +27,7 @@ CALLS = {
 KERNELS = {
     "autotuned_softmax": "softmax_kernel",
     "block_ptr_copy": "scale_tiles_kernel",
-    "gpu_sized_test": "_scale_shift_forward",
+    "sized_for_gpu": "_scale_shift_forward",
     "hardcoded_gelu": "gelu_kernel",
     "heuristics_add": "scaled_add_kernel",
     "inplace_clamp": "clamp_kernel",
@@ -37,7 +37,7 @@ KERNELS = {
     "self_tested": "axpy_kernel",
     "tuned_method": "scale_kernel",
 }
-OWN_TESTS = ("self_tested", "gpu_sized_test")  # the project's tests do not import them: they carry their own
+OWN_TESTS = ("self_tested", "sized_for_gpu")  # the project's tests do not import them: they carry their own
 CAPTURED = [m for m in CALLS if m not in OWN_TESTS]
 
 
@@ -302,7 +302,7 @@ def test_a_test_of_its_own_at_a_gpus_sizes_is_recorded_not_run_and_checked_cut_d
     from diagnose.capture.prepare import prepare
     from diagnose.knobs import scope
 
-    path = fresh_project / "kernels" / "gpu_sized_test.py"
+    path = fresh_project / "kernels" / "sized_for_gpu.py"
     with scope(cache_dir=tmp_path / "cache"):
         task = prepare(path)
     text = task.reference_path.read_text()

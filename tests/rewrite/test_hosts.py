@@ -63,7 +63,8 @@ class Block(torch.nn.Module):
     assert [(s.host_name, code(s.grid), s.indent, s.assigns) for s in found] == [
         ("op", "(1,)", 4, False),
         ("op.<locals>.inner", "(2,)", 8, True),  # kept in a variable, found all the same
-        ("Fn.forward", "(4,)", 16, False),  # the alias launch `run[(3,)]` is not found
+        ("op", "(3,)", 4, False),  # through `run = _k`, a local name bound once to the kernel
+        ("Fn.forward", "(4,)", 16, False),
         ("Fn.backward", "(5,)", 12, False),
         ("Block.forward", "(6,)", 8, False),
     ]
