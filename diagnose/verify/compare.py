@@ -3,8 +3,9 @@
 A case passes when every output has the reference's shape and dtype and all elements are within the
 dtype's tolerance (`diagnose/verify/tolerances.py`, or an override per dtype name such as `float32`,
 which `CheckOptions.tolerances` carries for suites scored with their own tolerances). NaN or Inf where the reference has none fails.
-Errors are computed in float64: max absolute error, and max relative error over elements whose reference
-magnitude is not tiny.
+Errors are max absolute error and max relative error over elements whose reference magnitude is not tiny:
+where every element is finite and within tolerance they are computed over the whole tensor in its own dtype
+(`within_at_once`, a few operations that torch spreads over its threads), elsewhere in float64, in steps.
 
 Where the reference's values lie below the absolute tolerance (root mean square under `atol`: an fp16
 softmax over rows of thousands of columns), the elementwise test is blind: zeros pass it. There the
