@@ -10,7 +10,8 @@
 # `pip install --no-deps --target DEPS_FOLDER huggingface_hub unsloth_zoo transformers tokenizers
 # safetensors regex tqdm filelock fsspec hf_xet psutil datasets multiprocess dill xxhash pyarrow pandas
 # trl peft accelerate` (no torch of theirs). `UNSLOTH_ALLOW_CPU=1` is unsloth's own switch for
-# importing without a GPU. PER (seconds per file, default 420) bounds each run.
+# importing without a GPU. PER (seconds per file, default 420) bounds each run; ONLY (a file name, e.g.
+# `swiglu`) runs that one alone.
 set -u
 checkout=$(realpath "$1"); deps=$(realpath "$2"); out=$3
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +20,7 @@ export UNSLOTH_ALLOW_CPU=1 PYTHONPATH=$here:$deps:$copy DIAGNOSE_CACHE_DIR=$copy
 mkdir -p "$out"; : > "$out/summary.txt"
 while IFS='|' read -r file call; do
   [ -z "$file" ] && continue
+  [ -n "${ONLY:-}" ] && [ "$file" != "$ONLY" ] && continue
   name=$(echo "$file" | tr / _)
   if [ -n "$call" ]; then args=(--call "$call"); else args=(); fi
   start=$(date +%s)
