@@ -51,14 +51,14 @@ def wrapped_by_assignment(tree: ast.Module) -> dict[str, list[ast.expr]]:
     return out
 
 
-def decorators_of(node: ast.AST, wrapped: dict[str, list[ast.expr]]) -> list[ast.expr]:
+def decorators_of(node: ast.FunctionDef | ast.AsyncFunctionDef, wrapped: dict[str, list[ast.expr]]) -> list[ast.expr]:
     """A function's decorators, outermost first, those applied by assignment (`wrapped_by_assignment`) included."""
-    own = list(getattr(node, "decorator_list", []))
-    return [*wrapped.get(getattr(node, "name", ""), []), *own] if wrapped else own
+    return [*wrapped.get(node.name, []), *node.decorator_list]
 
 
 def is_kernel(node: ast.AST, wrapped: dict[str, list[ast.expr]]) -> bool:
-    """A function made a Triton kernel by `triton.jit`, as a decorator or by assignment."""
+    """A function made a Triton kernel by `triton.jit`, as a decorator (`@triton.jit(...)` named by what
+    it calls) or by assignment."""
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
         is_triton_jit(ast.unparse(d.func if isinstance(d, ast.Call) else d)) for d in decorators_of(node, wrapped)
     )

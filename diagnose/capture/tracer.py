@@ -284,8 +284,7 @@ class Tracer:
         function of the module's own (`def test_rms_layernorm(dim=1024, ...)` beside the kernel) only
         where no call below it is: a test builds its tensors inside, at its own sizes, where the
         function it tests takes them as arguments that a task can draw, at sizes a CPU can run."""
-        own = [(code, arguments, namespace) for _, (code, arguments, namespace) in reversed(hosts)]
-        own = [host for host in own if host[0].co_filename == module_file]
+        own = [host for _, host in reversed(hosts) if host[0].co_filename == module_file]
         for code, arguments, namespace in sorted(own, key=lambda host: _is_test(host[0])):
             call = _replayable(code, arguments, namespace, ranges)
             if call is not None:

@@ -36,7 +36,7 @@ from diagnose.errors import ToolchainError, UsageError
 from diagnose.records import Candidate, Evidence, Finding, Verdict
 from diagnose.optimizer.diff import unified_diff
 from diagnose.targets import lookup
-from diagnose.jit import is_kernel, wrapped_by_assignment
+from diagnose.task.generate import jit_definitions
 
 MISSING = "the LLM proposer needs the openai package: pip install 'diagnose[llm]'"
 MODEL_ENV = "DIAGNOSE_LLM_MODEL"
@@ -194,9 +194,7 @@ def extract_source(reply: str | None) -> str:
     except SyntaxError as exc:
         raise MalformedReply(f"the proposed file does not parse: line {exc.lineno}: {exc.msg}") from None
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
-    wrapped = wrapped_by_assignment(tree)
-    jit = any(isinstance(n, ast.FunctionDef) and is_kernel(n, wrapped) for n in tree.body)
-    if "ModelNew" not in defined or not jit:
+    if "ModelNew" not in defined or not jit_definitions(tree):
         raise MalformedReply("the proposed file has no ModelNew or no @triton.jit kernel")
     return text if text.endswith("\n") else text + "\n"
 

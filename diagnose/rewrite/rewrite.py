@@ -28,9 +28,6 @@ from diagnose.records import Evidence, Finding
 from diagnose.rewrite.source import alias_kept
 from diagnose.targets import DEFAULT_TARGET, Target, lookup
 
-# Launch keywords that are the launch's, not the kernel's: the same for any kernel a launch may name.
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
-
 Safety = Literal["safe", "unsafe"]
 SECTIONS = ("What it changes", "When it is valid", "Why it is faster", "Safety", "Answers", "References")
 
@@ -177,7 +174,7 @@ class Rewrite:
         validate(new, self.id)
         if new == ctx.source:
             raise NotApplicable(f"{self.id}: changes nothing")
-        broken = alias_kept(ctx.module, cst.parse_module(new), LAUNCH_OPTIONS)
+        broken = alias_kept(ctx.module, new)
         if broken:
             raise NotApplicable(f"{self.id}: {broken}")
         return new

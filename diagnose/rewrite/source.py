@@ -252,7 +252,7 @@ class Kernel:
     decorators: tuple[str, ...]
 
     @property
-    def wrapped_by_assignment(self) -> bool:
+    def jit_by_assignment(self) -> bool:
         """Made a kernel by assignment after its definition (`f = triton.jit(f)`), not by its own decorators."""
         return not any(_is_jit(d) for d in self.node.decorators)
 
@@ -332,7 +332,7 @@ def kernels(module: cst.Module) -> dict[str, Kernel]:
 
 
 def wrapped_by_assignment(module: cst.Module) -> dict[str, list[cst.BaseExpression]]:
-    """`diagnose.task.module.wrapped_by_assignment` on a libcst module: per module-level function, what
+    """`diagnose.jit.wrapped_by_assignment` on a libcst module (the rewrites' tree): per module-level function, what
     wraps it by assignment (`f = triton.heuristics({...})(f)`), outermost first."""
     defined = {node.name.value for node in module.body if isinstance(node, cst.FunctionDef)}
     out: dict[str, list[cst.BaseExpression]] = {}
@@ -488,7 +488,12 @@ class LaunchSite:
     shares: tuple[str, ...] = ()
 
     def constant(self, name: str) -> int | None:
-        """The value of the module constant `name` (bound nowhere else, the host included), else None."""
+        """The value of the module constant `name` (bound nowhere else, the host included, and not a
+        parameter of the host, which would shadow it), else None."""
+        params = self.host.params
+        shadows = [*params.posonly_params, *params.params, *params.kwonly_params]
+        if any(p.name.value == name for p in shadows):
+            return None
         return dict(self.constants).get(name)
 
     def arg(self, kernel: Kernel, param: str) -> cst.Arg | None:
@@ -621,6 +626,10 @@ def _launches(
     ]
 
 
+# Launch keywords that are the launch's, not the kernel's: the same for any kernel a launch may name.
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
 def aliased(host: cst.FunctionDef, name: str, known: dict[str, Kernel]) -> tuple[str, ...]:
     """The kernels a launch of `name` in `host` launches: `name` itself where it is a kernel, else those
     of its one binding in `host`, a kernel (`fn = kernel`) or a choice of kernels (`fx = a if c else b`)."""
@@ -635,16 +644,18 @@ def aliased(host: cst.FunctionDef, name: str, known: dict[str, Kernel]) -> tuple
     return tuple(dict.fromkeys(found)) if len(found) == len(choices) else ()
 
 
-def alias_kept(before: cst.Module, after: cst.Module, options: tuple[str, ...]) -> str | None:
-    """Why a rewrite from `before` to `after` would break a kernel it was not checked on, or None: a
-    statement that may launch several kernels (`LaunchSite.shares`) must keep what it gives them but
-    for the launch `options`, and those kernels their parameters; only one of them runs where the
-    rewrite is verified."""
-    old_kernels, new_kernels = kernels(before), kernels(after)
+def alias_kept(before: cst.Module, after: str) -> str | None:
+    """Why a rewrite from `before` to the source `after` would break a kernel it was not checked on, or
+    None: a statement that may launch several kernels (`LaunchSite.shares`) must keep what it gives them
+    but for the `LAUNCH_OPTIONS`, and those kernels their parameters; only one of them runs where the
+    rewrite is verified. `after` is parsed only where `before` has such a statement."""
+    old_kernels = kernels(before)
     old_sites = [s for s in launch_sites(before, old_kernels) if s.shares]
-    new_sites = [s for s in launch_sites(after, new_kernels) if s.shares]
     if not old_sites:
         return None
+    after_module = cst.parse_module(after)
+    new_kernels = kernels(after_module)
+    new_sites = [s for s in launch_sites(after_module, new_kernels) if s.shares]
     if len(old_sites) != len(new_sites):
         return "a launch of several kernels through one name changed"
     for old, new in zip(old_sites, new_sites):
@@ -653,7 +664,7 @@ def alias_kept(before: cst.Module, after: cst.Module, options: tuple[str, ...]) 
                 return f"the launch at {old.host_name} may launch {name} too, whose parameters would change"
 
         def given(site: LaunchSite) -> list[str]:
-            return [code(a) for a in site.call.args if not (a.keyword and a.keyword.value in options)]
+            return [code(a) for a in site.call.args if not (a.keyword and a.keyword.value in LAUNCH_OPTIONS)]
 
         if given(old) != given(new) or code(old.grid) != code(new.grid):
             others = ", ".join(old.shares)

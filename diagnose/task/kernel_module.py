@@ -17,16 +17,14 @@ own code, or the PyTorch function `Inputs.reference` names.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from pathlib import Path
 
 from diagnose.errors import UsageError
 from diagnose.task import harness, launches
 from diagnose.task.callspec import parse_call
-from diagnose.task.generate import guess_launch, returns_value
+from diagnose.task.generate import guess_launch, jit_definitions, returns_value
 from diagnose.task.kernelbench import Task, load_task_file, parse_file, top_level_names
-from diagnose.jit import is_kernel, wrapped_by_assignment
 from diagnose.task.module import identity, jit_functions
 from diagnose.task.shrink import shrunk
 from diagnose.task.specs import CallSpec, Inputs
@@ -172,8 +170,7 @@ def inspect_task(path: Path, cache: Path, inputs: Inputs = Inputs()) -> Task:
                 raise UsageError(f"--launch {inputs.launch}: {len(listed)} launches were captured from {path.name}")
             listed = [listed[inputs.launch]]
             kernels = [listed[0].kernel]
-        wrapped = wrapped_by_assignment(tree)
-        nodes = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and is_kernel(n, wrapped)}
+        nodes = jit_definitions(tree)
         groups = {}
         for kernel in kernels:
             if inputs.kernel and kernel != inputs.kernel:

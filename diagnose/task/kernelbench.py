@@ -31,7 +31,7 @@ from types import ModuleType
 from diagnose import syntax
 from diagnose.errors import UsageError
 from diagnose.task.harness import header
-from diagnose.jit import is_kernel, wrapped_by_assignment
+from diagnose.task.module import jit_functions
 
 REFERENCE_NAMES = ("Model", "get_inputs", "get_init_inputs")
 CANDIDATE_NAME = "ModelNew"
@@ -91,12 +91,8 @@ def top_level_names(module: ast.Module) -> dict[str, int]:
 
 
 def jit_kernels(module: ast.Module) -> tuple[str, ...]:
-    """Names of the functions decorated with `triton.jit` (directly or under autotune/heuristics)."""
-
-    wrapped = wrapped_by_assignment(module)
-    return tuple(
-        node.name for node in ast.walk(module) if isinstance(node, ast.FunctionDef) and is_kernel(node, wrapped)
-    )
+    """Names of the functions made kernels by `triton.jit` (`diagnose.task.module.jit_functions`)."""
+    return jit_functions(module)
 
 
 def _require(path: Path, names: dict[str, int], wanted: tuple[str, ...], role: str) -> None:

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from diagnose.jit import is_kernel, is_triton_jit, wrapped_by_assignment
+from diagnose.jit import is_kernel, wrapped_by_assignment
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,6 @@ def identity(path: Path) -> ModuleIdentity:
         parts.insert(0, folder.name)
         folder = folder.parent
     return ModuleIdentity(path, ".".join(parts), folder)
-
-
-def is_jit_decorator(decorator: ast.expr) -> bool:
-    """`@triton.jit`, `@jit`, `@triton.jit(...)`, `@tl.jit`-style spellings; also `@libentry()`-wrapped
-    kernels are found through the `triton.jit` under them."""
-    return is_triton_jit(ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator))
 
 
 def jit_functions(tree: ast.Module) -> tuple[str, ...]:

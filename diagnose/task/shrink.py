@@ -21,6 +21,7 @@ fails at the new size, the case is dropped with a note, never held against a can
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from diagnose.task.specs import CallSpec, TensorSpec, Value, contiguous_strides
@@ -45,31 +46,23 @@ def shrunk(call: CallSpec, limit: int) -> Shrunk | None:
         return None
     largest = max(tensors, key=lambda t: t.numel)
     shape = original = tuple(largest.shape)
-    cut = call
-    for d in range(max(0, len(shape) - 1) or 1):  # never the last dimension of a tensor of several: a row
+    if not shape:
+        return None
+    for d in range(max(1, len(shape) - 1)):  # never the last dimension of a tensor of several: a row
         n = shape[d]
         if n < 2 or _ambiguous(call, n, shape[: d + 1]):
             break
         size = n
         while size > 1 and _elements(_cut(call, shape, d, size)) > limit:
             size //= 2
-        cut = _cut(call, shape, d, size)
-        if _elements(cut) <= limit:
-            return Shrunk(cut, _rows(original, d + 1), _rows(tuple(cut_shape(shape, d, size)), d + 1))
-        shape = tuple(cut_shape(shape, d, size))
-        call = cut
+        call, shape = _cut(call, shape, d, size), _resized(shape, d, size)
+        if _elements(call) <= limit:
+            return Shrunk(call, math.prod(original[: d + 1]), math.prod(shape[: d + 1]))
     return None
 
 
-def cut_shape(shape: tuple[int, ...], d: int, size: int) -> list[int]:
-    return [*shape[:d], size, *shape[d + 1 :]]
-
-
-def _rows(shape: tuple[int, ...], leading: int) -> int:
-    rows = 1
-    for n in shape[:leading]:
-        rows *= n
-    return rows
+def _resized(shape: tuple[int, ...], d: int, size: int) -> tuple[int, ...]:
+    return (*shape[:d], size, *shape[d + 1 :])
 
 
 def _elements(call: CallSpec) -> int:
@@ -101,7 +94,7 @@ def _cut(call: CallSpec, shape: tuple[int, ...], d: int, size: int) -> CallSpec:
 
     def cut(value: Value) -> Value:
         if isinstance(value, TensorSpec) and len(value.shape) > d and _carries(value, leading):
-            return replace(value, shape=tuple(cut_shape(tuple(value.shape), d, size)))
+            return replace(value, shape=_resized(tuple(value.shape), d, size))
         if isinstance(value, (tuple, list)):
             return type(value)(cut(v) for v in value)
         return value

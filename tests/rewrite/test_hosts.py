@@ -170,3 +170,11 @@ def test_real_code_golden_after(before, after):
 def test_real_code_not_applied_twice(before, after):
     with pytest.raises(NotApplicable):
         REWRITES[before.parent.name].apply(context(before.parent, after.name))
+
+
+def test_a_module_constant_is_a_launch_value_unless_a_host_parameter_shadows_it():
+    module = "BLOCK = 256\n\n\n"
+    (mine,) = sites(module + "def op(x):\n    _k[(1,)](x, 1, BLOCK=BLOCK)\n")
+    assert mine.constant("BLOCK") == 256
+    (shadowed,) = sites(module + "def op(x, BLOCK):\n    _k[(1,)](x, 1, BLOCK=BLOCK)\n")
+    assert shadowed.constant("BLOCK") is None

@@ -185,7 +185,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AutotunePlan | str | None:
         return None
     if kernel.autotuned:
         return "already autotuned"
-    if kernel.wrapped_by_assignment:
+    if kernel.jit_by_assignment:
         return "made a kernel by assignment (`f = triton.jit(f)`): a decorator would sit under triton.jit"
     if calls(kernel.node.body, *[f"atomic_{op}" for op in ("add", "max", "min", "and", "or", "xor", "xchg", "cas")]):
         return "has atomics (autotuning reruns it on the same outputs)"

@@ -205,7 +205,7 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     if calls(kernel.node.body, "dot", "dot_scaled"):
         return "has tl.dot (see wgmma-tiles)"
     block = tile_constexpr(kernel)
-    if kernel.decides({block or "", "num_warps"}):
+    if kernel.decides({"num_warps"} | ({block} if block else set())):
         return "autotuned"
     if block is None:
         return "no constexpr sizes its tl.arange"
