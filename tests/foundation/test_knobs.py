@@ -33,6 +33,10 @@ def test_knobs_are_typed_and_checked():
     for bad in ("soon", "0", "-1"):
         with pytest.raises(UsageError, match=knobs.TIMEOUT):
             Knobs.read({knobs.TIMEOUT: bad})
+    assert Knobs.read({knobs.INTERPRET_MAX_ELEMENTS: "4096"}).interpret_max_elements == 4096
+    for bad in ("lots", "0", "2.5"):
+        with pytest.raises(UsageError, match=knobs.INTERPRET_MAX_ELEMENTS):
+            Knobs.read({knobs.INTERPRET_MAX_ELEMENTS: bad})
 
 
 def test_runs_go_to_the_user_cache_and_compiles_stay_in_the_project(no_override):
