@@ -14,7 +14,9 @@ CPU tensors; `install(target)` makes the rest of that code run too, in a worker 
   takes its CPU path;
 - Triton's driver: through Triton's own seam, `driver.set_active`, a driver that answers for the target,
   puts tensors on the CPU, and benchmarks nothing: asked to time the autotuner's configs, it ranks them
-  in the order they are listed, so the first config is the one used, every time;
+  in the order they are listed, so the first config is the one used, every time; it is also the target
+  backend's driver in `triton.backends.backends`, and active, for libraries that ask each backend whether
+  Triton is usable here (vLLM's `triton_utils`);
 - Triton 3.6's interpreter passes a Python `float` argument to the kernel as a Python float, where the
   compiler passes an fp32 scalar (so `eps.to(tl.float32)` fails only in the interpreter): such arguments
   are given as fp32 scalars, as the compiler does (`_implicit_cvt` is the interpreter's one conversion of
@@ -31,6 +33,7 @@ Nothing here runs in the parent process, and nothing here is timed: a CPU run is
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import time
 from types import SimpleNamespace
@@ -239,7 +242,7 @@ def standin_driver(target):
 
         @classmethod
         def is_active(cls):
-            return False
+            return True
 
         def get_current_target(self):
             return target.gpu_target()
@@ -278,6 +281,23 @@ def standin_driver(target):
     return StandInDriver()
 
 
+BACKEND_OF = {"cuda": "nvidia", "hip": "amd"}
+
+
+def register_backend_driver(driver_class, backend: str) -> None:
+    """Make the stand-in the driver of the target's backend in `triton.backends.backends`.
+
+    Libraries decide whether Triton is usable by asking each installed backend's driver `is_active()`
+    (vLLM's `triton_utils` swaps in a placeholder `triton` module that has no `next_power_of_2` when none
+    answers yes), and a CUDA driver answers with `torch.cuda.is_available()`, which the stand-in keeps
+    False. The backend of the target is the one that is active here; the others stay as installed."""
+    from triton import backends  # deferred: triton is heavy
+
+    name = BACKEND_OF.get(backend, backend)
+    if name in backends.backends:
+        backends.backends[name] = dataclasses.replace(backends.backends[name], driver=driver_class)
+
+
 def patch_interpreter_floats() -> None:
     """Give float launch arguments to interpreted kernels as fp32 scalars, as compiled kernels get them."""
     import numpy as np  # deferred: numpy is heavy
@@ -308,7 +328,9 @@ def install(target_name: str = "cuda:sm90", interpreter: bool = True) -> None:
     target = lookup(target_name)
     patch_torch_cuda(target)
     _tensor_mode().__enter__()
-    driver.set_active(standin_driver(target))
+    standin = standin_driver(target)
+    driver.set_active(standin)
+    register_backend_driver(type(standin), target.gpu_target().backend)
     if interpreter:
         from diagnose.runtime import interpreted_jit  # deferred: imports triton and numpy
 

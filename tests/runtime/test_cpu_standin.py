@@ -14,12 +14,12 @@ from tests.conftest import FIXTURES, ROOT
 LAUNCHER = FIXTURES / "modules" / "launcher"
 
 
-def _run(code: str, interpret: bool = True, path: tuple = ()) -> subprocess.CompletedProcess:
+def _run(code: str, interpret: bool = True, path: tuple = (), target: str = "cuda:sm90") -> subprocess.CompletedProcess:
     """`code` run as a script file (kernels are defined in a file, as `triton.jit` expects)."""
     env = {"PYTHONPATH": ":".join(map(str, (ROOT, *path))), "PATH": "/usr/bin:/bin"}
     if interpret:
         env["TRITON_INTERPRET"] = "1"
-    prelude = f"from diagnose.runtime import cpu_standin\ncpu_standin.install(interpreter={interpret})\n"
+    prelude = f"from diagnose.runtime import cpu_standin\ncpu_standin.install({target!r}, interpreter={interpret})\n"
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "script.py"
         script.write_text(prelude + textwrap.dedent(code))
@@ -51,6 +51,31 @@ def test_cuda_tensors_land_on_the_cpu_and_device_queries_are_answered():
         assert triton.runtime.driver.active.get_active_torch_device().type == "cpu"
         print("ok")
     """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_library_that_asks_each_backend_whether_triton_is_usable_finds_the_target_active():
+    # vLLM's idiom: Triton counts as usable only where exactly one installed backend's driver is active;
+    # otherwise the library swaps in a placeholder module and its host code fails on `triton.cdiv`.
+    done = _run("""
+        from triton.backends import backends
+        active = [name for name, backend in backends.items() if backend.driver.is_active()]
+        assert active == ["nvidia"], active
+        import triton
+        assert triton.runtime.driver.active.get_current_target().backend == "cuda"
+        print("ok")
+    """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+    done = _run(
+        """
+        from triton.backends import backends
+        active = [name for name, backend in backends.items() if backend.driver.is_active()]
+        assert active == ["amd"], active
+        print("ok")
+    """,
+        target="hip:gfx942",
+    )
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
