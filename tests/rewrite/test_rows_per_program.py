@@ -91,3 +91,49 @@ def test_a_kernel_with_defaulted_parameters_stays_correct(tmp_path):
     )["defaulted_params"]
     assert verdict.failure is None, verdict.failure
     assert verdict.passed, [c for c in (*verdict.cases, *verdict.checks) if not c.passed]
+
+
+def test_one_program_per_token_and_head_takes_rows_on_the_first_axis_and_keeps_the_rest():
+    """vLLM's idiom: a (tokens, heads) grid, `tl.num_programs(1)` read for the head count, and tokens past
+    the prefix skipped with an early `return`, which becomes a guard around the rest of the row."""
+    path = FOLDER / "before_token_heads.py"
+    ctx = RewriteContext(path.read_text(), str(path))
+    pre = REWRITE.check(ctx)
+    assert pre.holds and pre.kernels == ("merge_parts_kernel",), pre.reason
+    new = REWRITE.apply(ctx)
+    assert "merge_parts_kernel[(triton.cdiv(tokens, 4), heads)]" in new
+    assert "return" not in new.split("def merge_parts_kernel", 1)[1].split("\ndef ", 1)[0]
+    assert "if not (token >= n_prefix):" in new
+
+
+def test_a_returning_branch_that_rebinds_an_earlier_name_is_declined():
+    # Triton merges a name rebound in an `if` with its value before it, and refuses a change of type there;
+    # under `return` the branch never merged, so the guard form could fail to compile where the kernel did not.
+    path = FOLDER / "before_token_heads.py"
+    source = path.read_text().replace(
+        "        b = tl.load(part_b + base + offs, mask=mask)\n",
+        "        mask = mask & (offs < 8)\n        b = tl.load(part_b + base + offs, mask=mask)\n",
+    )
+    pre = REWRITE.check(RewriteContext(source, str(path)))
+    assert not pre.holds and "rebinds mask, bound before it" in pre.reason, pre.reason
+
+
+@pytest.mark.slow
+def test_the_token_and_head_rewrite_compiles_for_a_gpu(tmp_path, cli):
+    """The interpreter runs Python's `if`; the compiler merges what both branches bind. Compiled offline for
+    sm_90 at the fixture's call, the rewritten kernel must lower."""
+    import json
+    import shutil
+
+    shutil.copy(FOLDER / "after_token_heads.py", tmp_path / "merge_parts.py")
+    call = json.loads((FOLDER / "calls.json").read_text())["token_heads"]
+    done = cli(
+        "inspect",
+        str(tmp_path / "merge_parts.py"),
+        "--call",
+        call,
+        "--json",
+        env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)

@@ -13,6 +13,7 @@ from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel,
+    assigned_names,
     LaunchSite,
     axis_of,
     code,
@@ -47,9 +48,10 @@ class RowsPlan:
     row: str  # the name bound to tl.program_id(0)
     grid: cst.BaseExpression  # the grid tuple, where it is written
     grid_statement: cst.SimpleStatementLine | None
-    rows: cst.BaseExpression  # its one axis: the number of rows
+    rows: cst.BaseExpression  # its first axis: the number of rows
     widened: str | None = None  # `tl.int64` where the row is widened where it is bound
     program_id: str = "tl.program_id(0)"  # the call that reads it (a library's own helper, as written)
+    other_axes: tuple[cst.BaseExpression, ...] = ()  # the grid's other axes, kept as written
 
 
 class RowsPerProgram(Rewrite):
@@ -63,14 +65,16 @@ class RowsPerProgram(Rewrite):
     ## When it is valid
     Every row is still handled once by the same statements, so the values are the same; required: one
     launch, from any function of the module (a module-level `def op(x)`, an autograd
-    `Function.forward`, `ModelNew.forward`, at any block depth), on a grid that is a 1-element tuple
+    `Function.forward`, `ModelNew.forward`, at any block depth), on a grid that is a literal tuple
     (written at the launch or bound once in that function, not shared with another launch),
-    exactly one `tl.program_id` in the kernel, axis 0, bound once at its top level (as it is, or
+    exactly one `tl.program_id(0)` in the kernel (other axes' ids with literal axes are read as they
+    are), bound once at its top level (as it is, or
     widened where it is bound, as Liger-Kernel writes its rows: `program_id = tl.program_id(0).to(tl.int64)`,
     `tl.cast(tl.program_id(0), tl.int64)`; the new binding widens the same way) and not multiplied
     by a constexpr (a row, not a tile of a flattened range), no loop whose range is computed from it
-    (a blocked or persistent kernel already handles a range of rows), no `tl.num_programs`, no `return` in the
-    kernel (it would end the rows after it), and not autotuned (a `triton.heuristics` whose keys are
+    (a blocked or persistent kernel already handles a range of rows), no `tl.num_programs(0)`, no
+    `return` other than the last statement of an `if` at the top level after the row binding (anywhere
+    else it would end the rows after it), and not autotuned (a `triton.heuristics` whose keys are
     written out sets flags of its own, and is no matter).
 
     ## Why it is faster
@@ -116,7 +120,7 @@ class RowsPerProgram(Rewrite):
         value = int(ctx.param("rows", ROWS))
         body = list(kernel.statements)
         at = next(i for i, stmt in enumerate(body) if simple_assignment(stmt)[0] == plan.row)
-        before, after = body[:at], body[at + 1 :]
+        before, after = body[:at], _early_returns_as_guards(body[at + 1 :])
         saves, restores = restarted_each_iteration(after, kernel.params, taken | {n_rows, rows, step})
         first = f"{plan.program_id} * {rows} + {step}"
         binding = cst.parse_statement(f"{plan.row} = {f'({first}).to({plan.widened})' if plan.widened else first}\n")
@@ -135,7 +139,8 @@ class RowsPerProgram(Rewrite):
         new_kernel = with_params(kernel.node, n_rows, f"{rows}: tl.constexpr").with_changes(
             body=kernel.node.body.with_changes(body=[*before, *saves, loop])
         )
-        grid = cst.parse_expression(f"(triton.cdiv({code(plan.rows)}, {value}),)")
+        axes = [f"triton.cdiv({code(plan.rows)}, {value})", *map(code, plan.other_axes)]
+        grid = cst.parse_expression(f"({', '.join(axes)}{',' if len(axes) == 1 else ''})")
         call = set_keyword(set_keyword(plan.site.call, n_rows, plan.rows), rows, cst.Integer(str(value)))
         mapping = {kernel.node: new_kernel}
         if plan.grid_statement is not None:
@@ -150,20 +155,22 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     sites = sites_of(ctx.module, kernel.name)
     if not sites:
         return None
-    pids = program_id_names(kernel)  # `tl.program_id(0)`, or a library's helper for it (`tle.program_id(0)`)
+    ids = program_id_names(kernel)  # `tl.program_id(0)`, or a library's helper for it (`tle.program_id(0)`)
+    pids = {name: axis for name, axis in ids.items() if axis == 0}
     widened, program_id = None, "tl.program_id(0)"
     if pids:
         program_id = program_id_call(kernel, next(iter(pids)))  # the new binding calls the same
     else:
         pids, widened = _widened_row(kernel)
-    if len(program_calls(kernel.node.body, "program_id")) != 1 or len(pids) != 1 or set(pids.values()) != {0}:
-        return "its one program id is not `row = tl.program_id(0)` at the kernel's top level"
+    axes_read = [axis_of(c) for c in program_calls(kernel.node.body, "program_id")]
+    if axes_read.count(0) != 1 or None in axes_read or len(pids) != 1:
+        return "its program id of axis 0 is not `row = tl.program_id(0)` at the kernel's top level, read once"
     (row,) = pids
     if kernel.decides(set()):  # heuristics that set flags of their own (unsloth's GEMMA) are no matter
         return "autotuned"
-    if program_calls(kernel.node.body, "num_programs"):
-        return "reads tl.num_programs"
-    if coupled_by_axis(kernel, pids).get(0, set()) & block_constexprs(kernel):
+    if any(axis_of(c) in (0, None) for c in program_calls(kernel.node.body, "num_programs")):
+        return "reads tl.num_programs(0)"
+    if coupled_by_axis(kernel, {**ids, **pids}).get(0, set()) & block_constexprs(kernel):
         return f"{row} is multiplied by a block size: a program handles a tile, not a row"
     if _loops_from(kernel, row):
         # a persistent or blocked kernel (`for r in range(pid * rows_per_program, ...)`): fewer of
@@ -176,18 +183,70 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     ]
     if len(stores) != 1:
         return f"{row} is bound more than once"
-    if any(isinstance(node, cst.Return) for node in walk(kernel.node.body)):
-        return "returns early"
+    at = next(i for i, stmt in enumerate(kernel.statements) if simple_assignment(stmt)[0] == row)
+    if any(isinstance(node, cst.Return) for stmt in kernel.statements[: at + 1] for node in walk(stmt)):
+        return "returns before its row is bound"
+    if isinstance(why := _early_returns_as_guards(list(kernel.statements[at + 1 :])), str):
+        return why
     if len(sites) != 1:
         return launched(sites)
     site = sites[0]
     grid, grid_statement = resolve_grid(site)
     axes = grid_elements(grid)
-    if axes is None or len(axes) != 1:
-        return "the grid is not a 1-element tuple"
+    if not axes:
+        return "the grid is not a literal tuple"
     if grid_shared(ctx.module, site):
         return "the grid variable serves other launches"
-    return RowsPlan(kernel, site, row, grid, grid_statement, axes[0], widened, program_id)
+    return RowsPlan(kernel, site, row, grid, grid_statement, axes[0], widened, program_id, tuple(axes[1:]))
+
+
+def _early_returns_as_guards(statements: list) -> list | str:
+    """`statements` with each `if test: ...; return` (an `if` with no `else`) turned into `if test: ...`
+    and `if not (test): <the statements after it>`, and a last bare `return` dropped: the same row with no
+    `return` left, as a loop body needs; or why not. Two `if`s, not an `if`/`else`: Triton merges the names
+    both branches bind and refuses them at different types (`Mismatched type for s_out`), where a
+    returning branch never merged. A name the returning branch rebinds from before it would merge with
+    its old value the same way: declined."""
+    out: list = []
+    bound: set[str] = set()
+    for i, stmt in enumerate(statements):
+        if isinstance(stmt, cst.SimpleStatementLine) and [type(s) for s in stmt.body] == [cst.Return]:
+            if stmt.body[0].value is not None or i != len(statements) - 1:
+                return "returns a value or before its last statement"
+            return out
+        if not any(isinstance(node, cst.Return) for node in walk(stmt)):
+            out.append(stmt)
+            bound |= assigned_names(stmt)
+            continue
+        body = _block_statements(stmt.body) if isinstance(stmt, cst.If) and stmt.orelse is None else []
+        last = body[-1] if body else None
+        ends = (
+            isinstance(last, cst.SimpleStatementLine)
+            and [type(s) for s in last.body] == [cst.Return]
+            and last.body[0].value is None
+        )
+        if not ends or any(isinstance(n, cst.Return) for s in body[:-1] for n in walk(s)):
+            return "returns early from inside a loop or a nested block (a loop over rows cannot return)"
+        kept = body[:-1]
+        rebound = set().union(*map(assigned_names, kept)) & (bound | names(stmt.test))
+        if rebound:
+            return f"the branch that returns early rebinds {', '.join(sorted(rebound))}, bound before it"
+        rest = _early_returns_as_guards(statements[i + 1 :])
+        if isinstance(rest, str):
+            return rest
+        guards = [stmt.with_changes(body=cst.IndentedBlock(kept))] if kept else []
+        if rest:
+            test = cst.parse_expression(f"not ({code(stmt.test)})")
+            guards.append(cst.If(test=test, body=cst.IndentedBlock(rest)))
+        return [*out, *guards]
+    return out
+
+
+def _block_statements(block: cst.BaseSuite) -> list:
+    """The statements of an `if` body, a one-line `if c: return` as one statement line."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=list(block.body))]
+    return list(block.body)
 
 
 def _loops_from(kernel: Kernel, row: str) -> bool:
