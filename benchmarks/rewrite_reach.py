@@ -6,12 +6,18 @@ rewrite must say no to code it does not understand, never raise).
         ../corpus/flaggems/src
 
 Prints the number of files read, the files each rewrite applied to, and one row per kind of crash
-(rewrite, exception, line) with a count, one example file and the message. The checkouts are fetched
+(rewrite, exception, line) with a count, one example file and the message. `--reasons ID[,ID...]` also
+prints, for those rewrites, the ten commonest reasons they declined a file (kernel names and numbers
+folded, so one reason counts once however many kernels give it).
+
+    python benchmarks/rewrite_reach.py --reasons rows-per-program,retune-launch ../corpus/vllm/vllm The checkouts are fetched
 at development time (see the corpus notes), never committed. Rewrites that need IR evidence say no here.
 """
 
 from __future__ import annotations
 
+import argparse
+import re
 import sys
 import traceback
 from collections import Counter
@@ -24,7 +30,16 @@ from diagnose.rewrite.rewrite import NotApplicable, RewriteContext  # noqa: E402
 from diagnose.rewrite.table import REWRITES  # noqa: E402
 
 
-def main(roots: list[str]) -> int:
+def folded(reason: str) -> str:
+    """A decline's reason with the kernel names before it and the numbers and names in it folded."""
+    reason = re.sub(r"^([\w-]+: )+", "", reason.splitlines()[0] if reason else "")
+    reason = re.sub(r"`[^`]*`", "`…`", reason)
+    reason = re.sub(r"\b[A-Z][A-Z0-9_]+\b", "NAME", reason)
+    return re.sub(r"\b\d+\b", "N", reason)[:160]
+
+
+def main(roots: list[str], reasons_of: tuple[str, ...] = ()) -> int:
+    declined: dict[str, Counter] = {rewrite_id: Counter() for rewrite_id in reasons_of}
     files = [p for root in roots for p in sorted(Path(root).rglob("*.py")) if "triton" in p.read_text(errors="ignore")]
     applied: Counter = Counter()
     crashes: Counter = Counter()
@@ -38,8 +53,9 @@ def main(roots: list[str]) -> int:
             try:
                 rewrite.apply(ctx)
                 applied[rewrite_id] += 1
-            except NotApplicable:
-                pass
+            except NotApplicable as exc:
+                if rewrite_id in declined:
+                    declined[rewrite_id][folded(str(exc))] += 1
             except Exception as exc:  # noqa: BLE001 - what this script counts
                 where = traceback.extract_tb(exc.__traceback__)[-1]
                 key = (rewrite_id, type(exc).__name__, f"{Path(where.filename).name}:{where.lineno}")
@@ -52,8 +68,16 @@ def main(roots: list[str]) -> int:
     print(f"\n{sum(crashes.values())} crashes")
     for key, count in crashes.most_common():
         print(f"{count} {key} {examples[key][0]}: {examples[key][1]}")
+    for rewrite_id, reasons in declined.items():
+        print(f"\n{rewrite_id}: declined {sum(reasons.values())} files")
+        for reason, count in reasons.most_common(10):
+            print(f"{count:5d}  {reason}")
     return 1 if crashes else 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("roots", nargs="+")
+    parser.add_argument("--reasons", default="", help="comma-separated rewrite ids whose declines to tally")
+    args = parser.parse_args()
+    raise SystemExit(main(args.roots, tuple(filter(None, args.reasons.split(",")))))
