@@ -15,7 +15,7 @@ from typing import Iterable
 
 import libcst as cst
 
-from diagnose.rewrite.source import LaunchSite, assigned_names, code, keyword, walk
+from diagnose.rewrite.source import LaunchSite, assigned_names, code, keyword, names, walk
 
 # One indentation level, to measure the lines of a launch an edit moves into a new block (libcst writes
 # the block with the module's own indentation, four spaces nearly always).
@@ -349,3 +349,53 @@ def insert_before_host(module: cst.Module, site: LaunchSite, new: list[cst.BaseS
             node = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *comments])
         body.append(node)
     return module.with_changes(body=body)
+
+
+def early_returns_as_guards(statements: list) -> list | str:
+    """`statements` with each `if test: ...; return` (an `if` with no `else`) turned into `if test: ...`
+    and `if not (test): <the statements after it>`, and a last bare `return` dropped: the same work with
+    no `return` left, as the body of a loop that a rewrite wraps around a kernel's work needs (a loop
+    cannot return); or why not. Two `if`s, not an `if`/`else`: Triton merges the names both branches
+    bind and refuses them at different types (`Mismatched type for s_out`), where a returning branch
+    never merged. A name the returning branch rebinds from before it would merge with
+    its old value the same way: declined."""
+    out: list = []
+    bound: set[str] = set()
+    for i, stmt in enumerate(statements):
+        if isinstance(stmt, cst.SimpleStatementLine) and [type(s) for s in stmt.body] == [cst.Return]:
+            if stmt.body[0].value is not None or i != len(statements) - 1:
+                return "returns a value or before its last statement"
+            return out
+        if not any(isinstance(node, cst.Return) for node in walk(stmt)):
+            out.append(stmt)
+            bound |= assigned_names(stmt)
+            continue
+        body = _block_statements(stmt.body) if isinstance(stmt, cst.If) and stmt.orelse is None else []
+        last = body[-1] if body else None
+        ends = (
+            isinstance(last, cst.SimpleStatementLine)
+            and [type(s) for s in last.body] == [cst.Return]
+            and last.body[0].value is None
+        )
+        if not ends or any(isinstance(n, cst.Return) for s in body[:-1] for n in walk(s)):
+            return "returns early from inside a loop or a nested block (a loop cannot return)"
+        kept = body[:-1]
+        rebound = set().union(*map(assigned_names, kept)) & (bound | names(stmt.test))
+        if rebound:
+            return f"the branch that returns early rebinds {', '.join(sorted(rebound))}, bound before it"
+        rest = early_returns_as_guards(statements[i + 1 :])
+        if isinstance(rest, str):
+            return rest
+        guards = [stmt.with_changes(body=cst.IndentedBlock(kept))] if kept else []
+        if rest:
+            test = cst.parse_expression(f"not ({code(stmt.test)})")
+            guards.append(cst.If(test=test, body=cst.IndentedBlock(rest)))
+        return [*out, *guards]
+    return out
+
+
+def _block_statements(block: cst.BaseSuite) -> list:
+    """The statements of an `if` body, a one-line `if c: return` as one statement line."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=list(block.body))]
+    return list(block.body)

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.cores import core_count_helper
-from diagnose.rewrite.edit import insert_before_host, replace, restarted_each_iteration, statement
+from diagnose.rewrite.edit import (
+    early_returns_as_guards,
+    insert_before_host,
+    replace,
+    restarted_each_iteration,
+    statement,
+)
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel,
@@ -58,8 +64,9 @@ class PersistentGrid(Rewrite):
     ## When it is valid
     Every block index in `[0, cdiv(n, BLOCK))` is still visited exactly once (program p takes p,
     p + P, p + 2P, ...), and the body for one block is unchanged; required: the program id is bound
-    once at the kernel's top level and nothing else reads `tl.program_id`/`tl.num_programs`; no
-    `return` in the kernel; the grid's extent and block are passed to the kernel as arguments; the
+    once at the kernel's top level and nothing else reads `tl.program_id`/`tl.num_programs`; a
+    `return` only as the last statement of an `if` at the top level after it (`if pid * BLOCK >= n:
+    return`), which becomes a guard around the rest of the block's statements; the grid's extent and block are passed to the kernel as arguments; the
     block's results do not depend on which program computes it (no atomics on per-program slots).
     The launch may sit in any function of the module, at any block depth.
 
@@ -98,7 +105,7 @@ class PersistentGrid(Rewrite):
         pid_name, _ = simple_assignment(plan.pid)
         extent, block = plan.blocks
         index = kernel.statements.index(plan.pid)
-        body = list(kernel.statements[index + 1 :])
+        body = early_returns_as_guards(list(kernel.statements[index + 1 :]))
         saves, restores = restarted_each_iteration(body, kernel.params, names(kernel.node) | set(kernel.params))
         first = program_id_call(kernel, pid_name)  # as the kernel reads it: a library's int64 id stays int64
         loop = statement(
@@ -139,11 +146,14 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> PersistentPlan | str | None:
         return "the module does not import torch (the core count helper needs it)"
     if len(program_calls(kernel.node.body, "program_id")) != 1 or program_calls(kernel.node.body, "num_programs"):
         return "reads tl.program_id / tl.num_programs more than once"
-    if any(isinstance(n, cst.Return) for n in walk(kernel.node.body)):
-        return "returns early"
     if kernel.autotuned:
         return "autotuned"
     pid = next(s for s in kernel.statements if simple_assignment(s)[0] in pids)
+    at = kernel.statements.index(pid)
+    if any(isinstance(n, cst.Return) for s in kernel.statements[: at + 1] for n in walk(s)):
+        return "returns before its program id is bound"
+    if isinstance(why := early_returns_as_guards(list(kernel.statements[at + 1 :])), str):
+        return why
     sites = sites_of(ctx.module, kernel.name)
     if len(sites) != 1:
         return launched(sites) if sites else None

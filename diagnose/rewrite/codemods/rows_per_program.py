@@ -8,12 +8,19 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose import syntax
-from diagnose.rewrite.edit import fit_launch, replace, restarted_each_iteration, set_keyword, unique_name, with_params
+from diagnose.rewrite.edit import (
+    early_returns_as_guards,
+    fit_launch,
+    replace,
+    restarted_each_iteration,
+    set_keyword,
+    unique_name,
+    with_params,
+)
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel,
-    assigned_names,
     LaunchSite,
     axis_of,
     code,
@@ -120,7 +127,7 @@ class RowsPerProgram(Rewrite):
         value = int(ctx.param("rows", ROWS))
         body = list(kernel.statements)
         at = next(i for i, stmt in enumerate(body) if simple_assignment(stmt)[0] == plan.row)
-        before, after = body[:at], _early_returns_as_guards(body[at + 1 :])
+        before, after = body[:at], early_returns_as_guards(body[at + 1 :])
         saves, restores = restarted_each_iteration(after, kernel.params, taken | {n_rows, rows, step})
         first = f"{plan.program_id} * {rows} + {step}"
         binding = cst.parse_statement(f"{plan.row} = {f'({first}).to({plan.widened})' if plan.widened else first}\n")
@@ -186,7 +193,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     at = next(i for i, stmt in enumerate(kernel.statements) if simple_assignment(stmt)[0] == row)
     if any(isinstance(node, cst.Return) for stmt in kernel.statements[: at + 1] for node in walk(stmt)):
         return "returns before its row is bound"
-    if isinstance(why := _early_returns_as_guards(list(kernel.statements[at + 1 :])), str):
+    if isinstance(why := early_returns_as_guards(list(kernel.statements[at + 1 :])), str):
         return why
     if len(sites) != 1:
         return launched(sites)
@@ -198,55 +205,6 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> RowsPlan | str | None:
     if grid_shared(ctx.module, site):
         return "the grid variable serves other launches"
     return RowsPlan(kernel, site, row, grid, grid_statement, axes[0], widened, program_id, tuple(axes[1:]))
-
-
-def _early_returns_as_guards(statements: list) -> list | str:
-    """`statements` with each `if test: ...; return` (an `if` with no `else`) turned into `if test: ...`
-    and `if not (test): <the statements after it>`, and a last bare `return` dropped: the same row with no
-    `return` left, as a loop body needs; or why not. Two `if`s, not an `if`/`else`: Triton merges the names
-    both branches bind and refuses them at different types (`Mismatched type for s_out`), where a
-    returning branch never merged. A name the returning branch rebinds from before it would merge with
-    its old value the same way: declined."""
-    out: list = []
-    bound: set[str] = set()
-    for i, stmt in enumerate(statements):
-        if isinstance(stmt, cst.SimpleStatementLine) and [type(s) for s in stmt.body] == [cst.Return]:
-            if stmt.body[0].value is not None or i != len(statements) - 1:
-                return "returns a value or before its last statement"
-            return out
-        if not any(isinstance(node, cst.Return) for node in walk(stmt)):
-            out.append(stmt)
-            bound |= assigned_names(stmt)
-            continue
-        body = _block_statements(stmt.body) if isinstance(stmt, cst.If) and stmt.orelse is None else []
-        last = body[-1] if body else None
-        ends = (
-            isinstance(last, cst.SimpleStatementLine)
-            and [type(s) for s in last.body] == [cst.Return]
-            and last.body[0].value is None
-        )
-        if not ends or any(isinstance(n, cst.Return) for s in body[:-1] for n in walk(s)):
-            return "returns early from inside a loop or a nested block (a loop over rows cannot return)"
-        kept = body[:-1]
-        rebound = set().union(*map(assigned_names, kept)) & (bound | names(stmt.test))
-        if rebound:
-            return f"the branch that returns early rebinds {', '.join(sorted(rebound))}, bound before it"
-        rest = _early_returns_as_guards(statements[i + 1 :])
-        if isinstance(rest, str):
-            return rest
-        guards = [stmt.with_changes(body=cst.IndentedBlock(kept))] if kept else []
-        if rest:
-            test = cst.parse_expression(f"not ({code(stmt.test)})")
-            guards.append(cst.If(test=test, body=cst.IndentedBlock(rest)))
-        return [*out, *guards]
-    return out
-
-
-def _block_statements(block: cst.BaseSuite) -> list:
-    """The statements of an `if` body, a one-line `if c: return` as one statement line."""
-    if isinstance(block, cst.SimpleStatementSuite):
-        return [cst.SimpleStatementLine(body=list(block.body))]
-    return list(block.body)
 
 
 def _loops_from(kernel: Kernel, row: str) -> bool:
