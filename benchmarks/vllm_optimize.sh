@@ -36,4 +36,7 @@ models/beam/nvidia/layernorm|beam_rms_norm(x=bf16[256,8,128], weight=bf16[128], 
 kernels/triton/fused_pre_fc_norms|fused_pre_fc_norms(inputs_embeds=bf16[256,1024], hidden_states=bf16[256,1024], emb_weight=bf16[1024], hid_weight=bf16[1024], eps=1e-6)
 vllm_flash_attn/ops/triton/rotary|apply_rotary(x=f16[2,128,8,64], cos=f16[128,32], sin=f16[128,32])
 v1/worker/gpu/sample/gumbel|apply_temperature(logits=f32[64,32000], expanded_idx_mapping=i32[64](range=(0, 64)), temperature=f32[64](range=(0.5, 1.5)))
+v1/worker/gpu/sample/logprob|compute_token_logprobs(logits=f32[64,32000], token_ids=i64[64,4](range=(0, 32000)))
+model_executor/layers/fused_embed_norm|fused_embed_norm(input_ids=i64[256](range=(0, 4096)), embed_table=bf16[4096,1024], chain_weight=bf16[1024], eps=1e-6)
+model_executor/layers/activation|swiglustep_and_mul_triton(output=bf16[128,1024], input=bf16[128,2048])
 LIST
