@@ -313,7 +313,7 @@ def candidate_job(payload: dict) -> dict:
     instrument.trap_reference(module, log)
     init_inputs = fetch(payload, INIT_INPUTS)
     model = build_model(module.ModelNew, init_inputs, device, fetch(payload, STATE))
-    inputs_of = recipes.CaseInputs(payload, out)
+    inputs_of = recipes.CaseInputs(payload, out, candidate=(payload["candidate"], module))
     results, first = [], None
     checks = [c for c in payload["cases"] if c["role"] != "recheck"]  # the seeds' cases, then unseen shapes
     rechecks = [c for c in payload["cases"] if c["role"] == "recheck"]

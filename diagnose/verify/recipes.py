@@ -32,6 +32,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from diagnose.task.harness import header
 from diagnose.verify import shapes, tensors
 from diagnose.verify.fetch import fetch
 from diagnose.verify.inputs import apply_perturbation, draw, draw_value, seed_all
@@ -150,6 +151,15 @@ def written(inputs: list, case: dict | None) -> Any:
     return {"recipe": case, "digests": digests(inputs)} if case is not None else tensors.to_cpu(inputs)
 
 
+def _module_of(path: str) -> str | None:
+    """The user module a kernel module's task file replays (its header), or None for any other file."""
+    try:
+        found = header(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+    return found.module if found is not None else None
+
+
 def differing(held: Any, values: list) -> list[int]:
     """Indices of tensor inputs in `values` that differ from the case's inputs as the vault holds them
     (a recipe's digests, or the tensors themselves)."""
@@ -164,11 +174,25 @@ def differing(held: Any, values: list) -> list[int]:
 
 class CaseInputs:
     """A job's way to its cases' inputs, by their names in the vault: the tensors the vault holds, or the
-    case drawn again from the recipe it holds (the reference file imported once per job)."""
+    case drawn again from the recipe it holds (the reference file imported once per job).
 
-    def __init__(self, payload: dict, out: Path, imported: dict[str, Any] | None = None) -> None:
+    `candidate` (its task file's path and module, in a candidate's job): where the candidate is the same
+    user module as the reference (a kernel module's task: both files carry the same harness section over
+    the same module), the case is drawn through the candidate's own harness, not by importing the
+    reference beside it. Importing one module twice in a process runs its import-time registrations
+    twice, which libraries refuse (vLLM's `CustomOp.register`: "Duplicate op name"). The digests the
+    vault holds still decide: a harness that draws anything else fails the case (`NOT_REPRODUCED`)."""
+
+    def __init__(
+        self,
+        payload: dict,
+        out: Path,
+        imported: dict[str, Any] | None = None,
+        candidate: tuple[str, Any] | None = None,
+    ) -> None:
         self.payload, self.out = payload, out
         self.modules: dict[str, Any] = dict(imported or {})  # reference path -> its module, as imported
+        self.candidate = candidate
 
     def __call__(self, name: str) -> list:
         held = fetch(self.payload, name)
@@ -176,8 +200,16 @@ class CaseInputs:
             return held
         case = held["recipe"]
         if case["reference"] not in self.modules:
-            self.modules[case["reference"]] = import_reference(case["reference"])[0]
+            self.modules[case["reference"]] = self._twin(case["reference"]) or import_reference(case["reference"])[0]
         inputs, _ = drawn_with_notes(self.modules[case["reference"]], case, self.out)
         if digests(inputs) != held["digests"]:
             raise RuntimeError(f"{NOT_REPRODUCED} ({case['group']})")
         return inputs
+
+    def _twin(self, reference: str) -> Any | None:
+        """The candidate's module, where it replays the same user module as `reference`."""
+        if self.candidate is None:
+            return None
+        path, module = self.candidate
+        same = _module_of(path)
+        return module if same is not None and same == _module_of(reference) else None

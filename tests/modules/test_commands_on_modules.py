@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import MODULE_PROJECT, run_cli, run_cli_here
+from tests.conftest import MODULE_PROJECT, ROOT, run_cli, run_cli_here
 
 CALLS = {
     "autotuned_softmax": "softmax(x=f32[16,200])",
@@ -309,3 +309,68 @@ def test_a_test_of_its_own_at_a_gpus_sizes_is_recorded_not_run_and_checked_cut_d
     assert "'launch_0': 'scale_shift(X=f32[8,2048,512]" in text
     assert "'test_0': 'scale_shift(X=f32[1,256,512]" in text
     assert "test_scale_shift(" not in text.split("diagnose task harness")[1]
+
+
+REGISTRY = '''"""Ops register themselves by name when their module is imported, and a name registers once."""
+
+OPS = {}
+
+
+def register(name):
+    def decorator(cls):
+        assert name not in OPS, f"Duplicate op name: {name}"
+        OPS[name] = cls
+        return cls
+
+    return decorator
+'''
+
+REGISTERED_SCALE = '''"""A scale kernel whose module registers an op class at import, as inference libraries do."""
+
+import triton
+import triton.language as tl
+
+from ops.registry import register
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale, mask=mask)
+
+
+def scale(x, out, factor):
+    n = x.numel()
+    scale_kernel[(triton.cdiv(n, 256),)](x, out, n, factor, BLOCK=256)
+
+
+@register("scale")
+class Scale:
+    def forward(self, x, out, factor):
+        scale(x, out, factor)
+'''
+
+
+@pytest.mark.slow
+def test_a_module_that_registers_at_import_is_imported_once_per_job(tmp_path):
+    """A candidate's job draws its inputs through its own harness where it replays the same module as the
+    reference: importing the reference beside it ran the module's registrations twice (vLLM's
+    `CustomOp.register` asserts "Duplicate op name")."""
+    package = tmp_path / "ops"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "registry.py").write_text(REGISTRY)
+    (package / "registered_scale.py").write_text(REGISTERED_SCALE)
+    done = run_cli(
+        "check",
+        str(package / "registered_scale.py"),
+        "--call",
+        "scale(x=f32[1000], out=f32[1000], factor=0.5)",
+        "--seeds",
+        "2",
+        "-q",
+        env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": f"{tmp_path}:{ROOT}"},
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "PASSED" in done.stdout
