@@ -19,7 +19,7 @@ one of three ways this module can change:
 A constexpr that multiplies a program id (`pid * BLOCK`) decides the grid: it may only change when
 the grid is computed from its host name, directly or through host variables computed from it
 (`split_k = ... triton.cdiv(K, BLOCK_K) ...`; `grid = (tiles, split_k)`), or is a callable reading
-`meta`; else the new block size and the old grid would disagree.
+`meta` (a `lambda meta:`, or a `def grid(meta):` in the host); else the new block size and the old grid would disagree.
 
 A new block size is only safe where the accesses it widens are masked: `tile_accesses_masked`.
 """
@@ -76,7 +76,7 @@ def slots(kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str
     grid, _ = resolve_grid(site)
     grid_names = _computed_from(host, names(grid))
     coupled = grid_coupled(kernel)
-    callable_grid = isinstance(grid, cst.Lambda)
+    callable_grid = isinstance(grid, cst.Lambda) or grid_function(host, grid) is not None
     out = {}
     for param in params:
         arg = site.arg(kernel, param)
@@ -113,6 +113,17 @@ def slots(kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str
             continue
         return f"{param}={code(arg.value)} is computed on the host"
     return out
+
+
+def grid_function(host: cst.FunctionDef, grid: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The function a launch's grid names, where the host defines it (`def grid(meta): return (b,
+    triton.cdiv(d, meta["BLOCK_SIZE"]))`, as vLLM writes it): a callable grid, as a `lambda meta:` is."""
+    if not isinstance(grid, cst.Name):
+        return None
+    for node in walk(host.body):
+        if isinstance(node, cst.FunctionDef) and node.name.value == grid.value and node.params.params:
+            return node
+    return None
 
 
 def read_beyond_launch(site: LaunchSite, name: str) -> bool:
