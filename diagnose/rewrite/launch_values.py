@@ -19,7 +19,8 @@ one of three ways this module can change:
 A constexpr that multiplies a program id (`pid * BLOCK`) decides the grid: it may only change when
 the grid is computed from its host name, directly or through host variables computed from it
 (`split_k = ... triton.cdiv(K, BLOCK_K) ...`; `grid = (tiles, split_k)`), or is a callable reading
-`meta` (a `lambda meta:`, or a `def grid(meta):` in the host); else the new block size and the old grid would disagree.
+`meta` (a `lambda meta:`, or a `def grid(meta):` in the host); else the new block size and the old
+grid would disagree.
 
 A new block size is only safe where the accesses it widens are masked: `tile_accesses_masked`.
 """

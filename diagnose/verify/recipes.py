@@ -192,7 +192,8 @@ class CaseInputs:
     ) -> None:
         self.payload, self.out = payload, out
         self.modules: dict[str, Any] = dict(imported or {})  # reference path -> its module, as imported
-        self.candidate = candidate
+        # the user module the candidate replays, and the candidate's module (None: not a kernel module's task)
+        self.twin = (_module_of(candidate[0]), candidate[1]) if candidate is not None else (None, None)
 
     def __call__(self, name: str) -> list:
         held = fetch(self.payload, name)
@@ -208,8 +209,5 @@ class CaseInputs:
 
     def _twin(self, reference: str) -> Any | None:
         """The candidate's module, where it replays the same user module as `reference`."""
-        if self.candidate is None:
-            return None
-        path, module = self.candidate
-        same = _module_of(path)
-        return module if same is not None and same == _module_of(reference) else None
+        replayed, module = self.twin
+        return module if replayed is not None and replayed == _module_of(reference) else None
