@@ -7,8 +7,15 @@ may also be made a kernel by assignment after its definition (`_rope = triton.ji
 `_rope = triton.heuristics({...})(_rope)`: unsloth's style); `wrapped_by_assignment` finds those
 wrappers, and `decorators_of` lists them with the function's own decorators.
 
+A launch may pass the kernel through a wrapper first: `wrap_triton(kernel)[grid](...)` (PyTorch's
+`torch.library.wrap_triton`, for a kernel launched inside a `@triton_op` custom op that `torch.compile`
+traces; `capture_triton` is its older name). In eager mode the wrapper launches the kernel as it is;
+`is_kernel_wrapper` names the call that launch sites look through.
+
     >>> [is_triton_jit(n) for n in ("triton.jit", "jit", "triton.language.jit", "numba.jit", "torch.jit.script")]
     [True, True, True, False, False]
+    >>> [is_kernel_wrapper(n) for n in ("wrap_triton", "torch.library.wrap_triton", "capture_triton", "wrap")]
+    [True, True, True, False]
 """
 
 from __future__ import annotations
@@ -27,6 +34,15 @@ def is_triton_jit(name: str | None) -> bool:
     if not name or name.split(".")[0] in OTHER_JITS:
         return False
     return name == "jit" or name.endswith(".jit")
+
+
+# What PyTorch calls to pass a kernel to a launch (`torch.library.wrap_triton`, before 2.6 `capture_triton`).
+KERNEL_WRAPPERS = frozenset({"wrap_triton", "capture_triton"})
+
+
+def is_kernel_wrapper(name: str | None) -> bool:
+    """Whether a call of `name` (dotted) passes the kernel it is given through to a launch: `wrap_triton(k)[grid](...)`."""
+    return bool(name) and name.rsplit(".", 1)[-1] in KERNEL_WRAPPERS
 
 
 def wrapped_by_assignment(tree: ast.Module) -> dict[str, list[ast.expr]]:

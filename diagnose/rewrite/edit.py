@@ -15,7 +15,16 @@ from typing import Iterable
 
 import libcst as cst
 
-from diagnose.rewrite.source import LaunchSite, assigned_names, code, keyword, names, walk
+from diagnose.rewrite.source import (
+    LaunchSite,
+    assigned_names,
+    code,
+    kernel_name,
+    keyword,
+    names,
+    walk,
+    with_kernel_name,
+)
 
 # One indentation level, to measure the lines of a launch an edit moves into a new block (libcst writes
 # the block with the module's own indentation, four spaces nearly always).
@@ -179,8 +188,10 @@ def drop_keyword(call: cst.Call, name: str) -> cst.Call:
 def rename_call(call: cst.Call, kernel: str) -> cst.Call:
     """`other[grid](...)` for `kernel[grid](...)`, continuation lines kept aligned under the paren
     (hanging arguments, on the lines after the paren, stay where they are)."""
-    delta = 0 if _hanging(call) is not None else len(kernel) - len(call.func.value.value)
-    return shift_continuations(call.with_changes(func=call.func.with_changes(value=cst.Name(kernel))), delta)
+    delta = 0 if _hanging(call) is not None else len(kernel) - len(kernel_name(call.func.value).value)
+    return shift_continuations(
+        call.with_changes(func=call.func.with_changes(value=with_kernel_name(call.func.value, kernel))), delta
+    )
 
 
 class _Shift(cst.CSTTransformer):

@@ -42,6 +42,7 @@ from diagnose.rewrite.source import (
     code,
     dotted,
     grid_coupled,
+    grid_function,
     host_assignments,
     int_value,
     kernels,
@@ -114,17 +115,6 @@ def slots(kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str
             continue
         return f"{param}={code(arg.value)} is computed on the host"
     return out
-
-
-def grid_function(host: cst.FunctionDef, grid: cst.BaseExpression) -> cst.FunctionDef | None:
-    """The function a launch's grid names, where the host defines it (`def grid(meta): return (b,
-    triton.cdiv(d, meta["BLOCK_SIZE"]))`, as vLLM writes it): a callable grid, as a `lambda meta:` is."""
-    if not isinstance(grid, cst.Name):
-        return None
-    for node in walk(host.body):
-        if isinstance(node, cst.FunctionDef) and node.name.value == grid.value and node.params.params:
-            return node
-    return None
 
 
 def read_beyond_launch(site: LaunchSite, name: str) -> bool:

@@ -24,7 +24,7 @@ from typing import Iterator
 import libcst as cst
 
 from diagnose import syntax
-from diagnose.jit import is_triton_jit
+from diagnose.jit import is_kernel_wrapper, is_triton_jit
 
 TL = ("tl", "triton.language", "tl.math", "triton.language.math")  # `tl.math.exp2` is `tl.exp2`
 # tl functions that read or write memory or have effects: never duplicated, moved or dropped.
@@ -613,17 +613,41 @@ def _launches(
     if not (
         isinstance(call, cst.Call)
         and isinstance(call.func, cst.Subscript)
-        and isinstance(call.func.value, cst.Name)
+        and kernel_name(call.func.value) is not None
         and all(isinstance(e.slice, cst.Index) for e in call.func.slice)
     ):
         return []
-    launched = aliased(host, call.func.value.value, known)
+    launched = aliased(host, kernel_name(call.func.value).value, known)
     return [
         LaunchSite(
             name, node, call, subscript_grid(call.func), host, host_name, indent, (), launched[:i] + launched[i + 1 :]
         )
         for i, name in enumerate(launched)
     ]
+
+
+def kernel_name(launched: cst.BaseExpression) -> cst.Name | None:
+    """The name a launch's `launched[grid](...)` launches: `launched` itself, or the kernel a wrapper passes
+    through (`wrap_triton(kernel)`, see `diagnose.jit.is_kernel_wrapper`); None for anything else."""
+    if isinstance(launched, cst.Name):
+        return launched
+    if (
+        isinstance(launched, cst.Call)
+        and is_kernel_wrapper(dotted(launched.func))
+        and len(launched.args) == 1
+        and launched.args[0].keyword is None
+        and not launched.args[0].star
+        and isinstance(launched.args[0].value, cst.Name)
+    ):
+        return launched.args[0].value
+    return None
+
+
+def with_kernel_name(launched: cst.BaseExpression, name: str) -> cst.BaseExpression:
+    """`launched` (a name or a wrapper of one, `kernel_name`) launching `name` instead, the wrapper kept."""
+    if isinstance(launched, cst.Call):
+        return launched.with_changes(args=[launched.args[0].with_changes(value=cst.Name(name))])
+    return cst.Name(name)
 
 
 # Launch keywords that are the launch's, not the kernel's: the same for any kernel a launch may name.
@@ -786,14 +810,34 @@ def literal_binding(host: cst.FunctionDef, name: str) -> HostBinding | None:
 
 
 def resolve_grid(site: LaunchSite) -> tuple[cst.BaseExpression, cst.SimpleStatementLine | None]:
-    """The grid expression of a launch, through one `grid = (...)` assignment in its host; and that statement."""
+    """The grid expression of a launch, through one `grid = (...)` assignment in its host, or through a grid
+    function the host defines whose one statement returns a tuple that does not read its `meta`
+    (`def grid(meta): return (n_rows,)`, vLLM's); and that statement."""
     if isinstance(site.grid, cst.Name):
         statements = host_assignments(site.host, site.grid.value)
         if len(statements) == 1:
             target, value = simple_assignment(statements[0])
             if target == site.grid.value and value is not None:
                 return value, statements[0]
+    function = grid_function(site.host, site.grid)
+    if function is not None and isinstance(function.body, cst.IndentedBlock) and len(function.body.body) == 1:
+        line = function.body.body[0]
+        returned = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        params = {p.name.value for p in function.params.params}
+        if isinstance(returned, cst.Return) and returned.value is not None and not names(returned.value) & params:
+            return returned.value, line
     return site.grid, None
+
+
+def grid_function(host: cst.FunctionDef, grid: cst.BaseExpression) -> cst.FunctionDef | None:
+    """The function a launch's grid names, where the host defines it (`def grid(meta): return (b,
+    triton.cdiv(d, meta["BLOCK_SIZE"]))`, as vLLM writes it): a callable grid, as a `lambda meta:` is."""
+    if not isinstance(grid, cst.Name):
+        return None
+    for node in walk(host.body):
+        if isinstance(node, cst.FunctionDef) and node.name.value == grid.value and node.params.params:
+            return node
+    return None
 
 
 def grid_shared(module: cst.Module, site: LaunchSite) -> bool:

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from diagnose import syntax
-from diagnose.jit import decorators_of, is_triton_jit, wrapped_by_assignment
+from diagnose.jit import decorators_of, is_kernel_wrapper, is_triton_jit, wrapped_by_assignment
 from diagnose.records import Location
 from diagnose.targets import Target
 from diagnose.triage.hosteval import UNKNOWN, Evaluator, LambdaValue, LaunchRecord, TensorSpec, _OutOfBudget, _Return
@@ -388,6 +388,8 @@ def _launched_kernel(node: ast.AST, ctx: Context) -> str | None:
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)):
         return None
     target = node.func.value
+    if isinstance(target, ast.Call) and is_kernel_wrapper(ast.unparse(target.func)) and len(target.args) == 1:
+        target = target.args[0]  # `wrap_triton(kernel)[grid](...)`
     name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
     return name if name in ctx.kernels else None
 

@@ -104,3 +104,18 @@ def test_kernel_index():
     assert [call.lineno for call in k.calls("arange")] == [14]
     assert "offs" in k.block_names and k.is_elementwise and not k.is_2d
     assert k.sources(k.calls("store")[0].args[0]) >= {"x_ptr", "offs", "BLOCK"}
+
+
+def test_a_launch_through_wrap_triton_is_the_kernels():
+    """`wrap_triton(kernel)[grid](...)` inside a `@triton_op` custom op launches `kernel` (torch.library's idiom)."""
+    source = SOURCE.replace(
+        "        plain[(triton.cdiv(x.numel(), BLOCK),)](",
+        "        torch.library.wrap_triton(plain)[(triton.cdiv(x.numel(), BLOCK),)](",
+    ).replace("        tuned[lambda meta", "        wrap_triton(tuned)[lambda meta")
+    assert "wrap_triton(plain)" in source and "wrap_triton(tuned)" in source
+    c = build_context(source, "k.py", lookup("cuda:sm90"))
+    assert [launch.kernel for launch in c.launches] == ["plain", "tuned"]
+    assert [(v.group, v.int("BLOCK"), v.num_warps, v.grid) for v in c.variants(c.kernels["plain"])] == [
+        ("small", 1024, 8, (4000,)),
+        ("big", 4096, 8, (4096,)),
+    ]

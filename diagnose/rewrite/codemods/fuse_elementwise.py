@@ -29,6 +29,7 @@ from diagnose.rewrite.source import (
     simple_assignment,
     tl_name,
     walk,
+    with_kernel_name,
 )
 
 MAX_FUSIONS = 8
@@ -413,7 +414,9 @@ def fuse(module: cst.Module, plan: FusePlan) -> tuple[cst.Module, str]:
     ordered = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in args[:-1]] + args[
         -1:
     ]
-    call = first.call.with_changes(func=first.call.func.with_changes(value=cst.Name(name)), args=ordered)
+    call = first.call.with_changes(
+        func=first.call.func.with_changes(value=with_kernel_name(first.call.func.value, name)), args=ordered
+    )
     launch = relaunch(
         second,
         fit_launch(second, call),
