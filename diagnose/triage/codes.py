@@ -45,6 +45,7 @@ from diagnose.triage.rules.scalar_loop_reduction import ScalarLoopReduction
 from diagnose.triage.rules.single_address_atomic import SingleAddressAtomic
 from diagnose.triage.rules.single_pass_without_multibuffer import SinglePassWithoutMultibuffer
 from diagnose.triage.rules.single_program_grid import SingleProgramGrid
+from diagnose.triage.rules.strided_reduction_axis import StridedReductionAxis
 from diagnose.triage.rules.too_few_elements_per_thread import TooFewElementsPerThread
 from diagnose.triage.rules.ub_overflow import UbOverflow
 from diagnose.triage.rules.unaligned_tail_axis import UnalignedTailAxis
@@ -84,6 +85,7 @@ RULES: dict[str, type[Rule]] = {
     "TRI026": SingleProgramGrid,
     "TRI027": HostTensorInForward,
     "TRI028": BlockSizeNotConstexpr,
+    "TRI029": StridedReductionAxis,
     "ASC001": GridOver65535,
     "ASC002": GridExceedsCoreCount,
     "ASC003": UbOverflow,
