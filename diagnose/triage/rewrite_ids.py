@@ -30,4 +30,5 @@ REWRITE_IDS: dict[str, tuple[str, ...]] = {
     "TRI022": ("wgmma-tiles",),
     "TRI023": ("wgmma-tiles",),
     "TRI024": ("add-autotune",),
+    "TRI029": ("column-tiles",),
 }
