@@ -8,7 +8,16 @@ from typing import Callable
 import libcst as cst
 
 from diagnose.rewrite.dependence import dependence
-from diagnose.rewrite.edit import fit_launch, operand, relaunch, replace, statement, unique_name, with_params
+from diagnose.rewrite.edit import (
+    fit_launch,
+    operand,
+    relaunch,
+    replace,
+    set_keyword,
+    statement,
+    unique_name,
+    with_params,
+)
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     REDUCTIONS,
@@ -185,19 +194,7 @@ class ColumnTiles(Rewrite):
         axes = [code(a) for a in grid_elements(plan.grid)]
         axes[plan.axis] = _column_axis(plan.grid, plan.axis, bound_host, host_c, plan.split is not None)
         grid = cst.parse_expression(f"({', '.join(axes)}{',' if len(axes) == 1 else ''})")
-        call = site.call.with_changes(
-            args=[
-                *site.call.args[:-1],
-                site.call.args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                cst.Arg(
-                    value=cst.Name(host_c),
-                    keyword=cst.Name(block_c),
-                    equal=cst.AssignEqual(
-                        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-                    ),
-                ),
-            ]
-        )
+        call = set_keyword(site.call, block_c, cst.Name(host_c))
         rows = int_value(site.value(kernel, plan.block))
         cap = f"{MAX_COLUMNS}" if rows is not None and rows * MAX_COLUMNS <= MAX_TILE else None
         if cap is None:
@@ -517,19 +514,7 @@ def _masked(access: cst.Call, in_columns: cst.BaseExpression) -> cst.Call:
     if mask is None and len(positional) > index:
         mask = positional[index]
     if mask is None:
-        return access.with_changes(
-            args=[
-                *access.args[:-1],
-                access.args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                cst.Arg(
-                    value=in_columns,
-                    keyword=cst.Name("mask"),
-                    equal=cst.AssignEqual(
-                        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-                    ),
-                ),
-            ]
-        )
+        return set_keyword(access, "mask", in_columns)
     both = cst.parse_expression(f"{operand(mask.value)} & {operand(in_columns)}")
     return access.with_changes(args=[a.with_changes(value=both) if a is mask else a for a in access.args])
 
