@@ -11,6 +11,7 @@ from __future__ import annotations
 from diagnose.errors import UsageError
 from diagnose.rewrite.codemods.add_autotune import AddAutotune
 from diagnose.rewrite.codemods.attention_tiles import AttentionTiles
+from diagnose.rewrite.codemods.block_loop_sum import BlockLoopSum
 from diagnose.rewrite.codemods.column_tiles import ColumnTiles
 from diagnose.rewrite.codemods.dot_input_precision import DotInputPrecision
 from diagnose.rewrite.codemods.fuse_elementwise import FuseElementwise
@@ -42,6 +43,7 @@ REWRITES: dict[str, Rewrite] = {
         FuseElementwise(),
         Structured2dIndex(),
         ColumnTiles(),
+        BlockLoopSum(),
         LoadOther(),
         HoistLoopInvariant(),
         PrefetchNextRow(),
