@@ -38,7 +38,9 @@ class ScalarLoopReduction(Rule):
     term (`loss = ...; loss += beta * kl`), since the loop carries nothing; products and rescaling
     (`qk *= scale`, `loss = w * loss`), which are not sums; prefix sums that store every running
     value (a scan: `tl.cumsum` would be the advice, not `tl.sum`); decoupled look-back loops that
-    spin on `volatile` flag loads or atomics. Still misread: none known; a scan over a small count
+    spin on `volatile` flag loads or atomics; tuples built one load at a time (`indxs = indxs +
+    (tl.load(p + i),)` in a `tl.static_range`, vLLM's triton_kernels `reduce_grouped`), which
+    concatenate rather than add. Still misread: none known; a scan over a small count
     (experts) is not flagged even where a strided block load plus `tl.cumsum` would do.
 
     ## Targets
@@ -100,6 +102,7 @@ def _accumulated(node: ast.AST) -> str | None:
         and isinstance(node.value, ast.BinOp)
         and isinstance(node.value.op, (ast.Add, ast.Sub))
         and any(isinstance(s, ast.Name) and s.id == node.targets[0].id for s in (node.value.left, node.value.right))
+        and not any(isinstance(s, ast.Tuple) for s in (node.value.left, node.value.right))
     ):
         return node.targets[0].id
     return None
