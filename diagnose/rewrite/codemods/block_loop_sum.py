@@ -10,6 +10,7 @@ from diagnose.rewrite.edit import operand, replace, set_keyword, statement, stat
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     REDUCTIONS,
+    calls,
     EFFECTS,
     Kernel,
     code,
@@ -159,6 +160,8 @@ def _loop_plan(kernel: Kernel, block: cst.IndentedBlock, position: int, loop: cs
     loads = [c for c in walk(loop.body) if is_tl_call(c, "load")]
     if not loads or not isinstance(loop.target, cst.Name):
         return None
+    if any(c.args and names(c.args[0].value) & _block_names(kernel) for c in loads) or calls(loop.body, "arange"):
+        return None  # it loads blocks already: not a loop of scalar loads
     index = loop.target.value
     bounds = _range(loop.iter)
     if bounds is None:
@@ -219,6 +222,27 @@ def _loop_plan(kernel: Kernel, block: cst.IndentedBlock, position: int, loop: cs
     else:
         width = BLOCK
     return LoopPlan(kernel, loop, block, index, start, stop, tuple(accumulators), width)
+
+
+def _block_names(kernel: Kernel) -> set[str]:
+    """Names the kernel binds to blocks: from `tl.arange`, `tl.zeros`, `tl.full`, or from such names."""
+    bindings = [
+        (target, value)
+        for node in walk(kernel.node.body)
+        if isinstance(node, (cst.Assign, cst.AugAssign))
+        for target, value in [
+            (code(node.targets[0].target) if isinstance(node, cst.Assign) else code(node.target), node.value)
+        ]
+    ]
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for target, value in bindings:
+            if target not in found and (calls(value, "arange", "zeros", "full") or names(value) & found):
+                found.add(target)
+                changed = True
+    return found
 
 
 def _range(expr: cst.BaseExpression) -> tuple[str, str] | None:
