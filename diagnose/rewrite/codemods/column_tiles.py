@@ -261,8 +261,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
     if len(blocks) != 1 or None in blocks or next(iter(blocks)) not in kernel.constexprs:
         return "its aranges are not tl.arange(0, BLOCK) of one constexpr"
     block = next(iter(blocks))
+    along = dependence(kernel.node, block).names
     for node in walk(kernel.node.body):
-        if isinstance(node, cst.Subscript) and names(node) & dependence(kernel.node, block).names:
+        if isinstance(node, cst.Subscript) and names(node) & along:
             return "a block is indexed or broadcast already (a 2-D tile)"
         if isinstance(node, cst.Call) and tl_name(node.func) in REDUCTIONS:
             if tl_name(node.func) not in KEPT:
