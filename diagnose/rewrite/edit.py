@@ -101,6 +101,9 @@ def set_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Cal
         return call.with_changes(args=[*args[:unpacked], new, *args[unpacked:]])
     if args:
         last = args[-1]
+        # what closes the list (the line break before a hanging call's `)`) moves to the new last argument
+        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        last = last.with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
         after = cst.SimpleWhitespace(" ")
         if isinstance(last.comma, cst.Comma):  # a trailing comma (`...,\n)`): the new last argument keeps it
             new = new.with_changes(comma=last.comma)

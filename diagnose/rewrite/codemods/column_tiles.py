@@ -80,8 +80,9 @@ class ColumnTiles(Rewrite):
     ## When it is valid
     Each column is still reduced by the same arithmetic, now beside its neighbours. Required: the
     column is `d = pid % D` (with `b = pid // D`, a 1-D grid of `B * D` programs) or `d =
-    tl.program_id(k)` with the grid's axis `k` the launch's `D`; some load adds `d` unscaled to an
-    address whose reduction index is multiplied by a stride; every `tl.arange` is `tl.arange(0,
+    tl.program_id(k)` with the grid's axis `k` the launch's `D`; some load adds `d` (unscaled, or
+    times a stride argument: `pid_d * stride_d`) to an address whose reduction index is multiplied by
+    a stride; every `tl.arange` is `tl.arange(0,
     BLOCK)` of one constexpr and not broadcast already; every reduction is over axis 0 (or has no
     axis, a 1-D reduction) and there is no scan, dot or shape operation; no branch or loop depends
     on the column; every store writes to an address of the column; the program id of a 1-D grid is
@@ -345,7 +346,8 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
 def _column(kernel: Kernel):
     """(column name, its statement, the split program id or None, grid axis, divisor) of the column a
     program reduces: `d = pid % D` or `d = tl.program_id(0) % D`, else a program id `d =
-    tl.program_id(k)` that some load adds unscaled to an address (the first such); None if none."""
+    tl.program_id(k)` that some load adds to an address, unscaled or times a stride argument (one added
+    unscaled first, then the last grid axis); None if none."""
     pids = program_id_names(kernel)
     candidates = []
     for stmt in kernel.statements:
@@ -371,14 +373,16 @@ def _column(kernel: Kernel):
             axis = pids.get(target, axis_of(value) if isinstance(value, cst.Call) else None)
             if axis is not None:
                 candidates.append((target, stmt, None, axis, None))
-    unscaled = [
-        c
-        for c in candidates
-        if any(_adds(kernel, load.args[0].value, c[0]) for load in calls(kernel.node.body, "load") if load.args)
-    ]
-    if unscaled:
-        return unscaled[0]
-    return None
+    loads = [load.args[0].value for load in calls(kernel.node.body, "load") if load.args]
+
+    def rank(candidate) -> tuple[int, int]:
+        """Unscaled before scaled by a stride; then the last grid axis, the contiguous one in row-major code."""
+        name = candidate[0]
+        plain = any(isinstance(t, cst.Name) and t.value == name for a in loads for t in _terms(kernel, a, name))
+        return (0 if plain else 1, -candidate[3])
+
+    added = [c for c in candidates if any(_adds(kernel, a, c[0]) for a in loads)]
+    return min(added, key=rank) if added else None
 
 
 def _split_uses(kernel: Kernel, split: str, divisor: str) -> int:
@@ -415,7 +419,20 @@ def _terms(kernel: Kernel, expr: cst.BaseExpression, col: str, depth: int = 0) -
 
 
 def _adds(kernel: Kernel, address: cst.BaseExpression, col: str) -> bool:
-    return any(isinstance(t, cst.Name) and t.value == col for t in _terms(kernel, address, col))
+    return any(_column_term(kernel, t, col) for t in _terms(kernel, address, col))
+
+
+def _column_term(kernel: Kernel, term: cst.BaseExpression, col: str) -> bool:
+    """`d`, or `d * stride_d` with `stride_d` a run-time argument (1 where the tensor is contiguous:
+    the JIT specializes it, and the columns a tile takes are adjacent)."""
+    if isinstance(term, cst.Name):
+        return term.value == col
+    if isinstance(term, cst.BinaryOperation) and isinstance(term.operator, cst.Multiply):
+        sides = {dotted(term.left), dotted(term.right)}
+        if col in sides:
+            (other,) = sides - {col} or {col}
+            return other in kernel.params and other not in kernel.constexprs
+    return False
 
 
 def _strided(kernel: Kernel, load: cst.Call, col: str, block: str) -> bool:
@@ -424,7 +441,7 @@ def _strided(kernel: Kernel, load: cst.Call, col: str, block: str) -> bool:
         return False
     along = dependence(kernel.node, block).names - {block}
     terms = _terms(kernel, load.args[0].value, col)
-    if not any(isinstance(t, cst.Name) and t.value == col for t in terms):
+    if not any(_column_term(kernel, t, col) for t in terms):
         return False
     scaled = False
     for term in terms:

@@ -51,8 +51,11 @@ class StridedReductionAxis(Rule):
     ```
 
     ## Known false positives
-    Only strides that are the extent of another axis are reported (the divisor of a `%`/`//` or the
-    bound of a `<` in the kernel, or a factor of the address's batch pitch `b * N * D`): a generic `stride_n` argument is left alone, because Triton
+    Only strides known to exceed 1 are reported: the extent of another axis (the divisor of a `%`/`//`
+    or the bound of a `<` in the kernel, or a factor of the address's batch pitch `b * N * D`), or a
+    stride argument the launches pass as more than 1 where the host evaluation reaches them
+    (`x.stride(1)` of a task's input); a column scaled by a stride argument counts where the launches
+    pass it as 1. A generic `stride_n` argument is otherwise left alone, because Triton
     specializes an argument equal to 1 and such strides are 1 on contiguous inputs (Liger-Kernel's and
     vLLM's `x.stride(-1)`). Read on vLLM 0.34.0's 363 Triton files and unsloth: no finding (their
     reductions over a strided axis tile the contiguous axis already); on the project's own fixtures,
@@ -80,6 +83,7 @@ class StridedReductionAxis(Rule):
             if kernel.is_2d:
                 continue
             extents = _extents(kernel)
+            known = _launch_values(ctx, kernel)
             reduced = set()
             for call in kernel.calls(*(q.rsplit(".", 1)[1] for q in _REDUCING)):
                 if kernel.qualname(call.func) in _REDUCING and call.args:
@@ -89,7 +93,7 @@ class StridedReductionAxis(Rule):
                 ptr = pointer_of(load)
                 if ptr is None:
                     continue
-                stride = _strided_stride(kernel, ctx, ptr, extents)
+                stride = _strided_stride(kernel, ctx, ptr, extents, known)
                 if stride is None:
                     continue
                 target = _assigned_to(kernel, load)
@@ -123,9 +127,21 @@ def _terms(kernel, expr, depth: int = 0) -> list[ast.AST]:
     return [expr]
 
 
-def _strided_stride(kernel, ctx, ptr, extents: set[str]) -> str | None:
+def _launch_values(ctx, kernel) -> dict[str, set[int]]:
+    """The integer values each kernel parameter takes at the launches the host evaluation reached."""
+    out: dict[str, set[int]] = {}
+    for variant in ctx.variants(kernel):
+        for name in kernel.params:
+            value = variant.int(name)
+            if value is not None:
+                out.setdefault(name, set()).add(value)
+    return out
+
+
+def _strided_stride(kernel, ctx, ptr, extents: set[str], known: dict[str, set[int]]) -> str | None:
     """The stride of an address that reads a strided column: its block term scaled by a run-time
-    extent, an unscaled scalar term from the program id, and no unscaled block term; else None."""
+    extent (or by a parameter the launches pass as more than 1), a scalar term from the program id,
+    unscaled or scaled by a parameter the launches pass as 1, and no unscaled block term; else None."""
     stride, column = None, False
     terms = _terms(kernel, ptr)
     # a batch pitch `b * N * D` beside `offs * D` says D is a size of the tensor, not a stride argument
@@ -149,13 +165,16 @@ def _strided_stride(kernel, ctx, ptr, extents: set[str]) -> str | None:
             if len(blocks) != 1 or len(others) != 1:
                 return None
             scale = others[0]
-            if not (isinstance(scale, ast.Name) and scale.id in extents | pitches) or is_compile_time(
-                scale, kernel, ctx
-            ):
+            if not isinstance(scale, ast.Name) or is_compile_time(scale, kernel, ctx):
+                return None
+            if scale.id not in extents | pitches and not (known.get(scale.id) and min(known[scale.id]) > 1):
                 return None
             stride = scale.id
-        elif _from_program_id(kernel, term) and not (isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult)):
-            column = True
+        elif _from_program_id(kernel, term):
+            if not (isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult)):
+                column = True
+            elif any(isinstance(s, ast.Name) and known.get(s.id) == {1} for s in (term.left, term.right)):
+                column = True  # `d * stride_d`, the launches passing stride_d = 1
     return stride if column else None
 
 
