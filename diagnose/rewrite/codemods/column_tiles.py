@@ -278,7 +278,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
     depends = dependence(kernel.node, col).names
     strided = [c for c in walk(kernel.node.body) if is_tl_call(c, "load") and _strided(kernel, c, col, block)]
     if not strided:
-        return f"no load adds {col} to an address whose reduction index is multiplied by a stride"
+        return f"no load adds {col} to an address whose reduction index is multiplied by the stride of an outer axis"
     if kernel.decides({block}):
         return "autotuned"
     for node in walk(kernel.node.body):
@@ -291,7 +291,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
         if isinstance(node, cst.Call) and is_tl_call(node, "zeros", "full") and node.args:
             shape = node.args[0].value
             if not (
-                isinstance(shape, cst.List) and len(shape.elements) == 1 and code(shape.elements[0].value) == block
+                isinstance(shape, (cst.List, cst.Tuple))
+                and len(shape.elements) == 1
+                and code(shape.elements[0].value) == block
             ):
                 return f"{code(node)} is not a [{block}] block"
     if split is not None:
@@ -441,8 +443,13 @@ def _strided(kernel: Kernel, load: cst.Call, col: str, block: str) -> bool:
         return False
     along = dependence(kernel.node, block).names - {block}
     terms = _terms(kernel, load.args[0].value, col)
-    if not any(_column_term(kernel, t, col) for t in terms):
+    columns = [t for t in terms if _column_term(kernel, t, col)]
+    if not columns:
         return False
+    # `pid_d * stride_d`: the column's stride argument, where it has one
+    column_stride = next(
+        (dotted(s) for t in columns if not isinstance(t, cst.Name) for s in (t.left, t.right) if dotted(s) != col), None
+    )
     scaled = False
     for term in terms:
         if not (names(term) & along or calls(term, "arange")):
@@ -451,6 +458,10 @@ def _strided(kernel: Kernel, load: cst.Call, col: str, block: str) -> bool:
             stride = term.right if (names(term.left) & along or calls(term.left, "arange")) else term.left
             if names(stride) & along or calls(stride, "arange") or int_value(stride) == 1:
                 return False
+            if column_stride in kernel.params and dotted(stride) in kernel.params:
+                # strides passed outer to inner (`*x.stride()`): the later one is the contiguous axis
+                if kernel.index(column_stride) < kernel.index(dotted(stride)):
+                    return False
             scaled = True
         else:
             return False  # the reduction index is added unscaled: that axis is the contiguous one
