@@ -86,7 +86,7 @@ class ColumnTiles(Rewrite):
     BLOCK)` of one constexpr and not broadcast already; every reduction is over axis 0 (or has no
     axis, a 1-D reduction) and there is no scan, dot or shape operation; no branch or loop depends
     on the column; every store writes to an address of the column; the program id of a 1-D grid is
-    used only as `pid % D` and `pid // D`; one launch, from any function of the module, that passes
+    used only as `pid % D` and `pid // D`, and no `tl.num_programs` of the columns' axis is read; one launch, from any function of the module, that passes
     `BLOCK`; the kernel is not autotuned.
 
     ## Why it is faster
@@ -279,6 +279,9 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
     strided = [c for c in walk(kernel.node.body) if is_tl_call(c, "load") and _strided(kernel, c, col, block)]
     if not strided:
         return f"no load adds {col} to an address whose reduction index is multiplied by the stride of an outer axis"
+    for call in program_calls(kernel.node.body, "num_programs"):
+        if axis_of(call) in (axis, None):
+            return f"reads tl.num_programs({axis}), which fewer programs on the columns' axis change"
     if kernel.decides({block}):
         return "autotuned"
     for node in walk(kernel.node.body):
