@@ -57,9 +57,13 @@ class StridedReductionAxis(Rule):
     (`x.stride(1)` of a task's input); a column scaled by a stride argument counts where the launches
     pass it as 1. A generic `stride_n` argument is otherwise left alone, because Triton
     specializes an argument equal to 1 and such strides are 1 on contiguous inputs (Liger-Kernel's and
-    vLLM's `x.stride(-1)`). Read on vLLM 0.34.0's 363 Triton files and unsloth: no finding (their
-    reductions over a strided axis tile the contiguous axis already); on the project's own fixtures,
-    the three first-version shapes above.
+    vLLM's `x.stride(-1)`).
+    Read on vLLM 0.34.0's 363 Triton files, unsloth, TritonBench-G (184) and Liger-Kernel: no finding
+    (their reductions over a strided axis tile the contiguous axis already). On FlagGems (532ff438) 7
+    findings, all its scans over a middle dimension (`cumsum`'s `scan_part_sum_abc_kernel`, `cummax`,
+    `cummin`, and vendor copies): true in what they read (each lane one element `C` apart), though a
+    scan, which the `column-tiles` rewrite declines; the advice (adjacent columns, `tl.cumsum(x,
+    axis=0)` over a 2-D tile) holds for them too.
 
     ## Targets
     cuda, hip.
