@@ -44,8 +44,9 @@ from diagnose.rewrite.source import (
     walk,
 )
 
-# The reductions a column tile keeps: over axis 0 of a [rows, columns] tile they give one value per column.
-KEPT = ("sum", "max", "min", "argmax", "argmin", "xor_sum")
+# The reductions (and scans) a column tile keeps: over axis 0 of a [rows, columns] tile they give one value
+# per column (a scan, one running value per column).
+KEPT = ("sum", "max", "min", "argmax", "argmin", "xor_sum", "cumsum", "cumprod")
 MAX_COLUMNS = 64  # adjacent columns per program: 256 bytes of fp32 per row, whole cache lines
 MAX_TILE = 4096  # rows x columns a program holds at once, before registers spill
 
@@ -78,16 +79,16 @@ class ColumnTiles(Rewrite):
     axis of the grid is divided by `BLOCK_C = min(next_power_of_2(D), 64, 4096 // BLOCK)`.
 
     ## When it is valid
-    Each column is still reduced by the same arithmetic, now beside its neighbours. Required: the
-    column is `d = pid % D` (with `b = pid // D`, a 1-D grid of `B * D` programs) or `d =
-    tl.program_id(k)` with the grid's axis `k` the launch's `D`; some load adds `d` (unscaled, or
-    times a stride argument: `pid_d * stride_d`) to an address whose reduction index is multiplied by
-    a stride; every `tl.arange` is `tl.arange(0,
-    BLOCK)` of one constexpr and not broadcast already; every reduction is over axis 0 (or has no
-    axis, a 1-D reduction) and there is no scan, dot or shape operation; no branch or loop depends
-    on the column; every store writes to an address of the column; the program id of a 1-D grid is
-    used only as `pid % D` and `pid // D`, and no `tl.num_programs` of the columns' axis is read; one launch, from any function of the module, that passes
-    `BLOCK`; the kernel is not autotuned.
+    Each column is still reduced by the same arithmetic, now beside its neighbours. Required: the column is `d =
+    pid % D` (with `b = pid // D`, a 1-D grid of `B * D` programs) or `d = tl.program_id(k)` with the grid's
+    axis `k` the launch's `D`; some load adds `d` (unscaled, or times a stride argument: `pid_d * stride_d`,
+    strides read outer to inner) to an address whose reduction index is multiplied by a stride; every
+    `tl.arange` is `tl.arange(0, BLOCK)` of one constexpr and not broadcast already; every reduction or scan
+    (`tl.cumsum`, `tl.cumprod`) is over axis 0 (or has no axis, a 1-D one) and there is no dot or shape
+    operation; no branch or loop depends on the column's values (a test of a `.dtype` is the same for every
+    column); every store writes to an address of the column; the program id of a 1-D grid is used only as `pid %
+    D` and `pid // D`, and no `tl.num_programs` of the columns' axis is read; one launch, from any function of
+    the module, that passes `BLOCK`; the kernel is not autotuned.
 
     ## Why it is faster
     One program per column reads its `N` values `D * element size` bytes apart: every lane touches
@@ -285,7 +286,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
     if kernel.decides({block}):
         return "autotuned"
     for node in walk(kernel.node.body):
-        if isinstance(node, (cst.If, cst.While)) and names(node.test) & depends:
+        if isinstance(node, (cst.If, cst.While)) and _value_reads(node.test) & depends:
             return f"a branch depends on the column {col}"
         if isinstance(node, cst.For) and names(node.iter) & depends:
             return f"a loop's range depends on the column {col}"
@@ -469,6 +470,17 @@ def _strided(kernel: Kernel, load: cst.Call, col: str, block: str) -> bool:
         else:
             return False  # the reduction index is added unscaled: that axis is the contiguous one
     return scaled
+
+
+def _value_reads(test: cst.BaseExpression) -> set[str]:
+    """The names a branch's test reads the values of: `x.dtype` and `x.type` (FlagGems'
+    `if tl.constexpr(x.dtype.is_int64())`) read a type, the same for every column."""
+    typed = {
+        id(node.value)
+        for node in walk(test)
+        if isinstance(node, cst.Attribute) and node.attr.value in ("dtype", "type") and isinstance(node.value, cst.Name)
+    }
+    return {node.value for node in walk(test) if isinstance(node, cst.Name) and id(node) not in typed}
 
 
 def _touches(access: cst.Call, depends: frozenset[str]) -> bool:
