@@ -61,9 +61,9 @@ class StridedReductionAxis(Rule):
     Read on vLLM 0.34.0's 363 Triton files, unsloth, TritonBench-G (184) and Liger-Kernel: no finding
     (their reductions over a strided axis tile the contiguous axis already). On FlagGems (532ff438) 7
     findings, all its scans over a middle dimension (`cumsum`'s `scan_part_sum_abc_kernel`, `cummax`,
-    `cummin`, and vendor copies): true in what they read (each lane one element `C` apart), though a
-    scan, which the `column-tiles` rewrite declines; the advice (adjacent columns, `tl.cumsum(x,
-    axis=0)` over a 2-D tile) holds for them too.
+    `cummin`, and vendor copies): true in what they read (each lane one element `C` apart); the
+    advice (adjacent columns, `tl.cumsum(x, axis=0)` over a 2-D tile) holds for these scans too, though
+    `column-tiles` declines them (one grid serves the scan and the kernel that adds its carries).
 
     ## Targets
     cuda, hip.
