@@ -221,13 +221,13 @@ def rename_function(node: cst.FunctionDef, name: str) -> cst.FunctionDef:
 def with_params(node: cst.FunctionDef, *params: str) -> cst.FunctionDef:
     """The function with parameters appended, each `name` or `name: annotation` (`BLOCK: tl.constexpr`).
     After a parameter with a default each gets `=1` too, or the function does not parse (the launches
-    the codemods write pass every new parameter by keyword, so the default is never read)."""
+    the codemods write pass every new parameter by keyword, so the default is never read). A signature
+    written one parameter per line with a trailing comma (black's style) gets each new one on a line of
+    its own, the trailing comma kept."""
     old = list(node.params.params)
     needs_default = any(p.default is not None for p in old)
-    if old:
-        old[-1] = old[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     new = []
-    for index, text in enumerate(params):
+    for text in params:
         name, _, annotation = (part.strip() for part in text.partition(":"))
         param = cst.Param(
             name=cst.Name(name), annotation=cst.Annotation(cst.parse_expression(annotation)) if annotation else None
@@ -237,9 +237,21 @@ def with_params(node: cst.FunctionDef, *params: str) -> cst.FunctionDef:
             param = param.with_changes(
                 default=cst.Integer("1"), equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space)
             )
-        if index < len(params) - 1:
-            param = param.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         new.append(param)
+    trailing = old[-1].comma if old and isinstance(old[-1].comma, cst.Comma) else None
+    between = old[-2].comma if len(old) > 1 else None
+    if (
+        trailing is not None
+        and isinstance(trailing.whitespace_after, cst.ParenthesizedWhitespace)
+        and isinstance(getattr(between, "whitespace_after", None), cst.ParenthesizedWhitespace)
+    ):
+        old[-1] = old[-1].with_changes(comma=between)
+        new = [p.with_changes(comma=between) for p in new[:-1]] + [new[-1].with_changes(comma=trailing)]
+        return node.with_changes(params=node.params.with_changes(params=[*old, *new]))
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    new = [p.with_changes(comma=space) for p in new[:-1]] + new[-1:]
+    if old:
+        old[-1] = old[-1].with_changes(comma=space)
     grown = node.with_changes(params=node.params.with_changes(params=[*old, *new]))
     if old and _header_width(grown) > LINE_LIMIT:  # the new ones on a line of their own, under the others
         breaks = [

@@ -29,6 +29,7 @@ from diagnose.rewrite.source import (
     dotted,
     grid_elements,
     grid_shared,
+    host_assignments,
     int_value,
     is_tl_call,
     keyword,
@@ -149,7 +150,9 @@ class ColumnTiles(Rewrite):
         if plan.split is not None:
             first = f"({plan.split} % {tiles}) * {block_c}"
         else:
-            first = f"tl.program_id({plan.axis}) * {block_c}"
+            first = (
+                f"{operand(simple_assignment(plan.col_statement)[1])} * {block_c}"  # the kernel's own program id call
+            )
         column = statement(f"{plan.col} = {first} + tl.arange(0, {block_c})\n").with_changes(
             leading_lines=[
                 *plan.col_statement.leading_lines,
@@ -313,7 +316,10 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
     if not axes:
         return "the grid is not a literal tuple"
     if grid_shared(ctx.module, site):
-        return "the grid variable serves other launches"
+        # the other launches keep the variable; this one gets its new grid written in place
+        if any(len(host_assignments(site.host, n)) > 1 for n in names(grid)):
+            return "the grid variable serves other launches, and what it is computed from changes"
+        grid_statement = None
     if split is not None:
         if len(axes) != 1:
             return "a 1-D split of the program id on a grid of more axes"
