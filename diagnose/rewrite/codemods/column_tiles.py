@@ -137,7 +137,7 @@ class ColumnTiles(Rewrite):
             kernels(ctx.module).values(),
             lambda k: _plan(ctx, k),
             ColumnPlan,
-            lambda p: f"one program per column {p.col} < {p.bound}, reduced over a strided axis",
+            lambda p: f"one program per column {p.col} < {p.bound}, walking a strided axis",
             "no kernel reduces one strided column per program",
         )
 
