@@ -5,7 +5,7 @@ import ast
 from diagnose.triage.rule import Rule
 from diagnose.triage.rules.common import is_compile_time, is_program_id, pointer_of
 
-# Reductions over the loaded block (what makes the strided axis the one a program walks).
+# Reductions and scans over the loaded block (what makes the strided axis the one a program walks).
 _REDUCING = {
     "triton.language.sum",
     "triton.language.max",
@@ -14,6 +14,9 @@ _REDUCING = {
     "triton.language.argmin",
     "triton.language.xor_sum",
     "triton.language.reduce",
+    "triton.language.cumsum",
+    "triton.language.cumprod",
+    "triton.language.associative_scan",
 }
 
 
@@ -76,7 +79,7 @@ class StridedReductionAxis(Rule):
     code = "TRI029"
     name = "strided-reduction-axis"
     message = (
-        "`{load}` reads one element every `{stride}` per lane and the program reduces them: one strided "
+        "`{load}` reads one element every `{stride}` per lane and the program reduces or scans them: one strided "
         "column per program, one memory sector per element"
     )
     fix_title = "Reduce a tile of adjacent columns per program (column-tiles)"
