@@ -39,12 +39,14 @@ class _Replace(cst.CSTTransformer):
         self.mapping = mapping
 
     def on_leave(self, original_node, updated_node):
-        return self.mapping.get(original_node, updated_node)
+        new = self.mapping.get(original_node, updated_node)
+        return new(updated_node) if callable(new) else new
 
 
 def replace(tree: cst.CSTNode, mapping: dict) -> cst.CSTNode:
     """Replace nodes of `tree` (a module, or any node) by identity (values may be nodes,
-    `cst.RemoveFromParent()` or a FlattenSentinel)."""
+    `cst.RemoveFromParent()` or a FlattenSentinel, or a function of the node with its own children
+    already replaced, for edits that nest: a mask added to a load whose address changes too)."""
     return tree.visit(_Replace(mapping)) if mapping else tree
 
 
@@ -179,6 +181,20 @@ def fit_launch(site: LaunchSite, call: cst.Call, deeper: int = 0) -> cst.Call:
 def relaunch(site: LaunchSite, call: cst.Call, **changes) -> cst.SimpleStatementLine:
     """The launch statement with `call` in place of its call (an assignment `out = ...` stays one)."""
     return site.statement.with_changes(body=[site.statement.body[0].with_changes(value=call)], **changes)
+
+
+def and_mask(access: cst.Call, extra: cst.BaseExpression) -> cst.Call:
+    """A `tl.load` / `tl.store` with `& extra` on its mask (keyword or positional), or `mask=extra` where it
+    had none."""
+    mask = keyword(access, "mask")
+    given = [a for a in access.args if a.keyword is None]
+    index = 2 if code(access.func).endswith("store") else 1
+    if mask is None and len(given) > index:
+        mask = given[index]
+    if mask is None:
+        return set_keyword(access, "mask", extra)
+    both = cst.parse_expression(f"{operand(mask.value)} & {operand(extra)}")
+    return access.with_changes(args=[a.with_changes(value=both) if a is mask else a for a in access.args])
 
 
 def drop_keyword(call: cst.Call, name: str) -> cst.Call:

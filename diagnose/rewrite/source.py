@@ -162,6 +162,21 @@ def is_program_call(node: cst.CSTNode, *functions: str) -> bool:
     return function in functions and "." not in function and module not in ("tl", "triton")
 
 
+def is_number(node: cst.CSTNode | None) -> bool:
+    """A number written as a literal: `0.0`, `-1`, `float("-inf")`, `-float("inf")` (an accumulator's start)."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    return (
+        isinstance(node, cst.Call)
+        and code(node.func) == "float"
+        and len(node.args) == 1
+        and isinstance(node.args[0].value, cst.SimpleString)
+        and node.args[0].value.evaluated_value.lstrip("+-") == "inf"
+    )
+
+
 def int_value(node: cst.CSTNode | None) -> int | None:
     """The value of an integer literal (`128`, `-1`, `1 << 10`, `2**12`), else None."""
     if node is None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.edit import operand, replace, set_keyword, statement, statements, unique_name
+from diagnose.rewrite.edit import and_mask, replace, set_keyword, statement, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     REDUCTIONS,
@@ -15,6 +15,7 @@ from diagnose.rewrite.source import (
     Kernel,
     code,
     int_value,
+    is_number,
     is_tl_call,
     keyword,
     kernels,
@@ -146,21 +147,25 @@ class BlockLoopSum(Rewrite):
 
 def _plan(kernel: Kernel) -> LoopPlan | str | None:
     found = None
+    blocks = _block_names(kernel)
     for block in (n for n in walk(kernel.node) if isinstance(n, cst.IndentedBlock)):
         for position, stmt in enumerate(block.body):
             if isinstance(stmt, cst.For):
-                why = _loop_plan(kernel, block, position, stmt)
+                why = _loop_plan(kernel, blocks, block, position, stmt)
                 if isinstance(why, LoopPlan):
                     return why
                 found = found or why
     return found
 
 
-def _loop_plan(kernel: Kernel, block: cst.IndentedBlock, position: int, loop: cst.For) -> LoopPlan | str | None:
+def _loop_plan(
+    kernel: Kernel, blocks: set[str], block: cst.IndentedBlock, position: int, loop: cst.For
+) -> LoopPlan | str | None:
+    """The plan for `loop`, at `position` in `block`; `blocks` are the kernel's names bound to blocks."""
     loads = [c for c in walk(loop.body) if is_tl_call(c, "load")]
     if not loads or not isinstance(loop.target, cst.Name):
         return None
-    if any(c.args and names(c.args[0].value) & _block_names(kernel) for c in loads) or calls(loop.body, "arange"):
+    if any(c.args and names(c.args[0].value) & blocks for c in loads) or calls(loop.body, "arange"):
         return None  # it loads blocks already: not a loop of scalar loads
     index = loop.target.value
     bounds = _range(loop.iter)
@@ -202,7 +207,7 @@ def _loop_plan(kernel: Kernel, block: cst.IndentedBlock, position: int, loop: cs
             (s for s in reversed(block.body[:position]) if simple_assignment(s)[0] == name or name in names(s)),
             None,
         )
-        if binding is None or simple_assignment(binding)[0] != name or not _number(simple_assignment(binding)[1]):
+        if binding is None or simple_assignment(binding)[0] != name or not is_number(simple_assignment(binding)[1]):
             return f"{name} is not bound to a number just before the loop over {index}"
         reads = [
             n
@@ -289,23 +294,9 @@ def _method_call(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cast")
 
 
-def _number(value: cst.BaseExpression | None) -> bool:
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        value = value.expression
-    return isinstance(value, (cst.Integer, cst.Float))
-
-
 def _masked_load(load: cst.Call, lanes: cst.BaseExpression) -> cst.Call:
     """The load with `lanes` in its mask (`other=0` where it had none)."""
-    mask = keyword(load, "mask")
-    positional = [a for a in load.args if a.keyword is None]
-    if mask is None and len(positional) > 1:
-        mask = positional[1]
-    if mask is None:
-        new = set_keyword(load, "mask", lanes)
-    else:
-        both = cst.parse_expression(f"{operand(mask.value)} & {operand(lanes)}")
-        new = load.with_changes(args=[a.with_changes(value=both) if a is mask else a for a in load.args])
+    new = and_mask(load, lanes)
     other = keyword(new, "other")
     if other is None and len([a for a in new.args if a.keyword is None]) < 3:
         new = set_keyword(new, "other", cst.Float("0.0"))

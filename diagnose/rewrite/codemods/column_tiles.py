@@ -9,6 +9,7 @@ import libcst as cst
 
 from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.edit import (
+    and_mask,
     fit_launch,
     operand,
     relaunch,
@@ -31,6 +32,7 @@ from diagnose.rewrite.source import (
     grid_shared,
     host_assignments,
     int_value,
+    is_number,
     is_tl_call,
     keyword,
     kernels,
@@ -164,16 +166,16 @@ class ColumnTiles(Rewrite):
             ]
         )
         in_columns = cst.parse_expression(f"{plan.col} < {plan.bound}")
-        edits: dict[int, Callable[[cst.CSTNode], cst.CSTNode]] = {id(plan.col_statement): lambda _: column}
+        edits: dict[cst.CSTNode, Callable[[cst.CSTNode], cst.CSTNode]] = {plan.col_statement: lambda _: column}
         for node in walk(kernel.node.body):
             if isinstance(node, cst.Call) and is_tl_call(node, "arange") and not _in(node, plan.col_statement):
-                edits[id(node)] = lambda new: cst.parse_expression(f"{code(new)}[:, None]")
+                edits[node] = lambda new: cst.parse_expression(f"{code(new)}[:, None]")
             elif isinstance(node, cst.Call) and tl_name(node.func) in KEPT and _axis(node) is None:
-                edits[id(node)] = _with_axis_zero
+                edits[node] = lambda new: set_keyword(new, "axis", cst.Integer("0"))
             elif isinstance(node, cst.Call) and is_tl_call(node, "load", "store") and _touches(node, depends):
-                edits[id(node)] = lambda new: _masked(new, in_columns)
+                edits[node] = lambda new: and_mask(new, in_columns)
             elif isinstance(node, cst.Call) and is_tl_call(node, "zeros", "full") and node.args:
-                edits[id(node)] = lambda new: _grown(new, block_c)
+                edits[node] = lambda new: _grown(new, block_c)
             elif (
                 plan.split is not None
                 and isinstance(node, cst.BinaryOperation)
@@ -181,14 +183,14 @@ class ColumnTiles(Rewrite):
                 and code(node.left) == plan.split
                 and code(node.right) == plan.bound
             ):
-                edits[id(node)] = lambda new: new.with_changes(right=cst.parse_expression(tiles))
+                edits[node] = lambda new: new.with_changes(right=cst.parse_expression(tiles))
         for stmt in kernel.statements:
             target, value = simple_assignment(stmt)
             if target in plan.accumulators:
                 dtype = "tl.int32" if isinstance(value, cst.Integer) else "tl.float32"
                 full = statement(f"{target} = tl.full([{block_c}], {code(value)}, {dtype})\n")
-                edits[id(stmt)] = lambda old, full=full: full.with_changes(leading_lines=old.leading_lines)
-        body = kernel.node.body.visit(_Edit(edits))
+                edits[stmt] = lambda old, full=full: full.with_changes(leading_lines=old.leading_lines)
+        body = replace(kernel.node.body, edits)
         new_kernel = with_params(kernel.node.with_changes(body=body), f"{block_c}: tl.constexpr")
 
         site = plan.site
@@ -200,14 +202,12 @@ class ColumnTiles(Rewrite):
         axes[plan.axis] = _column_axis(plan.grid, plan.axis, bound_host, host_c, plan.split is not None)
         grid = cst.parse_expression(f"({', '.join(axes)}{',' if len(axes) == 1 else ''})")
         call = set_keyword(site.call, block_c, cst.Name(host_c))
-        rows = int_value(site.value(kernel, plan.block))
-        cap = f"{MAX_COLUMNS}" if rows is not None and rows * MAX_COLUMNS <= MAX_TILE else None
-        if cap is None:
-            cap = (
-                f"{max(1, MAX_TILE // rows)}"
-                if rows is not None
-                else f"{MAX_COLUMNS}, {MAX_TILE} // {operand(block_host)}"
-            )
+        rows = int_value(site.value(kernel, plan.block))  # a literal block folds the tile cap into one number
+        cap = (
+            f"{MAX_COLUMNS}, {MAX_TILE} // {operand(block_host)}"
+            if rows is None
+            else max(1, min(MAX_COLUMNS, MAX_TILE // rows))
+        )
         setup = statement(f"{host_c} = max(1, min(triton.next_power_of_2({bound_host}), {cap}))\n")
         if plan.grid_statement is not None:
             new_grid = replace(cst.Module(body=[plan.grid_statement]), {plan.grid: grid}).body[0]
@@ -232,18 +232,6 @@ class ColumnTiles(Rewrite):
             }
         out[kernel.node] = new_kernel
         return replace(ctx.module, out).code
-
-
-class _Edit(cst.CSTTransformer):
-    """Each edit by the original node's identity, applied to the node with its own children edited."""
-
-    def __init__(self, edits: dict[int, Callable[[cst.CSTNode], cst.CSTNode]]):
-        super().__init__()
-        self.edits = edits
-
-    def on_leave(self, original_node, updated_node):
-        edit = self.edits.get(id(original_node))
-        return edit(updated_node) if edit is not None else updated_node
 
 
 def _grown(call: cst.Call, block_c: str) -> cst.Call:
@@ -280,7 +268,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
         return found
     col, col_statement, split, axis, divisor = found
     depends = dependence(kernel.node, col).names
-    strided = [c for c in walk(kernel.node.body) if is_tl_call(c, "load") and _strided(kernel, c, col, block)]
+    strided = [c for c in walk(kernel.node.body) if is_tl_call(c, "load") and _strided(kernel, c, col, along - {block})]
     if not strided:
         return f"no load adds {col} to an address whose reduction index is multiplied by the stride of an outer axis"
     for call in program_calls(kernel.node.body, "num_programs"):
@@ -351,7 +339,7 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ColumnPlan | str | None:
         axis,
         grid,
         grid_statement,
-        _accumulators(kernel, depends),
+        _accumulators(kernel),
     )
 
 
@@ -447,11 +435,11 @@ def _column_term(kernel: Kernel, term: cst.BaseExpression, col: str) -> bool:
     return False
 
 
-def _strided(kernel: Kernel, load: cst.Call, col: str, block: str) -> bool:
-    """The load adds `col` unscaled, and its reduction index only multiplied by something that is not it."""
+def _strided(kernel: Kernel, load: cst.Call, col: str, along: frozenset[str]) -> bool:
+    """The load adds `col` (unscaled, or times its stride argument), and its reduction index (the names
+    `along` the block's arange) only multiplied by a stride of an outer axis."""
     if not load.args:
         return False
-    along = dependence(kernel.node, block).names - {block}
     terms = _terms(kernel, load.args[0].value, col)
     columns = [t for t in terms if _column_term(kernel, t, col)]
     if not columns:
@@ -493,12 +481,12 @@ def _touches(access: cst.Call, depends: frozenset[str]) -> bool:
     return bool(access.args and names(access.args[0].value) & depends)
 
 
-def _accumulators(kernel: Kernel, depends: frozenset[str]) -> tuple[str, ...]:
+def _accumulators(kernel: Kernel) -> tuple[str, ...]:
     """Scalars bound at the top level to a number and bound again after (`acc = 0.0`; `acc += tl.sum(x)`)."""
     out = []
     for stmt in kernel.statements:
         target, value = simple_assignment(stmt)
-        if target is None or not _number(value):
+        if target is None or not is_number(value):
             continue
         rebound = [
             n
@@ -511,25 +499,6 @@ def _accumulators(kernel: Kernel, depends: frozenset[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _number(value: cst.BaseExpression | None) -> bool:
-    if value is None:
-        return False
-    text = code(value).replace(" ", "")
-    return (
-        isinstance(value, (cst.Integer, cst.Float))
-        or text
-        in (
-            '-float("inf")',
-            "-float('inf')",
-            'float("-inf")',
-            "float('-inf')",
-            'float("inf")',
-            "float('inf')",
-        )
-        or (isinstance(value, cst.UnaryOperation) and isinstance(value.expression, (cst.Integer, cst.Float)))
-    )
-
-
 def _axis(call: cst.Call) -> int | None:
     given = keyword(call, "axis")
     if given is None:
@@ -539,34 +508,6 @@ def _axis(call: cst.Call) -> int | None:
         return None
     value = int_value(given.value)
     return -1 if value is None else value
-
-
-def _with_axis_zero(call: cst.Call) -> cst.Call:
-    args = list(call.args)
-    args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    args.append(
-        cst.Arg(
-            value=cst.Integer("0"),
-            keyword=cst.Name("axis"),
-            equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-            ),
-        )
-    )
-    return call.with_changes(args=args)
-
-
-def _masked(access: cst.Call, in_columns: cst.BaseExpression) -> cst.Call:
-    """The access with `& (d < D)` on its mask, or that mask where it had none."""
-    mask = keyword(access, "mask")
-    positional = [a for a in access.args if a.keyword is None]
-    index = 2 if is_tl_call(access, "store") else 1
-    if mask is None and len(positional) > index:
-        mask = positional[index]
-    if mask is None:
-        return set_keyword(access, "mask", in_columns)
-    both = cst.parse_expression(f"{operand(mask.value)} & {operand(in_columns)}")
-    return access.with_changes(args=[a.with_changes(value=both) if a is mask else a for a in access.args])
 
 
 def _column_axis(grid: cst.BaseExpression, axis: int, bound: str, block: str, split: bool) -> str:

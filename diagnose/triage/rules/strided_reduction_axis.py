@@ -22,11 +22,12 @@ _REDUCING = {
 
 class StridedReductionAxis(Rule):
     """## What it finds
-    A 1-D kernel whose program reduces one strided column: it loads a block whose index is multiplied
-    by a run-time size of the tensor (`x_ptr + b * N * D + offs * D + d`, the `D` of `d = pid % D` or
-    of a mask `d < D`), adds its column `d` (from the program id) unscaled, and reduces what it loaded
-    (`tl.sum`, `tl.max`, ...). A sum, mean, softmax or log-softmax over the middle dimension of a
-    `[B, N, D]` tensor, as first versions write it.
+    A 1-D kernel whose program reduces or scans one strided column: it loads a block whose index is
+    multiplied by a stride known to exceed 1 (`x_ptr + b * N * D + offs * D + d`, the `D` of `d = pid %
+    D` or of a mask `d < D`; or a stride argument the launches pass as more than 1), adds its column `d`
+    (from the program id, unscaled or times a stride passed as 1), and reduces or scans what it loaded
+    (`tl.sum`, `tl.max`, `tl.cumsum`, ...). A sum, mean, softmax, log-softmax or cumulative sum over the
+    middle dimension of a `[B, N, D]` tensor, as first versions write it.
 
     ## Why it is slow
     Consecutive lanes read addresses `D` elements apart: each touches its own 32-byte sector and uses
