@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import libcst as cst
 
 from diagnose.rewrite.edit import and_mask, replace, set_keyword, statement, statements, unique_name
+from diagnose.rewrite.loop_nest import Level, flattened, nest
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     REDUCTIONS,
@@ -32,11 +34,11 @@ SMALL = 64  # a literal trip count at most this is covered by one block of next_
 @dataclass(frozen=True)
 class LoopPlan:
     kernel: Kernel
-    loop: cst.For
+    loop: cst.For  # the outermost loop of the nest
     block: cst.BaseSuite  # the block holding the loop and the accumulators' bindings
-    index: str  # the loop variable
-    start: str
-    stop: str
+    levels: tuple[Level, ...]  # outermost first; one for a plain loop
+    prelude: tuple[cst.BaseStatement, ...]  # assignments of the outer loops, before the inner loop
+    body: tuple[cst.BaseStatement, ...]  # the innermost loop's statements
     accumulators: tuple[tuple[cst.SimpleStatementLine, str], ...]  # (binding `acc = 0.0`, its name)
     width: int  # lanes per block
 
@@ -49,7 +51,10 @@ class BlockLoopSum(Rewrite):
     512)`, `k = k0 + tl.arange(0, 512)`, each load masked to `k < K` (`other=0`), each addend kept
     only where `k < K` (`tl.where`), the accumulator a `tl.zeros([512], tl.float32)` block, and after
     the loop `acc = tl.sum(acc, axis=0)`. A loop over a literal count of at most 64 takes one block of
-    `next_power_of_2(count)` lanes.
+    `next_power_of_2(count)` lanes. A rectangular nest of up to three such loops (a pooling window
+    `for h in range(h0, h1): for w in range(w0, w1)`, a 3x3 filter's taps) becomes one loop over
+    their flat index, each index recovered from it (`h = h0 + hw // w_span`, `w = w0 + hw % w_span`);
+    the outer loops' assignments move into it.
 
     ## When it is valid
     The sum is the same sum in another order. Required: a `for` over `range(stop)`, `range(start,
@@ -58,7 +63,9 @@ class BlockLoopSum(Rewrite):
     the loop in the same block and read in the loop only by its own addition; temporaries not read
     after the loop; no store, atomic, branch, nested loop, `break`/`continue`, reduction or call of
     another function in the body; every load in it reads one scalar (no `tl.arange`); the loop's
-    start and stop not assigned in it.
+    start and stop not assigned in it. In a nest, each outer loop holds only assignments before the
+    loop nested last in it, and no loop's bounds read an outer loop's index or assignments (a
+    triangular nest is declined).
 
     ## Why it is faster
     One scalar load per iteration is one 32-bit access per program that waits for memory before the
@@ -89,26 +96,44 @@ class BlockLoopSum(Rewrite):
             kernels(ctx.module).values(),
             _plan,
             LoopPlan,
-            lambda p: f"a loop over {p.index} sums scalar loads into {', '.join(n for _, n in p.accumulators)}",
+            lambda p: (
+                f"a loop over {', '.join(level.index for level in p.levels)} sums scalar loads into {', '.join(n for _, n in p.accumulators)}"
+            ),
             "no kernel sums one scalar load per loop iteration",
         )
 
     def transform(self, ctx: RewriteContext, plan: LoopPlan) -> str:
         taken = names(plan.kernel.node) | set(plan.kernel.params)
-        step = unique_name(taken, f"{plan.index}0")
         width = plan.width
-        lanes = cst.parse_expression(f"{plan.index} < {plan.stop}")
-        edits: dict[cst.CSTNode, cst.CSTNode] = {}
-        for node in walk(plan.loop.body):
-            if isinstance(node, cst.Call) and is_tl_call(node, "load") and plan.index in names(node.args[0].value):
-                edits[node] = _masked_load(node, lanes)
-        body = replace(plan.loop.body, edits)
+        if len(plan.levels) == 1:
+            (level,) = plan.levels
+            flat, count, bounds = level.index, level.stop, []
+            step = unique_name(taken, f"{flat}0")
+            head = [f"{flat} = {step} + tl.arange(0, {width})"]
+            loop_range = f"range({level.start}, {level.stop}, {width})"
+            what = f"{width} iterations per step"
+        else:
+            flat = unique_name(taken, "".join(level.index for level in plan.levels))
+            step = unique_name(taken | {flat}, f"{flat}0")
+            bounds, spans, count = flattened(plan.levels, taken | {flat, step}, flat)
+            head = [f"{flat} = {step} + tl.arange(0, {width})", *spans]
+            loop_range = f"range(0, {count}, {width})"
+            what = f"the {', '.join(level.index for level in plan.levels)} loops as one, {width} iterations per step"
+        lanes = cst.parse_expression(f"{flat} < {count}")
+        lines_in = [*plan.prelude, *plan.body]
+        edits: dict[cst.CSTNode, cst.CSTNode] = {
+            node: _masked_load(node, lanes)
+            for line in lines_in
+            for node in walk(line)
+            if isinstance(node, cst.Call) and is_tl_call(node, "load")
+        }
+        moved = [replace(line, edits) for line in lines_in]
         summed = [name for _, name in plan.accumulators]
         zeros = {
             name: "0" if isinstance(simple_assignment(b)[1], cst.Integer) else "0.0" for b, name in plan.accumulators
         }
         lines = []
-        for line in body.body:
+        for line in moved:
             small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
             target = _accumulated(small) if small is not None else None
             if target in summed:
@@ -118,17 +143,15 @@ class BlockLoopSum(Rewrite):
                 kept = f"tl.where({code(lanes)}, {code(_addend(small))}, {zeros[target]})"
                 line = statement(f"{target} {sign}= {kept}\n").with_changes(leading_lines=line.leading_lines)
             lines.append(line)
-        head = statement(f"{plan.index} = {step} + tl.arange(0, {width})\n")
+        comment = cst.EmptyLine(comment=cst.Comment(f"# {what} as one block load, summed once after the loop"))
+        before = statements("\n".join(bounds)) if bounds else []
+        if before:  # the loop's blank lines and comments go above the bindings of its bounds
+            before[0] = before[0].with_changes(leading_lines=plan.loop.leading_lines)
         loop = plan.loop.with_changes(
             target=cst.Name(step),
-            iter=cst.parse_expression(f"range({plan.start}, {plan.stop}, {width})"),
-            body=body.with_changes(body=[head, *lines]),
-            leading_lines=[
-                *plan.loop.leading_lines,
-                cst.EmptyLine(
-                    comment=cst.Comment(f"# {width} iterations per step as one block load, summed once after the loop")
-                ),
-            ],
+            iter=cst.parse_expression(loop_range),
+            body=plan.loop.body.with_changes(body=[*statements("\n".join(head)), *lines]),
+            leading_lines=[comment] if before else [*plan.loop.leading_lines, comment],
         )
         mapping: dict[cst.CSTNode, cst.CSTNode] = {}
         totals = []
@@ -140,8 +163,7 @@ class BlockLoopSum(Rewrite):
             )
             start = "" if code(value) in ("0", "0.0", "0.") else f"{code(value)} + "
             totals.append(f"{name} = {start}tl.sum({name}, axis=0)")
-        sums = statements("\n".join(totals))
-        mapping[plan.loop] = cst.FlattenSentinel([loop, *sums])
+        mapping[plan.loop] = cst.FlattenSentinel([*before, loop, *statements("\n".join(totals))])
         return replace(ctx.module, mapping).code
 
 
@@ -161,25 +183,26 @@ def _plan(kernel: Kernel) -> LoopPlan | str | None:
 def _loop_plan(
     kernel: Kernel, blocks: set[str], block: cst.IndentedBlock, position: int, loop: cst.For
 ) -> LoopPlan | str | None:
-    """The plan for `loop`, at `position` in `block`; `blocks` are the kernel's names bound to blocks."""
+    """The plan for `loop` (with the loops nested in it), at `position` in `block`; `blocks` are the
+    kernel's names bound to blocks."""
     loads = [c for c in walk(loop.body) if is_tl_call(c, "load")]
     if not loads or not isinstance(loop.target, cst.Name):
         return None
     if any(c.args and names(c.args[0].value) & blocks for c in loads) or calls(loop.body, "arange"):
         return None  # it loads blocks already: not a loop of scalar loads
-    index = loop.target.value
-    bounds = _range(loop.iter)
-    if bounds is None:
-        return f"the loop over {index} is not over range(stop) or range(start, stop) with step 1"
-    start, stop = bounds
+    found = nest(loop)
+    if isinstance(found, str):
+        return found
+    levels, prelude, body = found
+    index = ", ".join(level.index for level in levels)
     accumulated: list[str] = []
     temporaries: set[str] = set()
-    for line in loop.body.body:
+    for line in [*prelude, *body]:
         if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
             return f"the loop over {index} holds a compound statement"
         small = line.body[0]
         target = _accumulated(small)
-        if target is not None:
+        if target is not None and any(line is b for b in body):
             accumulated.append(target)
             continue
         name, value = simple_assignment(line)
@@ -188,7 +211,7 @@ def _loop_plan(
         temporaries.add(name)
     if not accumulated:
         return None
-    for node in walk(loop.body):
+    for node in (n for line in [*prelude, *body] for n in walk(line)):
         if isinstance(node, cst.Call):
             name = tl_name(node.func)
             if name in REDUCTIONS or name in EFFECTS or name == "arange":
@@ -197,10 +220,17 @@ def _loop_plan(
                 return f"the loop over {index} calls {code(node.func)}"
         if isinstance(node, (cst.Break, cst.Continue, cst.Return)):
             return f"the loop over {index} leaves early"
-    if not any(c.args and index in names(c.args[0].value) for c in loads):
+    indices = {level.index for level in levels}
+    if not any(c.args and names(c.args[0].value) & (indices | temporaries) for c in loads):
         return f"no load of the loop over {index} reads at {index}"
-    if (names(cst.parse_expression(start)) | names(cst.parse_expression(stop))) & (temporaries | set(accumulated)):
-        return f"the loop over {index} assigns its own bounds"
+    outer: set[str] = set()
+    for level in levels:
+        bound = names(cst.parse_expression(level.start)) | names(cst.parse_expression(level.stop))
+        if bound & (temporaries | set(accumulated)):
+            return f"the loop over {level.index} assigns its own bounds"
+        if bound & outer:
+            return f"the bounds of the loop over {level.index} change with an outer loop (not a rectangular nest)"
+        outer.add(level.index)
     accumulators = []
     for name in dict.fromkeys(accumulated):
         binding = next(
@@ -211,22 +241,27 @@ def _loop_plan(
             return f"{name} is not bound to a number just before the loop over {index}"
         reads = [
             n
-            for line in loop.body.body
-            for n in walk(_addend(line.body[0]) if _accumulated(line.body[0]) == name else line)
+            for line in [*prelude, *body]
+            for n in walk(
+                _addend(line.body[0]) if _accumulated(line.body[0]) == name and any(line is b for b in body) else line
+            )
             if isinstance(n, cst.Name) and n.value == name
         ]
         if reads:
             return f"the loop over {index} reads {name} besides adding to it"
         accumulators.append((binding, name))
     after = block.body[position + 1 :]
-    if any(names(s) & temporaries for s in after):
+    if any(names(s) & (temporaries | indices) for s in after):
         return f"a temporary of the loop over {index} is read after it"
-    if int_value(cst.parse_expression(stop)) is not None and int_value(cst.parse_expression(start)) == 0:
-        count = int_value(cst.parse_expression(stop))
+    counts = [
+        (int_value(cst.parse_expression(level.start)), int_value(cst.parse_expression(level.stop))) for level in levels
+    ]
+    if all(begin is not None and end is not None for begin, end in counts):
+        count = math.prod(max(0, end - begin) for begin, end in counts)
         width = 1 << max(0, count - 1).bit_length() if count <= SMALL else BLOCK
     else:
         width = BLOCK
-    return LoopPlan(kernel, loop, block, index, start, stop, tuple(accumulators), width)
+    return LoopPlan(kernel, loop, block, tuple(levels), tuple(prelude), tuple(body), tuple(accumulators), width)
 
 
 def _block_names(kernel: Kernel) -> set[str]:
@@ -248,20 +283,6 @@ def _block_names(kernel: Kernel) -> set[str]:
                 found.add(target)
                 changed = True
     return found
-
-
-def _range(expr: cst.BaseExpression) -> tuple[str, str] | None:
-    """(start, stop) of `range(stop)`, `range(start, stop)`, `range(start, stop, 1)` (also `tl.range`)."""
-    if not (isinstance(expr, cst.Call) and code(expr.func) in ("range", "tl.range")):
-        return None
-    args = [a for a in expr.args if a.keyword is None and not a.star]
-    if len(args) != len(expr.args) or not 1 <= len(args) <= 3:
-        return None
-    if len(args) == 3 and int_value(args[2].value) != 1:
-        return None
-    if len(args) == 1:
-        return "0", code(args[0].value)
-    return code(args[0].value), code(args[1].value)
 
 
 def _accumulated(small: cst.BaseSmallStatement) -> str | None:
