@@ -24,6 +24,7 @@ from diagnose.triage.rules.file_does_not_parse import FileDoesNotParse
 from diagnose.triage.rules.grid_axis_over_limit import GridAxisOverLimit
 from diagnose.triage.rules.grid_exceeds_core_count import GridExceedsCoreCount
 from diagnose.triage.rules.grid_over_65535 import GridOver65535
+from diagnose.triage.rules.host_epilogue_after_launch import HostEpilogueAfterLaunch
 from diagnose.triage.rules.host_sync_in_forward import HostSyncInForward
 from diagnose.triage.rules.host_tensor_in_forward import HostTensorInForward
 from diagnose.triage.rules.huge_static_range import HugeStaticRange
@@ -86,6 +87,7 @@ RULES: dict[str, type[Rule]] = {
     "TRI027": HostTensorInForward,
     "TRI028": BlockSizeNotConstexpr,
     "TRI029": StridedReductionAxis,
+    "TRI030": HostEpilogueAfterLaunch,
     "ASC001": GridOver65535,
     "ASC002": GridExceedsCoreCount,
     "ASC003": UbOverflow,
