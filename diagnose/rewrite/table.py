@@ -12,9 +12,11 @@ from diagnose.errors import UsageError
 from diagnose.rewrite.codemods.add_autotune import AddAutotune
 from diagnose.rewrite.codemods.attention_tiles import AttentionTiles
 from diagnose.rewrite.codemods.block_loop_sum import BlockLoopSum
+from diagnose.rewrite.codemods.block_per_program import BlockPerProgram
 from diagnose.rewrite.codemods.column_tiles import ColumnTiles
 from diagnose.rewrite.codemods.dot_input_precision import DotInputPrecision
 from diagnose.rewrite.codemods.fuse_elementwise import FuseElementwise
+from diagnose.rewrite.codemods.fuse_host_epilogue import FuseHostEpilogue
 from diagnose.rewrite.codemods.group_m_swizzle import GroupMSwizzle
 from diagnose.rewrite.codemods.hoist_loop_invariant import HoistLoopInvariant
 from diagnose.rewrite.codemods.int32_index import Int32Index
@@ -41,9 +43,11 @@ REWRITES: dict[str, Rewrite] = {
         SinglePassRow(),
         OnlineSoftmax(),
         FuseElementwise(),
+        FuseHostEpilogue(),
         Structured2dIndex(),
         ColumnTiles(),
         BlockLoopSum(),
+        BlockPerProgram(),
         LoadOther(),
         HoistLoopInvariant(),
         PrefetchNextRow(),

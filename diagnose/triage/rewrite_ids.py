@@ -31,5 +31,7 @@ REWRITE_IDS: dict[str, tuple[str, ...]] = {
     "TRI022": ("wgmma-tiles",),
     "TRI023": ("wgmma-tiles",),
     "TRI024": ("add-autotune",),
+    "TRI025": ("block-per-program",),
     "TRI029": ("column-tiles",),
+    "TRI030": ("fuse-host-epilogue",),
 }
