@@ -67,6 +67,8 @@ def flattened(levels: tuple[Level, ...], taken: set[str], flat: str) -> tuple[li
             spans.append(str(max(0, end - begin)))
         elif level is levels[0]:
             spans.append(level.stop if begin == 0 else f"({level.stop} - {level.start})")
+        elif begin == 0 and level.stop.isidentifier():
+            spans.append(level.stop)  # `range(kernel_h)`: the span has a name already
         else:
             name = unique_name(taken, f"{level.index}_span")
             taken = taken | {name}
@@ -86,3 +88,63 @@ def flattened(levels: tuple[Level, ...], taken: set[str], flat: str) -> tuple[li
         start = "" if level.start == "0" else f"{level.start} + "
         indices.append(f"{level.index} = {start}{value}")
     return bindings, indices, count
+
+
+# ---------------------------------------------------------------- guards as lane masks
+
+OPERATORS = {
+    cst.LessThan: "<",
+    cst.LessThanEqual: "<=",
+    cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=",
+    cst.Equal: "==",
+    cst.NotEqual: "!=",
+}
+NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def skip_guard(line: cst.CSTNode) -> cst.BaseExpression | None:
+    """`C` of `if C: continue` (no else): the rest of the iteration runs where `C` is false."""
+    if (
+        isinstance(line, cst.If)
+        and line.orelse is None
+        and isinstance(line.body, cst.IndentedBlock)
+        and len(line.body.body) == 1
+        and isinstance(line.body.body[0], cst.SimpleStatementLine)
+        and len(line.body.body[0].body) == 1
+        and isinstance(line.body.body[0].body[0], cst.Continue)
+    ):
+        return line.test
+    return None
+
+
+def lane_terms(expr: cst.BaseExpression, negate: bool = False) -> list[str] | None:
+    """A Python condition on scalars as the terms of Triton's elementwise conjunction (`0 <= h < H and
+    w < W` as `["(0 <= h)", "(h < H)", "(w < W)"]`; `or` as one parenthesised `|` term; `not` inverts
+    the comparisons), negated on request; None when it is not made of comparisons and flags."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return lane_terms(expr.expression, not negate)
+    if isinstance(expr, cst.BooleanOperation):
+        left, right = lane_terms(expr.left, negate), lane_terms(expr.right, negate)
+        if left is None or right is None:
+            return None
+        if isinstance(expr.operator, cst.And) != negate:  # a conjunction (De Morgan for a negated `or`)
+            return [*left, *right]
+        if isinstance(expr.left, cst.Name):  # `tensor | flag`: a flag first would take the tensor as a constexpr
+            left, right = right, left
+        return [f"({' & '.join(left)} | {' & '.join(right)})"]
+    if isinstance(expr, cst.Name) and not negate:
+        return [expr.value]  # a flag (`count_include_pad`), the same for every lane
+    if isinstance(expr, cst.Comparison):
+        parts = []
+        left = expr.left
+        for target in expr.comparisons:
+            symbol = OPERATORS.get(type(target.operator))
+            if symbol is None:
+                return None
+            if negate:
+                symbol = NEGATED[symbol]
+            parts.append(f"({code(left)} {symbol} {code(target.comparator)})")
+            left = target.comparator
+        return parts if not negate or len(parts) == 1 else [f"({' | '.join(parts)})"]
+    return None

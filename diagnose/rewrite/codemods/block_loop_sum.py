@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from diagnose.rewrite.edit import and_mask, replace, set_keyword, statement, statements, unique_name
-from diagnose.rewrite.loop_nest import Level, flattened, nest
+from diagnose.rewrite.loop_nest import Level, flattened, lane_terms, nest, skip_guard
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     REDUCTIONS,
@@ -41,6 +41,7 @@ class LoopPlan:
     body: tuple[cst.BaseStatement, ...]  # the innermost loop's statements
     accumulators: tuple[tuple[cst.SimpleStatementLine, str], ...]  # (binding `acc = 0.0`, its name)
     width: int  # lanes per block
+    guarded: bool  # `if C: continue` or `if C: acc += ...` in the nest: a mask variable narrows the lanes
 
 
 class BlockLoopSum(Rewrite):
@@ -65,7 +66,10 @@ class BlockLoopSum(Rewrite):
     another function in the body; every load in it reads one scalar (no `tl.arange`); the loop's
     start and stop not assigned in it. In a nest, each outer loop holds only assignments before the
     loop nested last in it, and no loop's bounds read an outer loop's index or assignments (a
-    triangular nest is declined).
+    triangular nest is declined). Guards are kept as lane masks: `if C: continue` anywhere in the
+    nest narrows a `valid` mask for what follows (`valid = valid & (0 <= ih) & (ih < H)`), and `if
+    C:` in the innermost loop whose body only assigns temporaries and adds into accumulators masks
+    its loads and additions; `C` made of comparisons (chained ones too), `and`/`or`/`not` and flags.
 
     ## Why it is faster
     One scalar load per iteration is one 32-bit access per program that waits for memory before the
@@ -119,30 +123,28 @@ class BlockLoopSum(Rewrite):
             head = [f"{flat} = {step} + tl.arange(0, {width})", *spans]
             loop_range = f"range(0, {count}, {width})"
             what = f"the {', '.join(level.index for level in plan.levels)} loops as one, {width} iterations per step"
-        lanes = cst.parse_expression(f"{flat} < {count}")
-        lines_in = [*plan.prelude, *plan.body]
-        edits: dict[cst.CSTNode, cst.CSTNode] = {
-            node: _masked_load(node, lanes)
-            for line in lines_in
-            for node in walk(line)
-            if isinstance(node, cst.Call) and is_tl_call(node, "load")
-        }
-        moved = [replace(line, edits) for line in lines_in]
-        summed = [name for _, name in plan.accumulators]
+        lanes = f"{flat} < {count}"
+        if plan.guarded:  # the guards narrow a mask of the lanes, bound once and and-ed at each guard
+            valid = unique_name(taken | {flat, step}, "valid")
+            head.append(f"{valid} = {lanes}")
+            lanes = valid
         zeros = {
             name: "0" if isinstance(simple_assignment(b)[1], cst.Integer) else "0.0" for b, name in plan.accumulators
         }
         lines = []
-        for line in moved:
-            small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
-            target = _accumulated(small) if small is not None else None
-            if target in summed:
-                sign = (
-                    "-" if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.SubtractAssign) else "+"
-                )
-                kept = f"tl.where({code(lanes)}, {code(_addend(small))}, {zeros[target]})"
-                line = statement(f"{target} {sign}= {kept}\n").with_changes(leading_lines=line.leading_lines)
-            lines.append(line)
+        for line in [*plan.prelude, *plan.body]:
+            skip = skip_guard(line)
+            only = _only_guard(line)
+            if skip is not None:
+                keep = " & ".join(lane_terms(skip, negate=True))
+                lines.append(statement(f"{lanes} = {lanes} & {keep}\n").with_changes(leading_lines=line.leading_lines))
+            elif only is not None:
+                where = unique_name(taken | {flat, step, lanes}, "branch")
+                terms = " & ".join(lane_terms(only[0]))
+                lines.append(statement(f"{where} = {lanes} & {terms}\n").with_changes(leading_lines=line.leading_lines))
+                lines.extend(_kept(inner, where, zeros) for inner in line.body.body)
+            else:
+                lines.append(_kept(line, lanes, zeros))
         comment = cst.EmptyLine(comment=cst.Comment(f"# {what} as one block load, summed once after the loop"))
         before = statements("\n".join(bounds)) if bounds else []
         if before:  # the loop's blank lines and comments go above the bindings of its bounds
@@ -165,6 +167,38 @@ class BlockLoopSum(Rewrite):
             totals.append(f"{name} = {start}tl.sum({name}, axis=0)")
         mapping[plan.loop] = cst.FlattenSentinel([*before, loop, *statements("\n".join(totals))])
         return replace(ctx.module, mapping).code
+
+
+def _kept(line: cst.BaseStatement, lanes: str, zeros: dict[str, str]) -> cst.BaseStatement:
+    """`line` with its loads masked to `lanes`, and its addition (if it is one) kept only there."""
+    mask = cst.parse_expression(lanes)
+    line = replace(line, {n: _masked_load(n, mask) for n in walk(line) if is_tl_call(n, "load")})
+    small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+    target = _accumulated(small) if small is not None else None
+    if target not in zeros:
+        return line
+    sign = "-" if isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.SubtractAssign) else "+"
+    kept = f"tl.where({lanes}, {code(_addend(small))}, {zeros[target]})"
+    return statement(f"{target} {sign}= {kept}\n").with_changes(leading_lines=line.leading_lines)
+
+
+def _only_guard(line: cst.CSTNode) -> tuple[cst.BaseExpression, list[str], set[str]] | None:
+    """(`C`, accumulators, temporaries) of `if C:` (no else) whose body only assigns temporaries and
+    adds into accumulators."""
+    if not (isinstance(line, cst.If) and line.orelse is None and isinstance(line.body, cst.IndentedBlock)):
+        return None
+    targets, temporaries = [], set()
+    for inner in line.body.body:
+        small = inner.body[0] if isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1 else None
+        target = _accumulated(small) if small is not None else None
+        if target is not None:
+            targets.append(target)
+            continue
+        name, value = simple_assignment(inner)
+        if name is None or value is None:
+            return None
+        temporaries.add(name)
+    return line.test, targets, temporaries
 
 
 def _plan(kernel: Kernel) -> LoopPlan | str | None:
@@ -197,21 +231,52 @@ def _loop_plan(
     index = ", ".join(level.index for level in levels)
     accumulated: list[str] = []
     temporaries: set[str] = set()
+    guarded = False
+    inside: set[int] = set()  # nodes of guarded bodies
+    checked: list[cst.CSTNode] = []  # what the loop computes, guards' `continue` aside
     for line in [*prelude, *body]:
+        skip = skip_guard(line)
+        only = _only_guard(line) if any(line is b for b in body) else None
+        if skip is not None or only is not None:
+            condition = skip if skip is not None else only[0]
+            if lane_terms(condition) is None:
+                return f"the loop over {index} branches on `{code(condition)}`, not a comparison"
+            guarded = True
+            checked.append(condition)
+            if only is not None:
+                accumulated.extend(only[1])
+                temporaries |= only[2]
+                inside.update(id(n) for n in walk(line.body))
+                for inner in line.body.body:
+                    checked.append(_addend(inner.body[0]) if _accumulated(inner.body[0]) else inner)
+            continue
         if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
             return f"the loop over {index} holds a compound statement"
         small = line.body[0]
         target = _accumulated(small)
         if target is not None and any(line is b for b in body):
             accumulated.append(target)
+            checked.append(_addend(small))
             continue
         name, value = simple_assignment(line)
         if name is None or value is None:
             return f"the loop over {index} holds `{code(small)}`"
         temporaries.add(name)
+        checked.append(line)
     if not accumulated:
         return None
-    for node in (n for line in [*prelude, *body] for n in walk(line)):
+    guarded_names = {
+        simple_assignment(inner)[0]
+        for line in body
+        if (only := _only_guard(line)) is not None
+        for inner in line.body.body
+        if simple_assignment(inner)[0]
+    }
+    for line in [*prelude, *body]:
+        outside = [n for n in walk(line) if id(n) not in inside and isinstance(n, cst.Name)]
+        if any(n.value in guarded_names for n in outside):
+            return f"a name the loop over {index} binds under a branch is read outside it"
+    for node in (n for part in checked for n in walk(part)):
         if isinstance(node, cst.Call):
             name = tl_name(node.func)
             if name in REDUCTIONS or name in EFFECTS or name == "arange":
@@ -239,14 +304,7 @@ def _loop_plan(
         )
         if binding is None or simple_assignment(binding)[0] != name or not is_number(simple_assignment(binding)[1]):
             return f"{name} is not bound to a number just before the loop over {index}"
-        reads = [
-            n
-            for line in [*prelude, *body]
-            for n in walk(
-                _addend(line.body[0]) if _accumulated(line.body[0]) == name and any(line is b for b in body) else line
-            )
-            if isinstance(n, cst.Name) and n.value == name
-        ]
+        reads = [n for part in checked for n in walk(part) if isinstance(n, cst.Name) and n.value == name]
         if reads:
             return f"the loop over {index} reads {name} besides adding to it"
         accumulators.append((binding, name))
@@ -261,7 +319,9 @@ def _loop_plan(
         width = 1 << max(0, count - 1).bit_length() if count <= SMALL else BLOCK
     else:
         width = BLOCK
-    return LoopPlan(kernel, loop, block, tuple(levels), tuple(prelude), tuple(body), tuple(accumulators), width)
+    return LoopPlan(
+        kernel, loop, block, tuple(levels), tuple(prelude), tuple(body), tuple(accumulators), width, guarded
+    )
 
 
 def _block_names(kernel: Kernel) -> set[str]:
