@@ -5,7 +5,7 @@ rewrite must say no to code it does not understand, never raise).
     python benchmarks/rewrite_reach.py ../corpus/tritonbench/data/TritonBench_G_v1 ../corpus/liger/src \
         ../corpus/flaggems/src
 
-Prints the number of files read, the files each rewrite applied to, and one row per kind of crash
+Prints the number of files read (and how many any rewrite applies to), the files each rewrite applied to, and one row per kind of crash
 (rewrite, exception, line) with a count, one example file and the message. `--reasons ID[,ID...]` also
 prints, for those rewrites, the ten commonest reasons they declined a file (kernel names and numbers
 folded, so one reason counts once however many kernels give it).
@@ -44,6 +44,7 @@ def main(roots: list[str], reasons_of: tuple[str, ...] = (), only: tuple[str, ..
     declined: dict[str, Counter] = {rewrite_id: Counter() for rewrite_id in reasons_of}
     files = [p for root in roots for p in sorted(Path(root).rglob("*.py")) if "triton" in p.read_text(errors="ignore")]
     applied: Counter = Counter()
+    reached = 0  # files at least one rewrite applies to
     crashes: Counter = Counter()
     examples: dict = {}
     for path in files:
@@ -51,6 +52,7 @@ def main(roots: list[str], reasons_of: tuple[str, ...] = (), only: tuple[str, ..
             ctx = RewriteContext(path.read_text(errors="ignore"), str(path))
         except Exception:  # noqa: BLE001 - a file libcst cannot read is not a rewrite's crash
             continue
+        before = sum(applied.values())
         for rewrite_id, rewrite in REWRITES.items():
             if only and rewrite_id not in only:
                 continue
@@ -65,7 +67,8 @@ def main(roots: list[str], reasons_of: tuple[str, ...] = (), only: tuple[str, ..
                 key = (rewrite_id, type(exc).__name__, f"{Path(where.filename).name}:{where.lineno}")
                 crashes[key] += 1
                 examples.setdefault(key, (path, str(exc).splitlines()[0][:150] if str(exc) else ""))
-    print(f"{len(files)} files")
+        reached += sum(applied.values()) > before
+    print(f"{len(files)} files, {reached} with at least one rewrite")
     print("| rewrite | files it applies to |\n|---|---|")
     for rewrite_id, count in applied.most_common():
         print(f"| {rewrite_id} | {count} |")

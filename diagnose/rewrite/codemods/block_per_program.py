@@ -44,6 +44,7 @@ from diagnose.rewrite.source import (
 BLOCK = 1024  # elements per program: 8 per thread of 4 warps, two 128-bit fp32 accesses each
 BLOCKY = ("arange", "zeros", "full", "make_block_ptr", "make_tensor_descriptor")
 INVERTED = {cst.LessThan: "<", cst.GreaterThanEqual: ">=", cst.GreaterThan: ">", cst.LessThanEqual: "<="}
+RANDOM = ("rand", "randn", "randint", "randint4x", "rand4x")
 NEGATION = {"<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 
@@ -73,7 +74,8 @@ class BlockPerProgram(Rewrite):
     its top level, and never `tl.num_programs(0)`; it builds no block (no `tl.arange`, `tl.zeros`,
     block pointer) and has no loop; no reduction or scan; no branch or early return other than the
     guards reads `pid` or anything computed from it (a branch on parameters stays); no call of a
-    function other than `tl` ones and casts; every store and atomic addresses through `pid`. The
+    function other than `tl` ones, casts, `tl.random`'s counter-based generators and builtins on values
+    the same for every lane; every store and atomic addresses through `pid`. The
     kernel has one launch, on a literal 1-element grid or a grid variable no other launch uses.
 
     ## Why it is faster
@@ -183,7 +185,7 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
             op = tl_name(node.func)
             if op in REDUCTIONS or op in ("cumsum", "cumprod", "associative_scan", "sort", "dot"):
                 return f"calls tl.{op}, which would reduce across the lanes"
-            if op is None and not (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cast")):
+            if op is None and not _lanewise_call(node, dependent):
                 return f"calls {code(node.func)}"
     if any(isinstance(n, (cst.Break, cst.Continue)) for n in walk(kernel.node.body)):
         return "leaves a loop early"
@@ -227,6 +229,18 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
         return "the grid variable serves other launches"
     bounded = any(_bound_by(lanes, name, kernel, site, axes[0]) for _, lanes in guards)
     return BlockPlan(kernel, site, pid, tuple(guards), grid, grid_statement, bounded)
+
+
+def _lanewise_call(call: cst.Call, dependent: set[str]) -> bool:
+    """A call that is not a `tl` op but works per lane: a cast, Triton's counter-based random numbers
+    (`tl.random.rand(seed, offsets)`: one value per offset, the same whether offsets are a scalar or a
+    block), or a Python builtin on values that are the same for every lane (`min(n, 4)`)."""
+    func = code(call.func)
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cast"):
+        return True
+    if func.rpartition(".")[2] in RANDOM and func.startswith(("tl.", "triton.language.")):
+        return True
+    return func in ("min", "max", "abs", "int", "float") and not names(call) & dependent
 
 
 def calls_of(kernel: Kernel, *functions: str) -> bool:
