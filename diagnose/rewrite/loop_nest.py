@@ -124,11 +124,14 @@ def lane_terms(expr: cst.BaseExpression, negate: bool = False) -> list[str] | No
     the comparisons), negated on request; None when it is not made of comparisons and flags."""
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
         return lane_terms(expr.expression, not negate)
-    if isinstance(expr, cst.BooleanOperation):
+    if isinstance(expr, cst.BooleanOperation) or (
+        isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr))
+    ):  # `a and b`, or Triton's own `(a) & (b)`
         left, right = lane_terms(expr.left, negate), lane_terms(expr.right, negate)
         if left is None or right is None:
             return None
-        if isinstance(expr.operator, cst.And) != negate:  # a conjunction (De Morgan for a negated `or`)
+        conjunction = isinstance(expr.operator, (cst.And, cst.BitAnd))
+        if conjunction != negate:  # a conjunction (De Morgan for a negated `or`)
             return [*left, *right]
         if isinstance(expr.left, cst.Name):  # `tensor | flag`: a flag first would take the tensor as a constexpr
             left, right = right, left
