@@ -73,14 +73,17 @@ def unavailable(level: str, index: int, action: str, error: DiagnoseError) -> di
 
 def inspect_ir(state: State, runtime: Runtime[Context]) -> dict:
     try:
-        evidence = runtime.context.tools.inspect(state["base"], state["target"], deep=False)
+        evidence, errors = runtime.context.tools.inspect_with_errors(state["base"], state["target"], deep=False)
     except DiagnoseError as error:
         return unavailable("ir", 2, f"compile offline for {state['target']}", error)
     missed = sum(e["kind"] == "missed" for e in evidence)
+    note = f"{len(evidence)} facts, {missed} missed"
+    if errors:  # the task runs (it was verified) but will not on the target: say so, not "0 facts"
+        note += f"; does not compile for {state['target']}: " + "; ".join(dict.fromkeys(errors))
     return {
         "evidence": evidence,
         "level": 2,
-        "trace": [step("ir", f"compile offline for {state['target']}", f"{len(evidence)} facts, {missed} missed")],
+        "trace": [step("ir", f"compile offline for {state['target']}", note)],
     }
 
 

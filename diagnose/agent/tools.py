@@ -7,6 +7,8 @@ through the checkpointer.
 
 from __future__ import annotations
 
+import re
+
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,8 +71,13 @@ class Tools:
 
     def inspect(self, path: str, target: str, deep: bool) -> list[dict]:
         """IR facts of every kernel launch; `deep` adds controlled recompiles and the pass timeline."""
+        return self.inspect_with_errors(path, target, deep)[0]
+
+    def inspect_with_errors(self, path: str, target: str, deep: bool) -> tuple[list[dict], list[str]]:
+        """IR facts of every kernel launch, and one line per launch that does not compile for the target
+        (`kernel: message`): a first version that runs in the interpreter may not compile at all."""
         if target.startswith("ascend"):
-            return self.inspect_ascend(path, target, deep)
+            return self.inspect_ascend(path, target, deep), []
 
         payload = {
             "path": str(Path(path).resolve()),
@@ -83,7 +90,12 @@ class Tools:
             "cache_root": str(cache_root().resolve()),
         }
         result = run_worker(payload)
-        return [e for kernel in result["kernels"] for e in kernel.get("evidence", [])]
+        errors = [
+            f"{kernel['kernel']}: {_first_line(kernel['error']['message'])}"
+            for kernel in result["kernels"]
+            if "error" in kernel and kernel["error"].get("stage") != "launch"
+        ]
+        return [e for kernel in result["kernels"] for e in kernel.get("evidence", [])], errors
 
     def inspect_ascend(self, path: str, target: str, deep: bool = False) -> list[dict]:
         """Ascend IR facts (ttadapter, through the toolchain's worker); `deep` adds the per-pass IR and
@@ -203,3 +215,13 @@ def ascend_profile_note(device: str) -> str:
         "not profiled: the NPU profiler is not wired into the profile level yet; "
         "candidates are timed on the NPU (torch.npu events) when verified"
     )
+
+
+def _first_line(message: str) -> str:
+    """The line of a compile error that says what is wrong (Triton's own messages start with the
+    offending source and a caret; the reason comes last)."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip() and set(line.strip()) != {"^"}]
+    if not lines:
+        return "does not compile"
+    # `UnsupportedLanguageConstruct: at 3:7: ...`: the class and a position counted from the kernel's def
+    return re.sub(r"^(\w+: )?(at \d+:\d+: )?", "", lines[-1])[:200]

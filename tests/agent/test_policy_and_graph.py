@@ -299,3 +299,54 @@ def test_a_search_that_kept_the_current_values_is_named_when_nothing_is_proposed
     update = propose_step(state, [{"made_by": ["launch-options"], "kept": summary}])
     assert update["pending"] == []
     assert update["trace"][0]["reason"] == f"nothing untried; searched, the current values kept: {summary}"
+
+
+CHAINED_COMPARISON = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n):
+    pid = tl.program_id(0)
+    if 0 <= pid < n:
+        tl.store(out_ptr + pid, tl.load(x_ptr + pid) * 2)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        double_kernel[(x.numel(),)](x, out, x.numel())
+        return out
+
+
+def get_inputs():
+    return [torch.randn(64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_task_that_runs_in_the_interpreter_but_does_not_compile_says_why(tmp_path):
+    """A first version with a chained comparison runs in the interpreter (so it verifies) and does not
+    compile for sm_90: the IR step names the compiler's reason instead of reporting "0 facts"."""
+    from types import SimpleNamespace
+
+    from diagnose.agent import nodes
+    from diagnose.agent.tools import Tools
+
+    path = tmp_path / "chained.py"
+    path.write_text(CHAINED_COMPARISON)
+    state = {"task": str(path), "base": str(path), "target": "cuda:sm90", "level": 1}
+    runtime = SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools(str(tmp_path))))
+    reason = nodes.inspect_ir(state, runtime)["trace"][0]["reason"]
+    assert "does not compile for cuda:sm90: double_kernel: simultaneous multiple comparison is not supported" in reason
