@@ -961,40 +961,43 @@ def module_names(module: cst.Module) -> set[str]:
 
 
 def pointer_params(kernel: Kernel) -> list[str]:
-    """Parameters used as the base pointer of a load, store or atomic (in parameter order).
-
-    The base is the leftmost term of the pointer's additive chain (`x_ptr + offs`), followed through
-    local names (`x_row = x_ptr + row * stride`): Triton's `pointer + offsets` convention. A block
-    pointer's base is its `tl.make_block_ptr(base, ...)` argument, through `tl.advance(p, ...)` (the
-    idiom of flash-linear-attention's kernels).
-    """
-    local: dict[str, list[cst.BaseExpression]] = {}
-    for node in walk(kernel.node.body):
-        target, value = simple_assignment(node)
-        if target is not None:
-            local.setdefault(target, []).append(value)
-
-    def base(expr: cst.BaseExpression, depth: int = 0) -> set[str]:
-        while True:
-            if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
-                expr = expr.left
-            elif is_tl_call(expr, "make_block_ptr", "advance") and expr.args:
-                expr = (keyword(expr, "base") or expr.args[0]).value
-            else:
-                break
-        if isinstance(expr, cst.Name):
-            if expr.value in kernel.params:
-                return {expr.value}
-            if depth < 8:
-                return set().union(*(base(v, depth + 1) for v in local.get(expr.value, [])))
-        return set()
-
+    """Parameters used as the base pointer of a load, store or atomic (in parameter order), by
+    `pointer_bases`."""
     found: set[str] = set()
     for call in calls(kernel.node.body, "load", "store", *[e for e in EFFECTS if e.startswith("atomic")]):
         pointer = keyword(call, "pointer") or (call.args[0] if call.args else None)
         if pointer is not None:
-            found |= base(pointer.value)
+            found |= pointer_bases(kernel, pointer.value)
     return [p for p in kernel.params if p in found]
+
+
+def pointer_bases(
+    kernel: Kernel, expr: cst.BaseExpression, depth: int = 0, local: dict[str, list] | None = None
+) -> set[str]:
+    """The parameters a pointer expression is based on: the leftmost term of its additive chain
+    (`x_ptr + offs`), followed through local names (`x_row = x_ptr + row * stride`), Triton's `pointer +
+    offsets` convention; not the sizes and strides in its offsets. A block pointer's base is its
+    `tl.make_block_ptr(base, ...)` argument, through `tl.advance(p, ...)` (the idiom of
+    flash-linear-attention's kernels)."""
+    while True:
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            expr = expr.left
+        elif is_tl_call(expr, "make_block_ptr", "advance") and expr.args:
+            expr = (keyword(expr, "base") or expr.args[0]).value
+        else:
+            break
+    if not isinstance(expr, cst.Name):
+        return set()
+    if expr.value in kernel.params:
+        return {expr.value}
+    if depth >= 8:
+        return set()
+    if local is None:
+        local = {}
+        for target, value in (simple_assignment(n) for n in walk(kernel.node.body)):
+            if target is not None:
+                local.setdefault(target, []).append(value)
+    return set().union(*(pointer_bases(kernel, v, depth + 1, local) for v in local.get(expr.value, [])))
 
 
 def load_derived(kernel: Kernel) -> set[str]:

@@ -21,9 +21,9 @@ from diagnose.rewrite.source import (
     launch_sites,
     module_names,
     names,
+    pointer_bases,
     pointer_params,
     positional,
-    simple_assignment,
     walk,
     with_kernel_name,
 )
@@ -357,7 +357,7 @@ def _written(kernel: Kernel) -> list[str]:
     for call in calls(kernel.node.body, "load", *[e for e in EFFECTS if e.startswith("atomic")]):
         pointer = keyword(call, "pointer") or (call.args[0] if call.args else None)
         if pointer is not None:
-            read |= _bases(kernel, pointer.value)
+            read |= pointer_bases(kernel, pointer.value)
     return [p for p in kernel.params if p in stored - read]
 
 
@@ -366,27 +366,8 @@ def _stores(kernel: Kernel, param: str) -> list[cst.Call]:
         c
         for c in calls(kernel.node.body, "store")
         if (pointer := keyword(c, "pointer") or (c.args[0] if c.args else None)) is not None
-        and param in _bases(kernel, pointer.value)
+        and param in pointer_bases(kernel, pointer.value)
     ]
-
-
-def _bases(kernel: Kernel, expr: cst.BaseExpression) -> set[str]:
-    """Parameters `expr` is computed from, through the kernel's local names."""
-    local: dict[str, list[cst.BaseExpression]] = {}
-    for node in walk(kernel.node.body):
-        target, value = simple_assignment(node)
-        if target is not None:
-            local.setdefault(target, []).append(value)
-    seen: set[str] = set()
-    todo = list(names(expr))
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for value in local.get(name, []):
-            todo.extend(names(value))
-    return seen & set(kernel.params)
 
 
 def _stored_value(store: cst.Call) -> cst.Arg:
