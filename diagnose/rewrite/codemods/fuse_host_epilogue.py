@@ -94,7 +94,8 @@ class FuseHostEpilogue(Rewrite):
     The tensor is bound once in the host, to an uninitialised allocation (`torch.empty`, `empty_like`,
     `new_empty`, `empty_strided`), so it aliases no input and every element that matters is one the
     kernel stores; before the launch the host reads only its layout (`out.shape`, `out.stride(0)`).
-    The kernel stores through that pointer and never loads it or makes it an atomic target. The op is
+    The kernel stores through that pointer and never loads it or makes it an atomic target; the launch
+    passes the tensor once (not also as an input). The op is
     in the first statement after the launch (same block, not in a loop) that names the tensor; with
     an out-of-place op (`y = torch.sigmoid(out)`, `return ...`) nothing after reads the tensor again,
     since it now holds the op's result; `out = op(out)` and in-place ops may be followed by anything.
@@ -222,6 +223,8 @@ def _epilogue(
         return None
     if isinstance(ops, str):
         return ops
+    if _occurrences(site.call, tensor) != 1:
+        return f"`{tensor}` is passed to {kernel.name} more than once (the kernel may read what it writes)"
     if not _allocated_empty(site, tensor):
         return f"`{tensor}` is not a fresh torch.empty allocation of {site.host_name} (it may alias an input)"
     in_place = isinstance(small, cst.Expr) and expression is small.value and ops[-1].endswith("_")
