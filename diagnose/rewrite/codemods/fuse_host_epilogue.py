@@ -223,7 +223,7 @@ def _epilogue(
         return None
     if isinstance(ops, str):
         return ops
-    if _occurrences(site.call, tensor) != 1:
+    if sum(_passes_values(arg.value, tensor) for arg in site.call.args) != 1:
         return f"`{tensor}` is passed to {kernel.name} more than once (the kernel may read what it writes)"
     if not _allocated_empty(site, tensor):
         return f"`{tensor}` is not a fresh torch.empty allocation of {site.host_name} (it may alias an input)"
@@ -243,6 +243,13 @@ def _epilogue(
 
 def _occurrences(node: cst.CSTNode, name: str) -> int:
     return sum(1 for n in walk(node) if isinstance(n, cst.Name) and n.value == name)
+
+
+def _passes_values(expr: cst.BaseExpression, tensor: str) -> bool:
+    """Whether an argument hands the kernel `tensor`'s memory (`out`, `out[1:]`, `out.view(-1)`), not only
+    its layout (`out.stride(0)`, `out.shape[1]`)."""
+    layout = {id(n.value) for n in walk(expr) if isinstance(n, cst.Attribute) and n.attr.value in LAYOUT}
+    return any(isinstance(n, cst.Name) and n.value == tensor and id(n) not in layout for n in walk(expr))
 
 
 def _operand(text: str) -> str:
