@@ -23,6 +23,7 @@ from diagnose.rewrite.source import (
     Kernel,
     LaunchSite,
     axis_of,
+    calls,
     code,
     grid_elements,
     grid_shared,
@@ -156,7 +157,7 @@ class BlockPerProgram(Rewrite):
 
 
 def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
-    if calls_of(kernel, *BLOCKY):
+    if calls(kernel.node.body, *BLOCKY):
         return None  # it builds blocks already
     ids = program_calls(kernel.node.body, "program_id")
     axis0 = [c for c in ids if is_program_call(c, "program_id") and axis_of(c) == 0]
@@ -202,13 +203,11 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
                 return lanes[1:]
             if lanes is not None:
                 guards.append((stmt, lanes))
-                continue
+                if _returns(stmt):
+                    continue
+                stmt = stmt.body  # the guarded rest of the kernel: its branches are checked as any
         for node in walk(stmt):
-            if (
-                isinstance(node, (cst.If, cst.IfExp, cst.While))
-                and names(node.test) & dependent
-                and isinstance(node, cst.If)
-            ):
+            if isinstance(node, (cst.If, cst.IfExp)) and names(node.test) & dependent:
                 return f"branches on `{code(node.test)}`, which differs between lanes"
             if isinstance(node, cst.Return):
                 return "returns early other than by a guard on its program id"
@@ -241,10 +240,6 @@ def _lanewise_call(call: cst.Call, dependent: set[str]) -> bool:
     if func.rpartition(".")[2] in RANDOM and func.startswith(("tl.", "triton.language.")):
         return True
     return func in ("min", "max", "abs", "int", "float") and not names(call) & dependent
-
-
-def calls_of(kernel: Kernel, *functions: str) -> bool:
-    return any(is_tl_call(n, *functions) for n in walk(kernel.node.body))
 
 
 def _dependent(kernel: Kernel, pid: str) -> set[str]:
