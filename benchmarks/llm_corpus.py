@@ -23,8 +23,11 @@ OPERATOR = re.compile(r"Wrapper Entry Information: (\w+)")
 
 
 def main(checkout: Path, out: Path) -> int:
+    folder = checkout / "LLM_generated" / "Bench_T_general_purpose"
+    if not folder.is_dir():
+        sys.exit(f"llm_corpus: no {folder} (extract LLM_generated from a TritonBench checkout first)")
     written = parsed = 0
-    for path in sorted((checkout / "LLM_generated" / "Bench_T_general_purpose").glob("output_*.jsonl")):
+    for path in sorted(folder.glob("output_*.jsonl")):
         if "_rag" in path.name:
             continue
         model = path.stem.removeprefix("output_")

@@ -218,10 +218,9 @@ def ascend_profile_note(device: str) -> str:
 
 
 def _first_line(message: str) -> str:
-    """The line of a compile error that says what is wrong (Triton's own messages start with the
-    offending source and a caret; the reason comes last)."""
-    lines = [line.strip() for line in message.strip().splitlines() if line.strip() and set(line.strip()) != {"^"}]
+    """What a compile error says is wrong. `diagnose.ir.compile` words it `Type[ in stage/pass]: [at L:C:]
+    cause` on one line; the type and a position counted from the kernel's `def` are dropped."""
+    lines = message.strip().splitlines()
     if not lines:
         return "does not compile"
-    # `UnsupportedLanguageConstruct: at 3:7: ...`: the class and a position counted from the kernel's def
-    return re.sub(r"^(\w+: )?(at \d+:\d+: )?", "", lines[-1])[:200]
+    return re.sub(r"^\w+( in \S+)?: (at \d+:\d+: ?)?", "", lines[-1].strip())[:200]

@@ -870,6 +870,14 @@ def grid_shared(module: cst.Module, site: LaunchSite) -> bool:
     )
 
 
+def block_of(host: cst.FunctionDef, stmt: cst.CSTNode) -> list[cst.BaseStatement] | None:
+    """The statements of the block of `host` that holds `stmt` (found by identity), in order."""
+    for node in walk(host):
+        if isinstance(node, cst.IndentedBlock) and any(s is stmt for s in node.body):
+            return list(node.body)
+    return None
+
+
 def bound_before(site: LaunchSite, statement: cst.CSTNode) -> set[str] | None:
     """Names bound in the host when `statement` (one of its statement lines) runs: the host's
     parameters, what the statements before it in its block bind, and so on out through the blocks

@@ -233,6 +233,7 @@ def _loop_plan(
     temporaries: set[str] = set()
     guarded = False
     inside: set[int] = set()  # nodes of guarded bodies
+    guarded_names: set[str] = set()  # what they bind
     checked: list[cst.CSTNode] = []  # what the loop computes, guards' `continue` aside
     for line in [*prelude, *body]:
         skip = skip_guard(line)
@@ -246,6 +247,7 @@ def _loop_plan(
             if only is not None:
                 accumulated.extend(only[1])
                 temporaries |= only[2]
+                guarded_names |= only[2]
                 inside.update(id(n) for n in walk(line.body))
                 for inner in line.body.body:
                     checked.append(_addend(inner.body[0]) if _accumulated(inner.body[0]) else inner)
@@ -265,13 +267,6 @@ def _loop_plan(
         checked.append(line)
     if not accumulated:
         return None
-    guarded_names = {
-        simple_assignment(inner)[0]
-        for line in body
-        if (only := _only_guard(line)) is not None
-        for inner in line.body.body
-        if simple_assignment(inner)[0]
-    }
     for line in [*prelude, *body]:
         outside = [n for n in walk(line) if id(n) not in inside and isinstance(n, cst.Name)]
         if any(n.value in guarded_names for n in outside):

@@ -16,6 +16,7 @@ from diagnose.rewrite.edit import (
     unique_name,
     with_params,
 )
+from diagnose.rewrite.loop_nest import NEGATED, OPERATORS
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     EFFECTS,
@@ -44,9 +45,8 @@ from diagnose.rewrite.source import (
 
 BLOCK = 1024  # elements per program: 8 per thread of 4 warps, two 128-bit fp32 accesses each
 BLOCKY = ("arange", "zeros", "full", "make_block_ptr", "make_tensor_descriptor")
-INVERTED = {cst.LessThan: "<", cst.GreaterThanEqual: ">=", cst.GreaterThan: ">", cst.LessThanEqual: "<="}
+ORDER = ("<", "<=", ">", ">=")  # the comparisons a guard on the program id may make
 RANDOM = ("rand", "randn", "randint", "randint4x", "rand4x")
-NEGATION = {"<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 
 
 @dataclass(frozen=True)
@@ -271,17 +271,17 @@ def _guard(stmt: cst.If, pid: str, others: set[str], last: bool) -> str | None:
     if not (
         isinstance(test, cst.Comparison)
         and len(test.comparisons) == 1
-        and type(test.comparisons[0].operator) in INVERTED
+        and OPERATORS.get(type(test.comparisons[0].operator)) in ORDER
         and code(test.left) == pid
         and not names(test.comparisons[0].comparator) & (others | {pid})
     ):
         return None
-    symbol = INVERTED[type(test.comparisons[0].operator)]
+    symbol = OPERATORS[type(test.comparisons[0].operator)]
     bound = code(test.comparisons[0].comparator)
     if stmt.orelse is not None:
         return f"!the guard `if {code(test)}:` has an else branch"
     if _returns(stmt):
-        return f"{pid} {NEGATION[symbol]} {bound}"
+        return f"{pid} {NEGATED[symbol]} {bound}"
     if not last:
         return f"!statements follow the guard `if {code(test)}:`"
     return f"{pid} {symbol} {bound}"

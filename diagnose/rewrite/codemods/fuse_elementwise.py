@@ -11,6 +11,7 @@ from diagnose import syntax
 from diagnose.rewrite.edit import fit_launch, insert_after, relaunch, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
+    block_of,
     REDUCTIONS,
     Kernel,
     LaunchSite,
@@ -251,20 +252,13 @@ def _read_elsewhere(first: LaunchSite, second: LaunchSite, tensor: str) -> bool:
     return tensor in read_names(rest.body)
 
 
-def _block_of(host: cst.FunctionDef, stmt: cst.CSTNode) -> list | None:
-    for node in walk(host):
-        if isinstance(node, cst.IndentedBlock) and any(s is stmt for s in node.body):
-            return list(node.body)
-    return None
-
-
 def _find(module: cst.Module) -> FusePlan | str | None:
     sites = launch_sites(module)
     reasons = []
     for first, second in zip(sites, sites[1:]):
         if first.host is not second.host:
             continue
-        block = _block_of(first.host, first.statement)
+        block = block_of(first.host, first.statement)
         if not block or first.statement not in block or second.statement not in block:
             continue
         if block.index(second.statement) != block.index(first.statement) + 1:

@@ -9,6 +9,7 @@ import libcst as cst
 from diagnose.rewrite.edit import fit_launch, insert_after, operand, relaunch, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
+    block_of,
     EFFECTS,
     Kernel,
     LaunchSite,
@@ -16,13 +17,13 @@ from diagnose.rewrite.source import (
     code,
     dotted,
     is_number,
+    is_tl_call,
     keyword,
     kernels,
     launch_sites,
     module_names,
     names,
     pointer_bases,
-    pointer_params,
     positional,
     walk,
     with_kernel_name,
@@ -199,9 +200,10 @@ def _plan(module: cst.Module, kernel: Kernel, site: LaunchSite) -> EpiloguePlan 
             candidates.append((param, value.value))
     if not candidates:
         return None
-    block = _block_after(site)
+    block = block_of(site.host, site.statement)
     if block is None:
         return None
+    block = block[next(i for i, stmt in enumerate(block) if stmt is site.statement) + 1 :]
     found = None
     for param, tensor in candidates:
         plan = _epilogue(kernel, site, block, param, tensor)
@@ -355,19 +357,19 @@ def _parameters(params: tuple[tuple[str, str | None], ...], args: list[cst.Arg])
             continue
         if name not in values:
             if default is None:
-                return f"clamp without `{name}`"
+                return f"an op without its `{name}`"
             values[name] = default
     return values
 
 
 def _written(kernel: Kernel) -> list[str]:
     """Pointer parameters the kernel stores through and never loads or updates atomically."""
-    stored = {p for p in pointer_params(kernel) if _stores(kernel, p)}
-    read = set()
-    for call in calls(kernel.node.body, "load", *[e for e in EFFECTS if e.startswith("atomic")]):
+    stored: set[str] = set()
+    read: set[str] = set()
+    for call in calls(kernel.node.body, "load", "store", *[e for e in EFFECTS if e.startswith("atomic")]):
         pointer = keyword(call, "pointer") or (call.args[0] if call.args else None)
         if pointer is not None:
-            read |= pointer_bases(kernel, pointer.value)
+            (stored if is_tl_call(call, "store") else read).update(pointer_bases(kernel, pointer.value))
     return [p for p in kernel.params if p in stored - read]
 
 
@@ -382,17 +384,6 @@ def _stores(kernel: Kernel, param: str) -> list[cst.Call]:
 
 def _stored_value(store: cst.Call) -> cst.Arg:
     return keyword(store, "value") or positional(store)[1]
-
-
-def _block_after(site: LaunchSite) -> list[cst.BaseStatement] | None:
-    """The statements after the launch in its block."""
-    for node in walk(site.host):
-        if isinstance(node, (cst.IndentedBlock, cst.Module)):
-            body = list(node.body)
-            for i, stmt in enumerate(body):
-                if stmt is site.statement:
-                    return body[i + 1 :]
-    return None
 
 
 def _read_in_loop(site: LaunchSite) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from diagnose.triage.rule import Rule
-from diagnose.triage.rules.common import pointer_of
+from diagnose.triage.rules.common import MEMORY_ACCESSES, pointer_of
 
 # Elementwise torch ops a kernel's store could apply (the rewrite fuse-host-epilogue moves these;
 # a test holds the two lists equal).
@@ -64,10 +64,11 @@ class HostEpilogueAfterLaunch(Rule):
     fix_title = "Apply the op to the value the kernel stores"
 
     def check(self, ctx):
+        written_by = {name: _written(kernel) for name, kernel in ctx.kernels.items()}
         for fn in ctx.functions:
             for launch in fn.launches:
                 kernel = ctx.kernels[launch.kernel]
-                written = _written(kernel)
+                written = written_by[launch.kernel]
                 after = _after(fn.node, launch.node)
                 for param, arg in launch.arg_nodes(kernel.params).items():
                     if param not in written or not isinstance(arg, ast.Name):
@@ -87,7 +88,7 @@ def _written(kernel) -> set[str]:
     """Pointer parameters the kernel stores through and never loads or updates atomically."""
     stored: set[str] = set()
     read: set[str] = set()
-    for call in kernel.calls("store", "load", "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg"):
+    for call in kernel.calls(*MEMORY_ACCESSES):
         pointer = pointer_of(call)
         if pointer is not None:
             (stored if call.func.attr == "store" else read).update(_bases(kernel, pointer))
