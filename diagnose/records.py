@@ -138,9 +138,12 @@ class Candidate(Record):
     # Every rewrite from the task as given to this candidate, its own last: set by the agent's propose
     # node (a base candidate's chain plus `made_by`); None elsewhere, and then not written.
     lineage: tuple[str, ...] | None = None
+    # Where the task as given does not compile for the target and this candidate does: the original's
+    # error (a repair is worth having at any speed: the original cannot run there). None elsewhere.
+    repairs: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return without_none(self, "lineage")
+        return without_none(self, "lineage", "repairs")
 
 
 @dataclass(frozen=True)
@@ -439,6 +442,7 @@ def candidate_from_dict(data: dict) -> Candidate:
         data.get("predicted_gain"),
         tuple(data.get("searched", ())),
         tuple(lineage) if lineage is not None else None,
+        data.get("repairs"),
     )
 
 

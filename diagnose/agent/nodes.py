@@ -119,7 +119,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     dropped = [f"{'+'.join(c['made_by'])} ({c['dropped'][:DECLINE_CHARS]})" for c in made if "dropped" in c]
     kept = [c["kept"] for c in made if "kept" in c]  # a search's one-line summary, whole: reports read it
     chain = policy.base_lineage(state)
-    fresh = [{**c, "lineage": chain + list(c["made_by"])} for c in candidates if c["id"] not in tried]
+    repaired = {"repairs": policy.base_repairs(state)} if policy.base_repairs(state) else {}
+    fresh = [{**repaired, **c, "lineage": chain + list(c["made_by"])} for c in candidates if c["id"] not in tried]
     again = [c["id"] for c in fresh if policy.repeats_lineage(c, chain)]
     fresh = [c for c in fresh if c["id"] not in again]
     fresh.sort(key=lambda c: -(c.get("predicted_gain") or 0.0))  # best predicted first; ties keep their order

@@ -58,10 +58,17 @@ def best_result(results: list[dict]) -> dict | None:
     than the initial kernel is never the best, even when it is the only one that passed: it is a
     regression, not a result. Nor is one with no gain to show: a patch estimated at 1.00x (such as
     `num_warps=4` added where 4 is already Triton's default) changes nothing. A measured gain must
-    also clear `margin`."""
+    also clear `margin`. A repair (`Candidate.repairs`: the task as given does not compile for the
+    target, the candidate does) is better than the task as given at any score, and ranks first."""
     scored = [(score(r), r) for r in results if r["verdict"]["passed"]]
-    better = [(value, r) for (value, how), r in scored if value > 1.0 + margin(r, how)]
-    return max(better, key=lambda pair: pair[0])[1] if better else None
+    gains = [(value if value > 1.0 + margin(r, how) else 1.0, r) for (value, how), r in scored]
+    better = [(value, r) for value, r in gains if value > 1.0 or repairs(r)]
+    return max(better, key=lambda pair: (repairs(pair[1]), pair[0]))[1] if better else None
+
+
+def repairs(result: dict) -> bool:
+    """Whether the result's candidate compiles for the target where the task as given does not."""
+    return bool(result["candidate"].get("repairs"))
 
 
 def margin(result: dict, how: str) -> float:
@@ -69,6 +76,13 @@ def margin(result: dict, how: str) -> float:
     spread where it is wider (`scores.spread`); a source edit for a gain inside the noise is not a
     result, nor one estimated at 1.00x (an estimate of 1.004 once picked a patch on the CPU)."""
     return max(MIN_GAIN, scores.spread(verdict_from_dict(result["verdict"]))) if how == "measured" else MIN_GAIN
+
+
+def base_repairs(state: State) -> str | None:
+    """The compile error of the task as given that the current base repairs, if it is a repair: every
+    candidate built on it repairs it too."""
+    best = next((r for r in state.get("results", []) if r["candidate"]["id"] == state.get("best")), None)
+    return best["candidate"].get("repairs") if best else None
 
 
 def base_lineage(state: State) -> list[str]:

@@ -32,6 +32,7 @@ from diagnose.optimizer.pipeline import (
     _search_options,
     build,
     context_for,
+    Estimates,
     estimate_gains,
     make_candidate,
     survey,
@@ -79,14 +80,16 @@ def rewrite_command(
     if not built.steps:
         why = "; ".join(f"{i}: {r}" for i, r in built.skipped) or "nothing calls for a rewrite"
         raise UsageError(f"{path}: no rewrite applied ({why})")
-    gains, broken = estimate_gains(ctx, [built.source], options) if options is not None else ({}, {})
-    candidate = make_candidate(ctx, built, gains.get(0))
+    found = estimate_gains(ctx, [built.source], options) if options is not None else Estimates()
+    candidate = make_candidate(ctx, built, found.gains.get(0), found.repairs.get(0))
     lines = [f"rewrites: {', '.join(built.steps)} ({candidate.safety})"]
     if candidate.answers:
         lines.append(f"answers: {', '.join(candidate.answers)}")
     lines += [f"search: {s.summary()}" for s in built.searches]
     lines += [f"skipped {i}: {r}" for i, r in built.skipped]
-    if broken:
+    if candidate.repairs:
+        lines.append(f"repairs: {candidate.repairs}; the rewritten kernels compile")
+    if found.broken:
         lines.append(f"warning: the rewritten kernels do not compile for {spec.name} (the original does)")
     if candidate.predicted_gain is not None:
         lines.append(

@@ -9,7 +9,10 @@
    launch-config search (`search.py`); libcst keeps the formatting and every result must parse;
 3. compile each candidate and the original offline for the target (in parallel workers): a
    candidate that does not compile where the original does is dropped; the others get the
-   estimated gain (`predicted_gain`, the static estimate: nothing is timed here).
+   estimated gain (`predicted_gain`, the static estimate: nothing is timed here). Where the original
+   does not compile for the target (an LLM's first version: a chained comparison, a runtime block
+   size) and a candidate does, the candidate carries the original's error as `repairs`: worth
+   handing back at any estimate (`agent.policy.best_result`).
 Each `Candidate` carries its unified diff, the rewrites that made it, and the findings and IR
 evidence it answers (`CODE@file:line`).
 
@@ -28,7 +31,7 @@ import math
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -157,7 +160,9 @@ def candidate_prefix(ctx: RewriteContext, steps: Iterable[str]) -> str:
     return f"{Path(ctx.path).stem.replace('.', '_')}-{'+'.join(steps)}-"
 
 
-def make_candidate(ctx: RewriteContext, built: Built, gain: float | None = None) -> Candidate:
+def make_candidate(
+    ctx: RewriteContext, built: Built, gain: float | None = None, repairs: str | None = None
+) -> Candidate:
     digest = hashlib.sha256(built.source.encode()).hexdigest()[:8]
     rewrites = [REWRITES[s] for s in built.steps]
     answers = tuple(dict.fromkeys(a for r in rewrites for a in called_by(r, ctx.findings, ctx.evidence)))
@@ -170,6 +175,7 @@ def make_candidate(ctx: RewriteContext, built: Built, gain: float | None = None)
         answers=answers,
         predicted_gain=gain,
         searched=tuple(line for result in built.searches for line in result.table()),
+        repairs=repairs,
     )
 
 
@@ -287,12 +293,16 @@ def proposal(
         if built.steps and built.source not in seen:
             seen.add(built.source)
             built_all.append(built)
-    gains, broken = estimate_gains(ctx, [b.source for b in built_all], options) if estimate and built_all else ({}, {})
+    found = estimate_gains(ctx, [b.source for b in built_all], options) if estimate and built_all else Estimates()
     # a candidate that does not compile for the target (where the original does) is not worth verifying
-    candidates = [make_candidate(ctx, b, gains.get(i)) for i, b in enumerate(built_all) if i not in broken]
+    candidates = [
+        make_candidate(ctx, b, found.gains.get(i), found.repairs.get(i))
+        for i, b in enumerate(built_all)
+        if i not in found.broken
+    ]
     dropped = tuple(
         Dropped(built_all[i].steps, f"does not compile for {ctx.target.name}: {why}")
-        for i, why in sorted(broken.items())
+        for i, why in sorted(found.broken.items())
     )
     if llm is not None:
         suggested = llm_propose(task_path, ctx.findings, ctx.evidence, target, llm)
@@ -314,13 +324,22 @@ def _search_options(
     )
 
 
-def estimate_gains(
-    ctx: RewriteContext, sources: list[str], options: SearchOptions | None
-) -> tuple[dict[int, float], dict[int, str]]:
-    """Estimated speedup of each source over the original (static estimate) by index, and the first
-    error of each source that does not compile for the target although the original does."""
+@dataclass(frozen=True)
+class Estimates:
+    """What compiling the candidates beside the original for the target says, by candidate index: the
+    estimated speedup (static estimate); the first compile error of a candidate that breaks where the
+    original compiles; and, where the original does not compile, the original's error for each
+    candidate that does (a repair: on the target the task as given cannot run at all)."""
+
+    gains: dict[int, float] = field(default_factory=dict)
+    broken: dict[int, str] = field(default_factory=dict)
+    repairs: dict[int, str] = field(default_factory=dict)
+
+
+def estimate_gains(ctx: RewriteContext, sources: list[str], options: SearchOptions | None) -> Estimates:
+    """`Estimates` of each source against the original, compiled for the target in workers."""
     if not ctx.target.can_compile_here or options is None:
-        return {}, {}
+        return Estimates()
     with tempfile.TemporaryDirectory(prefix="diagnose-estimate-") as folder:
         stem = Path(ctx.path).stem.replace(".", "_")
         paths = [str(Path(folder, f"{stem}_c{i:02d}.py")) for i in range(len(sources))]
@@ -330,20 +349,29 @@ def estimate_gains(
             Path(path).write_text(text)
         results = compile_batch(options.task_path, [base, *paths], ctx.target, options.workers, options.cache_root)
     if base not in results:
-        return {}, {}
+        return Estimates()
     original = ranking.view(results[base], ctx.target)
-    gains, broken = {}, {}
+    out = Estimates()
     for i, path in enumerate(paths):
         if path not in results:
             continue
         mine = ranking.view(results[path], ctx.target)
         if original.compiled and mine.errors:
-            broken[i] = str(mine.errors[0]).splitlines()[0][:200]
+            out.broken[i] = first_line(mine.errors[0])
             continue
+        if original.errors and mine.compiled:
+            out.repairs[i] = (
+                f"the task as given does not compile for {ctx.target.name}: {first_line(original.errors[0])}"
+            )
         value = ranking.gain(original, mine)
         if value is not None:
-            gains[i] = round(value, 3)
-    return gains, broken
+            out.gains[i] = round(value, 3)
+    return out
+
+
+def first_line(error: str) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else "no message"
 
 
 # ---------------------------------------------------------------- evaluation

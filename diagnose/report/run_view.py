@@ -57,6 +57,8 @@ def outcome(report: Report) -> str:
     candidate, verdict = best
     value, how = score(candidate, verdict)
     made = ", ".join(candidate.made_by)
+    if candidate.repairs:
+        return f"Best: `{candidate.id}` ({made}): a repair: {candidate.repairs}; this candidate compiles and passed."
     return f"Best: `{candidate.id}` ({made}): {value:.2f}x over the initial kernel, {how}."
 
 

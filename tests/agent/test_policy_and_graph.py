@@ -350,3 +350,41 @@ def test_a_task_that_runs_in_the_interpreter_but_does_not_compile_says_why(tmp_p
     runtime = SimpleNamespace(context=SimpleNamespace(budget=Budget(), tools=Tools(str(tmp_path))))
     reason = nodes.inspect_ir(state, runtime)["trace"][0]["reason"]
     assert "does not compile for cuda:sm90: double_kernel: simultaneous multiple comparison is not supported" in reason
+
+
+def test_a_repair_is_best_at_any_score_and_ranks_first():
+    """Where the task as given does not compile for the target, a passed candidate that does is worth
+    handing back even with nothing to estimate (the original has no time to compare with)."""
+    why = "the task as given does not compile for cuda:sm90: simultaneous multiple comparison"
+    repaired = result("fixed", verdict_json(True), repairs=why)
+    assert policy.best_result([repaired])["candidate"]["id"] == "fixed"
+    assert policy.best_result([result("faster", verdict_json(True), predicted=1.5), repaired])["candidate"]["id"] == (
+        "fixed"
+    )
+    assert policy.best_result([result("fixed", verdict_json(False), repairs=why)]) is None
+    from diagnose.records import candidate_from_dict
+
+    assert candidate_from_dict(repaired["candidate"]).repairs == why
+    assert "repairs" not in result("plain", verdict_json(True))["candidate"]
+    # built on the repair, a candidate repairs too; it displaces its base only by a gain past the margin
+    chained = [repaired, result("fixed-tiny", verdict_json(True), predicted=1.01, repairs=why)]
+    assert policy.best_result(chained)["candidate"]["id"] == "fixed"
+    chained.append(result("fixed-more", verdict_json(True), predicted=1.4, repairs=why))
+    assert policy.best_result(chained)["candidate"]["id"] == "fixed-more"
+    assert policy.base_repairs({"results": [repaired], "best": "fixed"}) == why
+    assert policy.base_repairs({"results": [], "best": None}) is None
+
+
+def test_estimates_name_a_candidate_that_compiles_where_the_task_as_given_does_not(tmp_path):
+    """The static estimate compiles the original and the candidate for the target: the chained
+    comparison does not compile for sm_90, the same kernel with `&` does, and that is a repair."""
+    from diagnose.optimizer.pipeline import _search_options, context_for, estimate_gains
+
+    path = tmp_path / "chained.py"
+    path.write_text(CHAINED_COMPARISON)
+    repaired = CHAINED_COMPARISON.replace("if 0 <= pid < n:", "if (0 <= pid) & (pid < n):")
+    ctx = context_for(path, (), (), "cuda:sm90")
+    found = estimate_gains(ctx, [repaired, CHAINED_COMPARISON], _search_options(path, "cpu", 1))
+    assert list(found.repairs) == [0] and not found.broken
+    assert found.repairs[0].startswith("the task as given does not compile for cuda:sm90: ")
+    assert "simultaneous multiple comparison" in found.repairs[0]
