@@ -3,8 +3,9 @@
 # (a local Ray started on the device machine, one actor holding its one GPU), one entry at a time each,
 # against eager (torch.compile left out: the comparison is the executor, and compiling doubles the time).
 #
-# Ray's cp312 wheel (78 MB) is over what one device call carries (64 MiB), so it travels split in two
-# (`split -b 40000000`): a first call with RAY_PART=1 carries .whl-ray1 (part one and Ray's dependencies)
+# Ray's cp312 wheel (78 MB for 2.58, 79 MB for 2.60) is over what one device call carries (64 MiB), so it
+# travels split in two (`split -b 40000000 ray-V-cp312-cp312-manylinux2014_x86_64.whl ray.part.`, the wheel's
+# name in .whl-ray1/NAME): a first call with RAY_PART=1 carries .whl-ray1 (part one and Ray's dependencies)
 # and leaves them in /tmp/raypart; a second call, made while the machine is still warm, carries .whl-ray2
 # (part two) and .whl, joins the wheel, installs it and runs both sweeps. FILTER picks the entries.
 export PYTHONUNBUFFERED=1 COLUMNS=160 DIAGNOSE_CACHE_DIR=/tmp/diagnose-cache
@@ -12,8 +13,8 @@ if [ "${RAY_PART:-2}" = 1 ]; then
   mkdir -p /tmp/raypart && cp .whl-ray1/* /tmp/raypart/ && ls -la /tmp/raypart | tail -3
   exit 0
 fi
-cat /tmp/raypart/ray.part.aa .whl-ray2/ray.part.ab > /tmp/raypart/ray-2.58.0-cp312-cp312-manylinux2014_x86_64.whl
-rm -f /tmp/raypart/ray.part.aa
+cat /tmp/raypart/ray.part.aa .whl-ray2/ray.part.ab > "/tmp/raypart/$(cat /tmp/raypart/NAME)"
+rm -f /tmp/raypart/ray.part.aa /tmp/raypart/NAME
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
   /tmp/raypart/*.whl .whl/*.whl > "$OUT/install.txt" 2>&1
 export PYTHONPATH=/tmp/site:$PWD
