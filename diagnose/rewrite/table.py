@@ -1,7 +1,8 @@
 """The central rewrite table: every rewrite by its id, in the order a combined candidate applies them.
 
-Structural rewrites come first (they change what a kernel computes per program), then program order
-and grids, then the tunable launch values, so that the launch-config search compiles the final
+Repairs come first (a kernel that does not compile, `constexpr-block-size`: every later candidate
+compiles it), then structural rewrites (they change what a kernel computes per program), then program
+order and grids, then the tunable launch values, so that the launch-config search compiles the final
 kernels. Nothing registers itself at import time. `CODE_REWRITES` is the reverse map from finding
 codes to the rewrites that answer them: the triage code table's `rewrites` ids should read from it.
 """
@@ -14,6 +15,7 @@ from diagnose.rewrite.codemods.attention_tiles import AttentionTiles
 from diagnose.rewrite.codemods.block_loop_sum import BlockLoopSum
 from diagnose.rewrite.codemods.block_per_program import BlockPerProgram
 from diagnose.rewrite.codemods.column_tiles import ColumnTiles
+from diagnose.rewrite.codemods.constexpr_block_size import ConstexprBlockSize
 from diagnose.rewrite.codemods.dot_input_precision import DotInputPrecision
 from diagnose.rewrite.codemods.fuse_elementwise import FuseElementwise
 from diagnose.rewrite.codemods.fuse_host_epilogue import FuseHostEpilogue
@@ -40,6 +42,7 @@ from diagnose.rewrite.codemods.wgmma_tiles import WgmmaTiles
 REWRITES: dict[str, Rewrite] = {
     rewrite.id: rewrite
     for rewrite in (
+        ConstexprBlockSize(),
         SinglePassRow(),
         OnlineSoftmax(),
         FuseElementwise(),

@@ -32,6 +32,7 @@ REWRITE_IDS: dict[str, tuple[str, ...]] = {
     "TRI023": ("wgmma-tiles",),
     "TRI024": ("add-autotune",),
     "TRI025": ("block-per-program",),
+    "TRI028": ("constexpr-block-size",),
     "TRI029": ("column-tiles",),
     "TRI030": ("fuse-host-epilogue",),
 }

@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-import ast
-
+from diagnose.blocks import block_params
 from diagnose.triage.rule import Rule
-from diagnose.triage.rules.common import arange_bounds, constexpr_params, is_device_helper, keyword
-
-SHAPED = ("zeros", "full")
+from diagnose.triage.rules.common import is_device_helper
 
 
 class BlockSizeNotConstexpr(Rule):
@@ -59,15 +56,14 @@ class BlockSizeNotConstexpr(Rule):
         for kernel in ctx.kernels.values():
             if is_device_helper(ctx, kernel):
                 continue  # a device function's parameters are constexpr when the caller's are
-            runtime = set(kernel.params) - constexpr_params(kernel) - set(kernel.assigns)
             # Not launched here: it may be a helper another file calls with constexprs.
             confidence = None if ctx.launches_of(kernel) else "medium"
-            for call in kernel.calls("arange", *SHAPED):
-                if kernel.qualname(call.func).endswith("arange"):
-                    sizes = arange_bounds(call)
-                else:
-                    shape = keyword(call, "shape", 0)
-                    sizes = shape.elts if isinstance(shape, (ast.List, ast.Tuple)) else [shape]
-                for size in sizes:
-                    if isinstance(size, ast.Name) and size.id in runtime:
-                        yield self.hit(size, confidence=confidence, param=size.id)
+            # A parameter the body assigns is a local there: annotating it would not help.
+            found = [
+                n
+                for p, where in block_params(kernel.node, kernel.qualname).items()
+                if p not in kernel.assigns
+                for n in where
+            ]
+            for size in sorted(found, key=lambda n: (n.lineno, n.col_offset)):
+                yield self.hit(size, confidence=confidence, param=size.id)

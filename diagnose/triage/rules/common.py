@@ -6,6 +6,8 @@ import ast
 import re
 from typing import Any, Iterator
 
+from diagnose import blocks
+from diagnose.blocks import arange_bounds
 from diagnose.triage.context import Context, HostFunction, Variant
 from diagnose.triage.kernel import Kernel
 
@@ -34,11 +36,6 @@ def value_of(expr: ast.AST | None, ctx: Context, variant: Variant | None = None)
         op = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
         return op[type(expr.op)](a, b)
     return None
-
-
-def arange_bounds(call: ast.Call) -> tuple[ast.AST | None, ast.AST | None]:
-    args = list(call.args) + [k.value for k in call.keywords if k.arg in ("start", "end")]
-    return (args[0], args[1]) if len(args) >= 2 else (None, None)
 
 
 def arange_sizes(ctx: Context, kernel: Kernel, variant: Variant) -> list[tuple[int, ast.AST, str]]:
@@ -187,16 +184,7 @@ def fmt(x: Any) -> str:
 
 def constexpr_params(kernel: Kernel) -> frozenset[str]:
     """`kernel.constexprs` plus parameters annotated with the string `"tl.constexpr"`."""
-    fn = kernel.node
-    args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
-    quoted = {
-        a.arg
-        for a in args
-        if isinstance(a.annotation, ast.Constant)
-        and isinstance(a.annotation.value, str)
-        and a.annotation.value.endswith("constexpr")
-    }
-    return kernel.constexprs | quoted
+    return blocks.constexpr_params(kernel.node, kernel.qualname)
 
 
 def is_program_id(node: ast.AST) -> bool:

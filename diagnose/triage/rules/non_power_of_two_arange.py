@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from diagnose.blocks import arange_bounds
 from diagnose.triage.rule import Rule
-from diagnose.triage.rules.common import arange_bounds, is_power_of_two, value_of, vendor_port
+from diagnose.triage.rules.common import is_power_of_two, value_of, vendor_port
 
 # Triton ports whose `tl.arange` takes any size: triton-ascend documents it (docs/zh/triton_api/
 # Creation_Ops/arange.md: "CUDA requires end - start to be a power of two; Triton-Ascend does not"),

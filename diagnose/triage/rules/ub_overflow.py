@@ -4,10 +4,11 @@ import ast
 import math
 from typing import Optional
 
+from diagnose.blocks import arange_bounds
 from diagnose.triage.context import Context, Variant
 from diagnose.triage.kernel import TL, Kernel
 from diagnose.triage.rule import Rule
-from diagnose.triage.rules.common import arange_bounds, arange_sizes, keyword, pointer_of, value_of
+from diagnose.triage.rules.common import arange_sizes, keyword, pointer_of, value_of
 
 ELEMENT_BYTES = 4  # blocks are computed in fp32 (loads are upcast); the usual case
 Shape = Optional[tuple]  # () a scalar, (d0, d1, ...) a block (a dim may be None: unknown), None unknown
