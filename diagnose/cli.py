@@ -675,7 +675,7 @@ def optimize(
         where = resume_hint(progress.run_id) if progress.run_id else "no run was started"
         typer.echo(f"diagnose: interrupted; {where}", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    broken = broken_task(result.report.baseline)
+    broken = broken_task(result.report.baseline, repaired=result.report.best is not None)
     if broken:  # the user's code is to blame, not the rewrites: bad input, before any table
         raise UsageError(f"{result.report.task}: {broken}; nothing to optimize (run {result.run_id})")
     from diagnose.report.run_view import outcome  # deferred: command code

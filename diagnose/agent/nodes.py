@@ -119,7 +119,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     dropped = [f"{'+'.join(c['made_by'])} ({c['dropped'][:DECLINE_CHARS]})" for c in made if "dropped" in c]
     kept = [c["kept"] for c in made if "kept" in c]  # a search's one-line summary, whole: reports read it
     chain = policy.base_lineage(state)
-    repaired = {"repairs": policy.base_repairs(state)} if policy.base_repairs(state) else {}
+    repairs = policy.base_repairs(state)
+    repaired = {"repairs": repairs} if repairs else {}
     fresh = [{**repaired, **c, "lineage": chain + list(c["made_by"])} for c in candidates if c["id"] not in tried]
     again = [c["id"] for c in fresh if policy.repeats_lineage(c, chain)]
     fresh = [c for c in fresh if c["id"] not in again]
@@ -147,8 +148,14 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
 
 def verify(state: State, runtime: Runtime[Context]) -> dict:
     deadline = state.get("started", time.time()) + runtime.context.budget.max_wall_s
+    baseline = policy.baseline_of(state)
     results = runtime.context.tools.evaluate(
-        state["task"], state["pending"], state["device"], state["target"], deadline=deadline
+        state["task"],
+        state["pending"],
+        state["device"],
+        state["target"],
+        deadline=deadline,
+        initial=baseline is None or baseline.failure is None,  # a task that does not run is not timed
     )
     level = LEVELS[max(state.get("level", 0), 0)]
     lines = []
@@ -180,10 +187,10 @@ def decide(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def finish(state: State, runtime: Runtime[Context]) -> dict:
-    broken = policy.broken_task(policy.baseline_of(state))
+    best = policy.best_result(state.get("results", []))
+    broken = policy.broken_task(policy.baseline_of(state), repaired=best is not None)
     if broken:
         return {"trace": [step("baseline", "finish", f"nothing to optimize: {broken}")]}
-    best = policy.best_result(state.get("results", []))
     reason = (
         f"best: {best['candidate']['id']} ({policy.score(best)[1]})"
         if best

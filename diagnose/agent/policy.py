@@ -22,6 +22,9 @@ from diagnose.agent.state import LEVELS, Budget, State
 from diagnose.records import Roofline, Verdict, candidate_from_dict, roofline_from_dict, verdict_from_dict
 from diagnose.report import scores
 
+# The exception types of a Triton kernel that does not compile, as a failure's message names them.
+KERNEL_ERRORS = ("CompilationError", "InterpreterError", "UnsupportedLanguageConstruct")
+
 # The smallest measured gain worth a patch (as `diagnose.optimizer.search.MEASURED_TIE` is for a config).
 MIN_GAIN = 0.02
 
@@ -40,16 +43,32 @@ def baseline_of(state: State) -> Verdict | None:
     return verdict_from_dict(baseline) if baseline else None
 
 
-def broken_task(baseline: Verdict | None) -> str | None:
+def broken_task(baseline: Verdict | None, repaired: bool | None = None) -> str | None:
     """Why the task as given cannot be optimized, when its own code raised, crashed or hung in the
     baseline's verification (the verdict's `failure`); else None. A rewrite of a kernel that does not
     run cannot be verified against it, so the run finishes there, and the user's code is to blame (the
-    command line exits 2), not the rewrites (a run where none helped exits 0)."""
+    command line exits 2), not the rewrites (a run where none helped exits 0). A kernel that does
+    not compile (`repairable`) is the exception: a rewrite may repair it and is verified against the
+    task's reference, so the run goes on (`repaired` None: not known yet) and ends broken only if no
+    candidate passed (`repaired` False)."""
     failure = baseline.failure if baseline is not None else None
-    if failure is None:
+    if failure is None or (repairable(baseline) and repaired is not False):
         return None
     lines = (failure.message or "").strip().splitlines()
     return f"the task as given does not run: {lines[0] if lines else 'no message'} ({failure.kind})"
+
+
+def repairable(baseline: Verdict | None) -> str | None:
+    """What the task as given fails with, where that is its Triton kernel not compiling (Triton's
+    `CompilationError`, or the interpreter's `InterpreterError` for a construct it rejects too: a block
+    size that is not `tl.constexpr`); else None. Host code that raises is not a kernel's to repair."""
+    failure = baseline.failure if baseline is not None else None
+    if failure is None or failure.kind != "exception":
+        return None
+    message = (failure.message or "").strip()
+    if not any(kind in message for kind in KERNEL_ERRORS):
+        return None
+    return f"the task as given does not run: {message.splitlines()[0][:200]}"
 
 
 def best_result(results: list[dict]) -> dict | None:
@@ -79,10 +98,13 @@ def margin(result: dict, how: str) -> float:
 
 
 def base_repairs(state: State) -> str | None:
-    """The compile error of the task as given that the current base repairs, if it is a repair: every
-    candidate built on it repairs it too."""
+    """The failure of the task as given that a candidate built on the current base repairs: the base's
+    own (a repair: every candidate built on it repairs it too), else the task's where it does not run
+    for its kernel's compile error (`repairable`: a candidate that passes is a repair)."""
     best = next((r for r in state.get("results", []) if r["candidate"]["id"] == state.get("best")), None)
-    return best["candidate"].get("repairs") if best else None
+    if best is not None:
+        return best["candidate"].get("repairs")
+    return repairable(baseline_of(state))
 
 
 def base_lineage(state: State) -> list[str]:

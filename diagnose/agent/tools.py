@@ -162,14 +162,21 @@ class Tools:
         return optimizer.declined(base, findings, evidence, target)
 
     def evaluate(
-        self, task: str, candidates: list[dict], device: str, target: str, deadline: float | None = None
+        self,
+        task: str,
+        candidates: list[dict],
+        device: str,
+        target: str,
+        deadline: float | None = None,
+        initial: bool = True,
     ) -> list[dict]:
-        """Verify and time the candidates in order; past `deadline` (a `time.time()`), the rest are left
-        unverified (a round of slow verifications must not run far over the run's wall budget)."""
+        """Verify and time the candidates in order, against the task as given too where `initial`; past
+        `deadline` (a `time.time()`), the rest are left unverified (a round of slow verifications must not
+        run far over the run's wall budget)."""
         if not candidates or (deadline is not None and time.time() > deadline):
             return []
         results = []
-        options = self.check_options(device, initial=Path(task), baselines=("eager",))
+        options = self.check_options(device, initial=Path(task) if initial else None, baselines=("eager",))
         # Every candidate is judged against the cases of the run's one reference job (`reference`).
         for index, candidate in enumerate(candidates, 1):
             if deadline is not None and time.time() > deadline:

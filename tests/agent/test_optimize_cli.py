@@ -121,3 +121,18 @@ def test_sigint_mid_run_exits_130_with_the_resume_command(tmp_path):
     assert proc.returncode == EXIT_INTERRUPTED
     assert rest.strip().splitlines()[-1] == f"diagnose: interrupted; {resume_line(run)}"
     assert (tmp_path / "cache" / "runs" / run / "checkpoints.sqlite").exists()
+
+
+@pytest.mark.slow
+def test_a_kernel_that_does_not_compile_is_repaired_not_refused(user_cache, tmp_path):
+    """A first version whose block size is a plain parameter does not run (the interpreter rejects it as
+    the compiler does): the run goes on, constexpr-block-size's candidate passes against the task's
+    PyTorch reference, and the patch is handed back as a repair (exit 0), nothing written over the task."""
+    task = tmp_path / "l2norm.py"
+    task.write_text((FIXTURES / "rewrite" / "constexpr-block-size" / "before.py").read_text())
+    result = CliRunner().invoke(app, ["optimize", str(task), "--max-candidates", "2", "--quiet"])
+    assert result.exit_code == 0, result.stderr
+    assert "a repair: the task as given does not" in result.stdout
+    assert "arange's arguments must be of type tl.constexpr" in result.stdout
+    assert "constexpr-block-size" in result.stdout
+    assert task.read_text() == (FIXTURES / "rewrite" / "constexpr-block-size" / "before.py").read_text()

@@ -388,3 +388,23 @@ def test_estimates_name_a_candidate_that_compiles_where_the_task_as_given_does_n
     assert list(found.repairs) == [0] and not found.broken
     assert found.repairs[0].startswith("the task as given does not compile for cuda:sm90: ")
     assert "simultaneous multiple comparison" in found.repairs[0]
+
+
+def test_a_kernel_that_does_not_compile_goes_on_to_be_repaired():
+    """A baseline that failed for its Triton kernel's compile error (the interpreter rejects a block
+    size that is not tl.constexpr too) is not the end: candidates are proposed and, passing, are
+    repairs; only if none passes does the run end as broken. Host code that raises still ends it."""
+    from diagnose.agent.graph import route_after_baseline
+
+    message = 'InterpreterError: ValueError("arange\'s arguments must be of type tl.constexpr") (at k.py:9)'
+    failed = verdict_json(False, failure=Failure("exception", message))
+    assert route_after_baseline({"baseline": failed}) == "triage"
+    assert policy.repairable(verdict_from_dict(failed)) == f"the task as given does not run: {message}"
+    assert policy.broken_task(verdict_from_dict(failed)) is None
+    assert policy.broken_task(verdict_from_dict(failed), repaired=True) is None
+    assert policy.broken_task(verdict_from_dict(failed), repaired=False).startswith("the task as given does not run")
+    state = {"baseline": failed, "results": [], "best": None}
+    assert policy.base_repairs(state) == policy.repairable(verdict_from_dict(failed))
+    host = verdict_json(False, failure=Failure("exception", "RuntimeError: shapes differ"))
+    assert policy.repairable(verdict_from_dict(host)) is None
+    assert policy.repairable(verdict_from_dict(verdict_json(False, failure=Failure("timeout", message)))) is None
