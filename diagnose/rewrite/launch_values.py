@@ -14,13 +14,16 @@ one of three ways this module can change:
   `host` slot whose current value is not known from the source (None): a new value caps it,
   `min(1024, triton.next_power_of_2(...))` (a `min(...)` gets the literal as its first argument);
 - `absent`: a launch option not given (Triton's default); it is added as a keyword, unless a
-  `**kwargs` of the launch may hold it (`kernel_args = {}` given only literal keys is read).
+  `**kwargs` of the launch may hold it (`kernel_args = {}` given only literal keys is read);
+- `default`: a constexpr the launch leaves at its signature's literal default (`BLOCK_M: tl.constexpr
+  = 64`, as first versions write matmuls); a new value is added as a keyword.
 
 A constexpr that multiplies a program id (`pid * BLOCK`) decides the grid: it may only change when
 the grid is computed from its host name, directly or through host variables computed from it
 (`split_k = ... triton.cdiv(K, BLOCK_K) ...`; `grid = (tiles, split_k)`), or is a callable reading
-`meta` (a `lambda meta:`, or a `def grid(meta):` in the host); else the new block size and the old
-grid would disagree.
+`meta` (a `lambda meta:`, or a `def grid(meta):` in the host), or is a literal tuple whose axis is
+`triton.cdiv(extent, L)` with `L` its current value (`grid_literal`: `L` changes with it); else the new
+block size and the old grid would disagree.
 
 A new block size is only safe where the accesses it widens are masked: `tile_accesses_masked`.
 """
@@ -39,16 +42,21 @@ from diagnose.rewrite.source import (
     Kernel,
     LaunchSite,
     calls,
+    cdiv_parts,
     code,
+    coupled_by_axis,
     dotted,
     grid_coupled,
+    grid_elements,
     grid_function,
+    grid_shared,
     host_assignments,
     int_value,
     kernels,
     keyword,
     literal_binding,
     names,
+    param_default,
     positional,
     resolve_grid,
     simple_assignment,
@@ -64,12 +72,33 @@ ATOMICS = tuple(e for e in EFFECTS if e.startswith("atomic"))
 
 @dataclass(frozen=True)
 class Slot:
-    """Where one launch value is set: `kind` is kwarg / host / absent; `current` its value (None if absent)."""
+    """Where one launch value is set: `kind` is kwarg / host / absent / default; `current` its value (None
+    if absent). `grid_literal`: the literal block of the grid axis that must follow it (`triton.cdiv(M,
+    64)` beside `BLOCK_M=64`), which changes with it."""
 
     param: str
     kind: str
     current: int | None
     host_name: str | None = None
+    grid_literal: cst.BaseExpression | None = None
+
+
+def grid_literal(kernel: Kernel, site: LaunchSite, param: str, value: int) -> cst.BaseExpression | None:
+    """The literal `L` of the grid axis `triton.cdiv(extent, L)` that `param` tiles, where `L` is its
+    value: the grid then follows a new value when `L` changes with it (a literal grid written beside
+    literal tiles, as first versions write matmuls). None where the axis is written otherwise, other
+    tiles of that axis exist, or the grid serves other launches too."""
+    grid, _ = resolve_grid(site)
+    axes = grid_elements(grid)
+    if axes is None or grid_shared_here(site):
+        return None
+    for axis, params in coupled_by_axis(kernel).items():
+        if params != {param} or axis >= len(axes) or not isinstance(axes[axis], cst.Call):
+            continue
+        parts = cdiv_parts(axes[axis])
+        if parts is not None and int_value(parts[1]) == value:
+            return parts[1]
+    return None
 
 
 def slots(kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str, Slot] | str:
@@ -83,19 +112,32 @@ def slots(kernel: Kernel, site: LaunchSite, params: tuple[str, ...]) -> dict[str
     for param in params:
         arg = site.arg(kernel, param)
         if arg is None:
+            if site.passes_unpacked(param):
+                return (
+                    f"the launch's **kwargs may set {param}"
+                    if param in OPTIONS
+                    else f"the launch does not pass {param}"
+                )
             if param in OPTIONS:
-                if site.passes_unpacked(param):
-                    return f"the launch's **kwargs may set {param}"
                 out[param] = Slot(param, "absent", None)
                 continue
-            return f"the launch does not pass {param}"
+            default = int_value(param_default(kernel, param))
+            if default is None:
+                return f"the launch does not pass {param}"
+            # a signature default (`BLOCK_M: tl.constexpr = 64`): a new value is passed by keyword
+            follows = grid_literal(kernel, site, param, default) if param in coupled and not callable_grid else None
+            if param in coupled and not callable_grid and follows is None:
+                return f"{param} is its signature's default {default} and the grid does not follow it"
+            out[param] = Slot(param, "default", default, grid_literal=follows)
+            continue
         if arg.keyword is None and param in OPTIONS:
             return f"{param} is not passed by keyword"
         literal = int_value(arg.value)
         if literal is not None:
-            if param in coupled and not callable_grid:
+            follows = grid_literal(kernel, site, param, literal) if param in coupled and not callable_grid else None
+            if param in coupled and not callable_grid and follows is None:
                 return f"{param} is a literal at the launch but the grid does not follow it"
-            out[param] = Slot(param, "kwarg", literal)
+            out[param] = Slot(param, "kwarg", literal, grid_literal=follows)
             continue
         if isinstance(arg.value, cst.Name) and site.constant(arg.value.value) is not None:
             # a module constant (`BLOCK_SIZE = 1024` at the top): the launch is given a literal in its place,
@@ -186,6 +228,11 @@ def capped(binding: HostBinding, value: int) -> cst.BaseExpression:
     return cst.parse_expression(f"min({value}, {code(computed)})")
 
 
+def grid_shared_here(site: LaunchSite) -> bool:
+    """`grid_shared` among the launches of the site's own host (the only ones its grid variable reaches)."""
+    return grid_shared(cst.Module(body=[site.host]), site)
+
+
 def set_values(module: cst.Module, kernel_name: str, values: dict[str, int], site_index: int = 0) -> cst.Module:
     """The module with the launch values of `kernel_name`'s launch site set to `values`."""
     kernel = kernels(module)[kernel_name]
@@ -201,8 +248,10 @@ def set_values(module: cst.Module, kernel_name: str, values: dict[str, int], sit
         elif slot.kind == "host":
             binding = host_binding(site.host, slot.host_name)
             mapping[binding.literal] = capped(binding, value)
+        if slot.grid_literal is not None:
+            mapping[slot.grid_literal] = cst.Integer(str(value))
     module = replace(module, mapping)
-    absent = {p: v for p, v in values.items() if found[p].kind == "absent"}
+    absent = {p: v for p, v in values.items() if found[p].kind in ("absent", "default") and v != found[p].current}
     if absent:
         site = sites_of(module, kernel_name)[site_index]
         call = site.call

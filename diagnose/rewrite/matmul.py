@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.source import Kernel, calls, dotted, simple_assignment, walk
+from diagnose.rewrite.source import Kernel, calls, dotted, names, simple_assignment, walk
 
 
 @dataclass(frozen=True)
@@ -50,15 +50,17 @@ def arange_sizes(kernel: Kernel) -> dict[str, str]:
 
 
 def axis_names(pointer: cst.BaseExpression) -> tuple[set[str], set[str]]:
-    """Names indexed as rows (`x[:, None]`) and as columns (`x[None, :]`) in a pointer expression."""
+    """Names indexed as rows (`x[:, None]`) and as columns (`x[None, :]`) in a pointer expression; of an
+    expression so indexed (`(k0 + rk)[None, :]`, the K offset of the loop written inline), each name."""
     rows, cols = set(), set()
     for node in walk(pointer):
-        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 2:
+        if isinstance(node, cst.Subscript) and len(node.slice) == 2:
             first, second = (s.slice for s in node.slice)
+            found = {node.value.value} if isinstance(node.value, cst.Name) else names(node.value)
             if isinstance(first, cst.Slice) and isinstance(second, cst.Index) and dotted(second.value) == "None":
-                rows.add(node.value.value)
+                rows |= found
             if isinstance(second, cst.Slice) and isinstance(first, cst.Index) and dotted(first.value) == "None":
-                cols.add(node.value.value)
+                cols |= found
     return rows, cols
 
 

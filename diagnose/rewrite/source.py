@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass, replace
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import libcst as cst
 
@@ -295,6 +295,15 @@ class Kernel:
     @property
     def statements(self) -> tuple[cst.BaseStatement, ...]:
         return tuple(self.node.body.body)
+
+
+def param_default(kernel: Kernel, name: str) -> cst.BaseExpression | None:
+    """The default value the kernel's signature gives `name` (`BLOCK_M: tl.constexpr = 64`), else None."""
+    params = kernel.node.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param.default
+    return None
 
 
 def _heuristic_keys(decorator: str) -> set[str] | None:
@@ -824,16 +833,69 @@ def literal_binding(host: cst.FunctionDef, name: str) -> HostBinding | None:
     return None
 
 
+def reaching_binding(host: cst.FunctionDef, name: str, statement: cst.CSTNode) -> cst.SimpleStatementLine | None:
+    """The statement line of `host` whose binding of `name` the line `statement` reads: the last one
+    before it in its own block or an enclosing one (each branch of an `if` on the inputs' ranks binding a
+    grid of its own, as LLM-written hosts dispatch). None where a compound statement in between binds
+    it too (a branch or a loop decides which), where a loop around `statement` binds it again after
+    it, or where nothing in `host` binds it before."""
+    path = _block_path(host.body, statement, host)
+    for body, index, owner in reversed(path or []):
+        if isinstance(owner, (cst.For, cst.While)) and any(_binds(s, name) for s in body[index + 1 :]):
+            return None
+        for before in reversed(body[:index]):
+            if isinstance(before, cst.SimpleStatementLine) and name in assigned_names(before):
+                return before
+            if _binds(before, name):
+                return None
+    return None
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.SimpleStatementLine) and name in assigned_names(n) for n in walk(node))
+
+
+def _block_path(
+    node: cst.CSTNode, target: cst.CSTNode, owner: cst.CSTNode
+) -> list[tuple[Sequence[cst.BaseStatement], int, cst.CSTNode]] | None:
+    """The blocks from `node` down to the one holding `target`: per block its statements, the index of
+    the one on the way (or `target` itself), and the compound statement that owns the block."""
+    if isinstance(node, cst.IndentedBlock):
+        for index, child in enumerate(node.body):
+            if child is target:
+                return [(node.body, index, owner)]
+            below = _block_path(child, target, child)
+            if below is not None:
+                return [(node.body, index, owner), *below]
+        return None
+    for child in node.children:
+        below = _block_path(child, target, child if isinstance(child, cst.BaseCompoundStatement) else owner)
+        if below is not None:
+            return below
+    return None
+
+
+def grid_binding(site: LaunchSite) -> cst.SimpleStatementLine | None:
+    """The statement that binds the launch's grid variable for it: the host's one binding of the name,
+    else the one that reaches the launch (`reaching_binding`)."""
+    if not isinstance(site.grid, cst.Name):
+        return None
+    statements = host_assignments(site.host, site.grid.value)
+    if len(statements) == 1:
+        return statements[0]
+    return reaching_binding(site.host, site.grid.value, site.statement) if statements else None
+
+
 def resolve_grid(site: LaunchSite) -> tuple[cst.BaseExpression, cst.SimpleStatementLine | None]:
-    """The grid expression of a launch, through one `grid = (...)` assignment in its host, or through a grid
-    function the host defines whose one statement returns a tuple that does not read its `meta`
-    (`def grid(meta): return (n_rows,)`, vLLM's); and that statement."""
+    """The grid expression of a launch, through the `grid = (...)` assignment of its host that reaches it
+    (`grid_binding`), or through a grid function the host defines whose one statement returns a tuple
+    that does not read its `meta` (`def grid(meta): return (n_rows,)`, vLLM's); and that statement."""
     if isinstance(site.grid, cst.Name):
-        statements = host_assignments(site.host, site.grid.value)
-        if len(statements) == 1:
-            target, value = simple_assignment(statements[0])
+        statement = grid_binding(site)
+        if statement is not None:
+            target, value = simple_assignment(statement)
             if target == site.grid.value and value is not None:
-                return value, statements[0]
+                return value, statement
     function = grid_function(site.host, site.grid)
     if function is not None and isinstance(function.body, cst.IndentedBlock) and len(function.body.body) == 1:
         line = function.body.body[0]
@@ -860,14 +922,17 @@ def grid_shared(module: cst.Module, site: LaunchSite) -> bool:
     use too: changing it would change theirs."""
     if not isinstance(site.grid, cst.Name):
         return False
-    return (
-        sum(
-            1
-            for s in launch_sites(module)
-            if within(site, s) and isinstance(s.grid, cst.Name) and s.grid.value == site.grid.value
-        )
-        > 1
-    )
+    mine = grid_binding(site)
+    others = [
+        s
+        for s in launch_sites(module)
+        if within(site, s)
+        and isinstance(s.grid, cst.Name)
+        and s.grid.value == site.grid.value
+        and s.statement is not site.statement
+    ]
+    # a launch whose own binding of the name is another statement (the `else` branch's grid) is not a sharer
+    return any(mine is None or grid_binding(s) is None or grid_binding(s) is mine for s in others)
 
 
 def block_of(host: cst.FunctionDef, stmt: cst.CSTNode) -> list[cst.BaseStatement] | None:

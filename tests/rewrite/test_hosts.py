@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 
 from diagnose.rewrite.rewrite import NotApplicable, RewriteContext
-from diagnose.rewrite.source import code, grid_shared, launch_sites
+from diagnose.rewrite.source import code, grid_shared, launch_sites, resolve_grid
 from diagnose.rewrite.table import REWRITES
 from tests.rewrite.goldens import FIXTURES, context, folders, real_code_pairs, rewritten
 
@@ -112,6 +112,53 @@ def b(x):
     )
     module = cst.parse_module(source)
     assert [grid_shared(module, s) for s in launch_sites(module)] == [False, True, True]
+
+
+def test_the_grid_binding_that_reaches_a_launch():
+    """Each branch binding a grid of its own (an LLM's dispatch on ranks) gives each launch its own; a
+    branch or a loop between the binding and the launch leaves it unknown."""
+    source = (
+        HEADER
+        + KERNEL
+        + """def dispatch(x):
+    if x.dim() == 1:
+        grid = (1,)
+        _k[grid](x, 1, BLOCK=16)
+    elif x.dim() == 2:
+        grid = (2,)
+        _k[grid](x, 2, BLOCK=16)
+    else:
+        grid = (3,)
+        _k[grid](x, 3, BLOCK=16)
+
+
+def rebound(x):
+    grid = (3,)
+    if x.numel() > 4:
+        grid = (4,)
+    _k[grid](x, 3, BLOCK=16)
+
+
+def mixed(x):
+    grid = (7,)
+    _k[grid](x, 7, BLOCK=16)
+    if x.numel() > 4:
+        grid = (8,)
+    _k[grid](x, 8, BLOCK=16)
+
+
+def looped(x):
+    grid = (5,)
+    for _ in range(2):
+        _k[grid](x, 5, BLOCK=16)
+        grid = (6,)
+"""
+    )
+    module = cst.parse_module(source)
+    found = launch_sites(module)
+    assert [code(resolve_grid(s)[0]) for s in found] == ["(1,)", "(2,)", "(3,)", "grid", "(7,)", "grid", "grid"]
+    # the second launch of `mixed` may read the first's grid: both keep it
+    assert [grid_shared(module, s) for s in found] == [False, False, False, False, True, True, False]
 
 
 def test_a_launch_kept_in_a_variable_stays_one_in_both_branches():

@@ -55,7 +55,8 @@ class AddAutotune(Rewrite):
     key=[sizes])`: the configs are the launch-config search's survivors (IR-pruned, best estimate
     first), the key the integer arguments that bound masks and loops (the problem's sizes, so a new
     shape is tuned again, strides excluded). The launch stops passing the tuned constexprs and
-    options, and its grid becomes `lambda meta: ...` with each tuned host name read from `meta`.
+    options, and its grid becomes `lambda meta: ...` with each tuned host name read from `meta`, and
+    each literal block the grid repeats (`triton.cdiv(n, 256)` beside `BLOCK_SIZE=256`) too.
     A small `do_bench` helper, added right above the kernel, uses Triton's benchmarker on a device
     and just runs each config once in the interpreter, where nothing can be timed.
 
@@ -67,7 +68,8 @@ class AddAutotune(Rewrite):
     tuned values set once on the host), plus: the kernel has no atomics (autotuning
     runs it several times on the same outputs) and is not autotuned yet; it is made a kernel by its
     own `@triton.jit` (not by an assignment after it, `f = triton.jit(f)`, where the new decorator would
-    sit under the jit); the grid is a tuple, a name bound once to one, or a `lambda meta:` (kept, its
+    sit under the jit); the grid is a tuple (whose literal blocks name the tuned values: see
+    `launch_values.grid_literal`), a name bound to one where it reaches the launch, or a `lambda meta:` (kept, its
     tuned host names read from its own parameter); the tuned host names are used only by the grid and
     the launch. The
     launch may sit in any function of the module (a module-level `def op(x)`, an autograd
@@ -129,14 +131,17 @@ class AddAutotune(Rewrite):
         grid, grid_statement = resolve_grid(plan.site)
         found = slots(plan.kernel, plan.site, plan.tuned)
         host_names = {s.host_name: p for p, s in found.items() if s.kind == "host"}
+        # a literal grid's blocks (`triton.cdiv(M, 64)` beside `BLOCK_M=64`) become the config's too
+        literals = {id(s.grid_literal): p for p, s in found.items() if s.grid_literal is not None}
         if isinstance(grid, cst.Lambda) and len(grid.params.params) == 1:
             # already a grid of the launch's meta-parameters (unsloth's `lambda meta: (cdiv(n,
             # meta["BLOCK_SIZE"]),)`): the autotuner fills them; tuned host names read from them too
             meta = grid.params.params[0].name.value
-            lambda_grid = grid.with_changes(body=cst.parse_expression(_meta_grid(grid.body, host_names, meta)))
+            body = _meta_grid(grid.body, host_names, literals, meta)
+            lambda_grid = grid.with_changes(body=cst.parse_expression(body))
         else:
             meta = unique_name(names(plan.site.host), "meta")
-            lambda_grid = cst.parse_expression(f"lambda {meta}: {_meta_grid(grid, host_names, meta)}")
+            lambda_grid = cst.parse_expression(f"lambda {meta}: {_meta_grid(grid, host_names, literals, meta)}")
         call = plan.site.call
         for param in (*plan.tuned, *plan.options):
             call = drop_keyword(call, param)
@@ -158,10 +163,16 @@ class AddAutotune(Rewrite):
         return insert_before(module, anchor, statements(BENCH.format(name=bench))).code
 
 
-def _meta_grid(grid: cst.BaseExpression, host_names: dict[str, str], meta: str) -> str:
+def _meta_grid(grid: cst.BaseExpression, host_names: dict[str, str], literals: dict[int, str], meta: str) -> str:
+    """The grid with each tuned host name, and each literal block (by node identity), read from `meta`."""
+
     class Sub(cst.CSTTransformer):
         def leave_Name(self, original_node, updated_node):
             param = host_names.get(updated_node.value)
+            return cst.parse_expression(f'{meta}["{param}"]') if param else updated_node
+
+        def leave_Integer(self, original_node, updated_node):
+            param = literals.get(id(original_node))
             return cst.parse_expression(f'{meta}["{param}"]') if param else updated_node
 
     return code(grid.visit(Sub()))

@@ -16,9 +16,11 @@ from diagnose.rewrite.source import (
     coupled_by_axis,
     grid_elements,
     grid_shared,
+    int_value,
     kernels,
     launched,
     names,
+    param_default,
     program_calls,
     program_id_call,
     program_id_names,
@@ -54,10 +56,12 @@ class GroupMSwizzle(Rewrite):
     Every program still computes exactly one tile and every tile is computed once, whatever the
     order; required: both program ids are bound once at the kernel's top level and not read
     elsewhere (no other `tl.program_id` / `tl.num_programs`), and the grid is a tuple of two
-    `triton.cdiv(extent, block)` whose extents and blocks are passed to the kernel as arguments, so
-    the kernel can count the tiles itself (a name bound once to that tuple in the launching function
-    counts, wherever the launch is: a module-level `def matmul(a, b)`, an autograd
-    `Function.forward`, `ModelNew.forward`).
+    `triton.cdiv(extent, block)` whose extents and blocks are passed to the kernel as arguments (a
+    literal block counts where it is the signature default of the tile the launch leaves alone:
+    `BLOCK_M: tl.constexpr = 64` beside `triton.cdiv(M, 64)`), so the kernel can count the tiles
+    itself (a name bound to that tuple in the launching function counts where that binding reaches
+    the launch, each branch of a dispatch on ranks binding its own; wherever the launch is: a
+    module-level `def matmul(a, b)`, an autograd `Function.forward`, `ModelNew.forward`).
 
     ## Why it is faster
     In row-major order the programs running at once share one row of A tiles but touch every column
@@ -182,8 +186,18 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> SwizzlePlan | str | None:
 def _param_passed(
     kernel: Kernel, site: LaunchSite, host: cst.BaseExpression, prefer: set[str] = frozenset()
 ) -> str | None:
-    """The kernel parameter the launch passes `host` to (the same expression); among several (two
-    block sizes of 16), one of `prefer` (the constexpr that multiplies this axis' program id)."""
+    """The kernel parameter the launch passes `host` to (the same expression), or, for a literal, a
+    constexpr the launch leaves at a default of that value (`BLOCK_M: tl.constexpr = 64` beside a grid
+    of `triton.cdiv(M, 64)`, as LLM-written matmuls do); among several (two block sizes of 16), one of
+    `prefer` (the constexpr that multiplies this axis' program id)."""
     matches = [p for p in kernel.params if site.value(kernel, p) is not None and same(site.value(kernel, p), host)]
+    if not matches and int_value(host) is not None:
+        matches = [
+            p
+            for p in kernel.constexprs
+            if site.value(kernel, p) is None
+            and not site.passes_unpacked(p)
+            and int_value(param_default(kernel, p)) == int_value(host)
+        ]
     preferred = [p for p in matches if p in prefer]
     return (preferred or matches or [None])[0]

@@ -64,7 +64,8 @@ class RetuneLaunch(Rewrite):
     it, like a row reduction's `tl.store(y_ptr + row, tl.sum(acc))` on a grid of rows, needs no
     mask (`diagnose/rewrite/dependence.py`). The data a program
     covers follows the block: it multiplies a program id and the grid is computed from the same host
-    variable, or it steps a loop (`for start in range(0, K, BLOCK)`, a row reduction's chunk on a
+    variable (or is a literal `triton.cdiv(n, 256)` beside `BLOCK_SIZE=256`, the literal changed with
+    it, as first versions write launches: `launch_values.grid_literal`), or it steps a loop (`for start in range(0, K, BLOCK)`, a row reduction's chunk on a
     grid of rows). The block size is a literal, a module constant bound once at the top (`BLOCK_SIZE =
     1024`, unsloth's swiglu: the launch is given the new literal in its place, where the grid follows the
     launch's meta-parameters or the block does not size the grid), or a host variable bound once to a literal (or to

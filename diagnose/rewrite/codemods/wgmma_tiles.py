@@ -63,7 +63,9 @@ class WgmmaTiles(Rewrite):
     ## When it is valid
     Every load and store is masked (the kernel handles ragged M, N, K edges, so any tile shape
     computes the same result); M and N tiles multiply program ids and the grid is computed from the
-    same host variables (an autotuned kernel: its grid a callable reading the tiles from its
+    same host variables, or repeats their literals (`triton.cdiv(M, 32)` beside `BLOCK_M=32` or a
+    signature default `BLOCK_M: tl.constexpr = 32` the launch leaves alone: the literals change with
+    the tiles, which the launch then passes by keyword) (an autotuned kernel: its grid a callable reading the tiles from its
     meta-parameters, and the new shape goes first in its literal `configs` list, beside the authors'
     configs, which the autotuner still times); the kernel is launched once, from any function of the
     module (a module-level `def matmul(a, b)`, an autograd `Function.forward`, `ModelNew.forward`,
