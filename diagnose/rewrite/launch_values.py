@@ -281,10 +281,13 @@ def shown(values: dict) -> str:
 
 
 def every_access_masked(kernel: Kernel) -> bool:
-    """Every `tl.load` / `tl.store` has a mask: a larger block only adds masked-off lanes at the edges."""
+    """Every `tl.load` / `tl.store` has a mask, or a block pointer's `boundary_check`: a larger block only
+    adds masked-off lanes at the edges."""
     accesses = calls(kernel.node.body, "load", "store")
     for call in accesses:
         is_store = call.func.attr.value == "store" if isinstance(call.func, cst.Attribute) else False
+        if keyword(call, "boundary_check") is not None:
+            continue
         if keyword(call, "mask") is None and len(positional(call)) < (3 if is_store else 2):
             return False
     return bool(accesses)

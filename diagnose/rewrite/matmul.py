@@ -1,7 +1,8 @@
 """What a matmul kernel's tiles are, read from its `tl.dot` and the loads that feed it.
 
 `dot_tiles(kernel)` follows `acc += tl.dot(a, b)` back to `a = tl.load(<ptr>)` and `b = tl.load(...)`
-(through at most one pointer variable, `a_ptrs = a_ptr + ...`). In `a`'s pointer, the index used
+(through at most one pointer variable, `a_ptrs = a_ptr + ...`, or a block pointer's `tl.make_block_ptr`,
+whose `block_shape` names the tiles). In `a`'s pointer, the index used
 as rows (`offs_m[:, None]`) and as columns (`offs_k[None, :]`) are names bound to expressions with
 `tl.arange(0, BLOCK_M)` and `tl.arange(0, BLOCK_K)`: that gives the M and K tile constexprs; `b`'s
 pointer gives K and N. Nothing depends on what the names are called.
@@ -78,6 +79,22 @@ def operand_pointer(kernel: Kernel, operand: cst.BaseExpression, bound: dict) ->
     return pointer
 
 
+def block_shape(pointer: cst.BaseExpression) -> tuple[str | None, str | None] | None:
+    """The (rows, columns) tile names of a 2-D `tl.make_block_ptr(..., block_shape=(BLOCK_M, BLOCK_K),
+    ...)` (by keyword, or fifth of its positional arguments), else None: a block pointer names its tile
+    itself, as first versions and Triton's block-pointer tutorial write matmuls."""
+    if not (isinstance(pointer, cst.Call) and (dotted(pointer.func) or "").endswith("make_block_ptr")):
+        return None
+    shape = next((a.value for a in pointer.args if a.keyword is not None and a.keyword.value == "block_shape"), None)
+    positional = [a.value for a in pointer.args if a.keyword is None]
+    if shape is None and len(positional) >= 5:
+        shape = positional[4]
+    if not isinstance(shape, (cst.Tuple, cst.List)) or len(shape.elements) != 2:
+        return None
+    rows, cols = (dotted(e.value) for e in shape.elements)
+    return rows, cols
+
+
 def dot_tiles(kernel: Kernel) -> DotTiles | None:
     dots = calls(kernel.node.body, "dot")
     if not dots:
@@ -91,14 +108,22 @@ def dot_tiles(kernel: Kernel) -> DotTiles | None:
     b = operand_pointer(kernel, dot.args[1].value, bound)
     if a is None or b is None:
         return None
-    a_rows, a_cols = axis_names(a)
-    b_rows, b_cols = axis_names(b)
+    a_block, b_block = block_shape(a), block_shape(b)
+    if a_block is not None or b_block is not None:
+        if a_block is None or b_block is None:
+            return None
+        (m, k), (k2, n) = a_block, b_block
+    else:
+        a_rows, a_cols = axis_names(a)
+        b_rows, b_cols = axis_names(b)
 
-    def size(found: set[str]) -> str | None:
-        tiles = {sizes[n] for n in found if n in sizes}
-        return tiles.pop() if len(tiles) == 1 else None
+        def size(found: set[str]) -> str | None:
+            tiles = {sizes[n] for n in found if n in sizes}
+            return tiles.pop() if len(tiles) == 1 else None
 
-    m, k, k2, n = size(a_rows), size(a_cols), size(b_rows), size(b_cols)
+        m, k, k2, n = size(a_rows), size(a_cols), size(b_rows), size(b_cols)
+    if any(t is not None and t not in kernel.constexprs for t in (m, n, k, k2)):
+        return None
     if None in (m, n, k) or k != k2:
         return None
     loop = next(

@@ -61,8 +61,9 @@ class WgmmaTiles(Rewrite):
     computed from them follows.
 
     ## When it is valid
-    Every load and store is masked (the kernel handles ragged M, N, K edges, so any tile shape
-    computes the same result); M and N tiles multiply program ids and the grid is computed from the
+    Every load and store is masked, or bounds-checked on a block pointer (`boundary_check=(0, 1)`; the
+    tiles then read from `tl.make_block_ptr`'s `block_shape`) (the kernel handles ragged M, N, K edges,
+    so any tile shape computes the same result); M and N tiles multiply program ids and the grid is computed from the
     same host variables, or repeats their literals (`triton.cdiv(M, 32)` beside `BLOCK_M=32` or a
     signature default `BLOCK_M: tl.constexpr = 32` the launch leaves alone: the literals change with
     the tiles, which the launch then passes by keyword) (an autotuned kernel: its grid a callable reading the tiles from its
