@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.source import Kernel, calls, dotted, names, simple_assignment, walk
+from diagnose.rewrite.source import Kernel, calls, code, dotted, names, simple_assignment, walk
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,14 @@ class DotTiles:
 
 def assignments(kernel: Kernel) -> dict[str, list[cst.BaseExpression]]:
     """Every `name = value` in the kernel, at any depth, by name."""
+    return bindings(kernel.node.body)
+
+
+def bindings(node: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
+    """Every `name = value` under `node`, at any depth, by name, in source order."""
     out: dict[str, list[cst.BaseExpression]] = {}
-    for node in walk(kernel.node.body):
-        target, value = simple_assignment(node)
+    for child in walk(node):
+        target, value = simple_assignment(child)
         if target is not None:
             out.setdefault(target, []).append(value)
     return out
@@ -65,16 +70,26 @@ def axis_names(pointer: cst.BaseExpression) -> tuple[set[str], set[str]]:
     return rows, cols
 
 
-def operand_pointer(kernel: Kernel, operand: cst.BaseExpression, bound: dict) -> cst.BaseExpression | None:
-    """The pointer of the one `tl.load` a dot operand is (directly or through one name), else None."""
-    if isinstance(operand, cst.Name) and operand.value in bound and len(bound[operand.value]) == 1:
-        operand = bound[operand.value][0]
+def operand_pointer(
+    kernel: Kernel, operand: cst.BaseExpression, bound: dict, pointers: dict | None = None
+) -> cst.BaseExpression | None:
+    """The pointer of the one `tl.load` a dot operand is (directly or through a name), else None. A name
+    bound several times counts where every binding that loads reads the same pointer: a cast after the
+    load (`a = tl.load(p); a = a.to(tl.float16)`), or the same load before the loop and in it. A pointer
+    name is read at its first binding in `pointers` (`bound` where not given): `a_ptrs = base + ...`
+    before the loop, later `a_ptrs += step` or `a_block = tl.advance(a_block, ...)` in it."""
+    if isinstance(operand, cst.Name) and operand.value in bound:
+        loading = [v for v in bound[operand.value] if len(calls(v, "load")) == 1]
+        read = {code(calls(v, "load")[0].args[0].value) for v in loading if calls(v, "load")[0].args}
+        if len(read) != 1:
+            return None
+        operand = loading[0]
     loads = calls(operand, "load")
     if len(loads) != 1 or not loads[0].args:
         return None
     pointer = loads[0].args[0].value
-    if isinstance(pointer, cst.Name) and pointer.value in bound:
-        values = bound[pointer.value]
+    if isinstance(pointer, cst.Name) and pointer.value in (pointers or bound):
+        values = (pointers or bound)[pointer.value]
         pointer = values[0] if values else pointer  # `a_ptrs = base + ...`, later `a_ptrs += step`
     return pointer
 
@@ -102,10 +117,20 @@ def dot_tiles(kernel: Kernel) -> DotTiles | None:
     dot = dots[0]
     if len(dot.args) < 2:
         return None
-    bound = assignments(kernel)
+    bound = everywhere = assignments(kernel)
+    loop = next(
+        (
+            node
+            for node in walk(kernel.node.body)
+            if isinstance(node, cst.For) and any(c is dot for c in walk(node.body))
+        ),
+        None,
+    )
+    if loop is not None:  # the dot's operands as its loop binds them (a bias loaded into `b` after it is another)
+        bound = {**bound, **bindings(loop.body)}
     sizes = arange_sizes(kernel)
-    a = operand_pointer(kernel, dot.args[0].value, bound)
-    b = operand_pointer(kernel, dot.args[1].value, bound)
+    a = operand_pointer(kernel, dot.args[0].value, bound, everywhere)
+    b = operand_pointer(kernel, dot.args[1].value, bound, everywhere)
     if a is None or b is None:
         return None
     a_block, b_block = block_shape(a), block_shape(b)
@@ -126,12 +151,4 @@ def dot_tiles(kernel: Kernel) -> DotTiles | None:
         return None
     if None in (m, n, k) or k != k2:
         return None
-    loop = next(
-        (
-            node
-            for node in walk(kernel.node.body)
-            if isinstance(node, cst.For) and any(c is dot for c in walk(node.body))
-        ),
-        None,
-    )
     return DotTiles(m, n, k, dot, loop)
