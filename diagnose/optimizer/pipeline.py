@@ -351,22 +351,20 @@ def estimate_gains(ctx: RewriteContext, sources: list[str], options: SearchOptio
     if base not in results:
         return Estimates()
     original = ranking.view(results[base], ctx.target)
-    out = Estimates()
+    gains, broken, repairs = {}, {}, {}
     for i, path in enumerate(paths):
         if path not in results:
             continue
         mine = ranking.view(results[path], ctx.target)
         if original.compiled and mine.errors:
-            out.broken[i] = first_line(mine.errors[0])
+            broken[i] = first_line(mine.errors[0])
             continue
         if original.errors and mine.compiled:
-            out.repairs[i] = (
-                f"the task as given does not compile for {ctx.target.name}: {first_line(original.errors[0])}"
-            )
+            repairs[i] = f"the task as given does not compile for {ctx.target.name}: {first_line(original.errors[0])}"
         value = ranking.gain(original, mine)
         if value is not None:
-            out.gains[i] = round(value, 3)
-    return out
+            gains[i] = round(value, 3)
+    return Estimates(gains, broken, repairs)
 
 
 def first_line(error: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from diagnose.rewrite.source import Kernel, calls, code, dotted, names, simple_assignment, walk
+from diagnose.rewrite.source import Kernel, bindings, calls, code, dotted, names, walk
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,6 @@ class DotTiles:
 def assignments(kernel: Kernel) -> dict[str, list[cst.BaseExpression]]:
     """Every `name = value` in the kernel, at any depth, by name."""
     return bindings(kernel.node.body)
-
-
-def bindings(node: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
-    """Every `name = value` under `node`, at any depth, by name, in source order."""
-    out: dict[str, list[cst.BaseExpression]] = {}
-    for child in walk(node):
-        target, value = simple_assignment(child)
-        if target is not None:
-            out.setdefault(target, []).append(value)
-    return out
 
 
 def arange_sizes(kernel: Kernel) -> dict[str, str]:
@@ -74,14 +64,17 @@ def operand_pointer(
     kernel: Kernel, operand: cst.BaseExpression, bound: dict, pointers: dict | None = None
 ) -> cst.BaseExpression | None:
     """The pointer of the one `tl.load` a dot operand is (directly or through a name), else None. A name
-    bound several times counts where every binding that loads reads the same pointer: a cast after the
-    load (`a = tl.load(p); a = a.to(tl.float16)`), or the same load before the loop and in it. A pointer
+    bound several times counts where every binding loads the same pointer or keeps the tile's shape
+    (`_same_tile`): a cast after the load (`a = tl.load(p); a = a.to(tl.float16)`), a triangular mask
+    (`a = tl.where(tril, a, 0.0)`), the same load before the loop and in it; not `a = tl.trans(a)`. A pointer
     name is read at its first binding in `pointers` (`bound` where not given): `a_ptrs = base + ...`
     before the loop, later `a_ptrs += step` or `a_block = tl.advance(a_block, ...)` in it."""
     if isinstance(operand, cst.Name) and operand.value in bound:
-        loading = [v for v in bound[operand.value] if len(calls(v, "load")) == 1]
+        values = bound[operand.value]
+        loading = [v for v in values if len(calls(v, "load")) == 1]
         read = {code(calls(v, "load")[0].args[0].value) for v in loading if calls(v, "load")[0].args}
-        if len(read) != 1:
+        kept = all(len(calls(v, "load")) == 1 or _same_tile(v, operand.value) for v in values)
+        if len(read) != 1 or not kept:
             return None
         operand = loading[0]
     loads = calls(operand, "load")
@@ -92,6 +85,19 @@ def operand_pointer(
         values = (pointers or bound)[pointer.value]
         pointer = values[0] if values else pointer  # `a_ptrs = base + ...`, later `a_ptrs += step`
     return pointer
+
+
+# Calls that keep a tile's shape: an operand re-bound through them is still the tile it loaded.
+ELEMENTWISE = ("to", "where", "maximum", "minimum", "abs", "exp", "cast")
+
+
+def _same_tile(value: cst.BaseExpression, name: str) -> bool:
+    """`value` reads `name` and only keeps its shape (`a.to(tl.float16)`, `tl.where(mask, a, 0.0)`, `a *
+    scale`): no call outside `ELEMENTWISE` (`tl.trans(a)` swaps the axes, a reduction drops one)."""
+    functions = [dotted(n.func) or "" for n in walk(value) if isinstance(n, cst.Call)]
+    return (
+        name in names(value) and all(f.rsplit(".", 1)[-1] in ELEMENTWISE for f in functions) and ".T" not in code(value)
+    )
 
 
 def block_shape(pointer: cst.BaseExpression) -> tuple[str | None, str | None] | None:

@@ -932,7 +932,8 @@ def grid_shared(module: cst.Module, site: LaunchSite) -> bool:
         and s.statement is not site.statement
     ]
     # a launch whose own binding of the name is another statement (the `else` branch's grid) is not a sharer
-    return any(mine is None or grid_binding(s) is None or grid_binding(s) is mine for s in others)
+    theirs = [grid_binding(s) for s in others]
+    return any(mine is None or binding is None or binding is mine for binding in theirs)
 
 
 def block_of(host: cst.FunctionDef, stmt: cst.CSTNode) -> list[cst.BaseStatement] | None:
@@ -1044,6 +1045,16 @@ def pointer_params(kernel: Kernel) -> list[str]:
     return [p for p in kernel.params if p in found]
 
 
+def bindings(node: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
+    """Every `name = value` under `node`, at any depth, by name, in source order."""
+    out: dict[str, list[cst.BaseExpression]] = {}
+    for child in walk(node):
+        target, value = simple_assignment(child)
+        if target is not None:
+            out.setdefault(target, []).append(value)
+    return out
+
+
 def pointer_bases(
     kernel: Kernel, expr: cst.BaseExpression, depth: int = 0, local: dict[str, list] | None = None
 ) -> set[str]:
@@ -1066,10 +1077,7 @@ def pointer_bases(
     if depth >= 8:
         return set()
     if local is None:
-        local = {}
-        for target, value in (simple_assignment(n) for n in walk(kernel.node.body)):
-            if target is not None:
-                local.setdefault(target, []).append(value)
+        local = bindings(kernel.node.body)
     return set().union(*(pointer_bases(kernel, v, depth + 1, local) for v in local.get(expr.value, [])))
 
 
