@@ -168,7 +168,9 @@ async def test_a_newer_save_supersedes_an_older_one(launch, folder):
     await wait_until(lambda: logged(client, "IR for save 1 started"), timeout=30, what="the first IR job")
     save(client, uri)
     save(client, uri)
-    await wait_until(lambda: ir_diagnostics(client, uri), timeout=60, what="IR diagnostics")
+    # The server publishes the diagnostics before it logs "IR facts for": wait for the log, the later of the two.
+    await wait_until(lambda: logged(client, "IR facts for"), timeout=60, what="IR facts delivered")
+    assert ir_diagnostics(client, uri)
     assert logged(client, "IR result dropped (saved again while it ran)"), "the first save's result is stale"
     assert logged(client, "IR for an older save skipped"), "the second save never starts a compile"
     assert logged(client, "IR for save 3 started")
