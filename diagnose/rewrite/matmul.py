@@ -34,30 +34,64 @@ def assignments(kernel: Kernel) -> dict[str, list[cst.BaseExpression]]:
 
 
 def arange_sizes(kernel: Kernel) -> dict[str, str]:
-    """Names bound to an expression with `tl.arange(0, C)` for a constexpr C -> C."""
+    """Names bound to an expression with `tl.arange(0, C)` for a constexpr C -> C; and each such call as
+    written (`tl.arange(0, BLOCK_M)`) -> C, for offsets written inline in a pointer
+    (`(row_start + tl.arange(0, BLOCK_M))[:, None]`, as `axis_names` reports them)."""
     out = {}
     for name, values in assignments(kernel).items():
         for value in values:
             for call in calls(value, "arange"):
-                size = dotted(call.args[1].value) if len(call.args) == 2 else None
-                if size in kernel.constexprs:
+                size = _arange_size(kernel, call)
+                if size is not None:
                     out[name] = size
+    for call in calls(kernel.node.body, "arange"):
+        size = _arange_size(kernel, call)
+        if size is not None:
+            out[code(call)] = size
     return out
 
 
-def axis_names(pointer: cst.BaseExpression) -> tuple[set[str], set[str]]:
+def _arange_size(kernel: Kernel, call: cst.Call) -> str | None:
+    size = dotted(call.args[1].value) if len(call.args) == 2 else None
+    return size if size in kernel.constexprs else None
+
+
+def axis_names(pointer: cst.BaseExpression, bound: dict | None = None, depth: int = 0) -> tuple[set[str], set[str]]:
     """Names indexed as rows (`x[:, None]`) and as columns (`x[None, :]`) in a pointer expression; of an
-    expression so indexed (`(k0 + rk)[None, :]`, the K offset of the loop written inline), each name."""
+    expression so indexed (`(k0 + rk)[None, :]`, the K offset of the loop written inline), each name and
+    each `tl.arange(...)` call as written (`arange_sizes` maps both to their tile). With `bound`, a name
+    of the pointer bound once is read where it is bound (`a_offs = rows[:, None] * s + cols[None, :]`,
+    then `tl.load(a_ptr + a_offs)`)."""
     rows, cols = set(), set()
     for node in walk(pointer):
         if isinstance(node, cst.Subscript) and len(node.slice) == 2:
             first, second = (s.slice for s in node.slice)
-            found = {node.value.value} if isinstance(node.value, cst.Name) else names(node.value)
+            if isinstance(node.value, cst.Name):
+                found = {node.value.value}
+            else:
+                found = names(node.value) | {code(call) for call in calls(node.value, "arange")}
             if isinstance(first, cst.Slice) and isinstance(second, cst.Index) and dotted(second.value) == "None":
                 rows |= found
             if isinstance(second, cst.Slice) and isinstance(first, cst.Index) and dotted(first.value) == "None":
                 cols |= found
+    if bound is not None and depth < 2 and not rows and not cols:
+        for name in names(pointer):
+            if len(bound.get(name, ())) == 1:
+                more_rows, more_cols = axis_names(bound[name][0], bound, depth + 1)
+                rows, cols = rows | more_rows, cols | more_cols
     return rows, cols
+
+
+def index_tiles(found: set[str], bound: dict, sizes: dict[str, str], depth: int = 0) -> set[str]:
+    """The arange-size constexprs behind index names, through names bound once (`keys = start + offs_n`,
+    `rows = tl.where(offs_m < M, offs_m, 0)`)."""
+    out: set[str] = set()
+    for name in found:
+        if name in sizes:
+            out.add(sizes[name])
+        elif depth < 3 and len(bound.get(name, ())) == 1:
+            out |= index_tiles(names(bound[name][0]), bound, sizes, depth + 1)
+    return out
 
 
 def operand_pointer(
@@ -68,7 +102,15 @@ def operand_pointer(
     (`_same_tile`): a cast after the load (`a = tl.load(p); a = a.to(tl.float16)`), a triangular mask
     (`a = tl.where(tril, a, 0.0)`), the same load before the loop and in it; not `a = tl.trans(a)`. A pointer
     name is read at its first binding in `pointers` (`bound` where not given): `a_ptrs = base + ...`
-    before the loop, later `a_ptrs += step` or `a_block = tl.advance(a_block, ...)` in it."""
+    before the loop, later `a_ptrs += step` or `a_block = tl.advance(a_block, ...)` in it. A cast written
+    in the dot itself (`tl.dot(a.to(tl.float32), b.to(tl.float32))`) is the tile it casts."""
+    while (
+        isinstance(operand, cst.Call)
+        and isinstance(operand.func, cst.Attribute)
+        and operand.func.attr.value in ("to", "cast")
+        and isinstance(operand.func.value, cst.Name)
+    ):
+        operand = operand.func.value
     if isinstance(operand, cst.Name) and operand.value in bound:
         values = bound[operand.value]
         loading = [v for v in values if len(calls(v, "load")) == 1]
@@ -145,11 +187,11 @@ def dot_tiles(kernel: Kernel) -> DotTiles | None:
             return None
         (m, k), (k2, n) = a_block, b_block
     else:
-        a_rows, a_cols = axis_names(a)
-        b_rows, b_cols = axis_names(b)
+        a_rows, a_cols = axis_names(a, bound)
+        b_rows, b_cols = axis_names(b, bound)
 
         def size(found: set[str]) -> str | None:
-            tiles = {sizes[n] for n in found if n in sizes}
+            tiles = index_tiles(found, bound, sizes)
             return tiles.pop() if len(tiles) == 1 else None
 
         m, k, k2, n = size(a_rows), size(a_cols), size(b_rows), size(b_cols)

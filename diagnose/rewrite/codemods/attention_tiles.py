@@ -16,7 +16,7 @@ from diagnose.rewrite.launch_values import (
     set_values,
     shown,
 )
-from diagnose.rewrite.matmul import arange_sizes, assignments, axis_names, operand_pointer
+from diagnose.rewrite.matmul import arange_sizes, assignments, axis_names, index_tiles, operand_pointer
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.source import (
     Kernel,
@@ -26,7 +26,6 @@ from diagnose.rewrite.source import (
     is_tl_call,
     kernels,
     launched,
-    names,
     read_names,
     sites_of,
     walk,
@@ -171,7 +170,7 @@ def attention_loop(kernel: Kernel) -> AttentionLoop | str | None:
         return "Q, K or V is not one tl.load"
 
     def tile(found: set[str]) -> str | None:
-        tiles = _tiles(found, bound, sizes)
+        tiles = index_tiles(found, bound, sizes)
         return tiles.pop() if len(tiles) == 1 else None
 
     query, head, key = tile(q[0]), tile(q[1]), tile(k[1])
@@ -208,17 +207,6 @@ def _axes(kernel: Kernel, operand: cst.BaseExpression, bound: dict) -> tuple[set
         return None
     rows, cols = axis_names(pointer)
     return (cols, rows) if transposed else (rows, cols)
-
-
-def _tiles(found: set[str], bound: dict, sizes: dict[str, str], depth: int = 0) -> set[str]:
-    """The arange-size constexprs behind index names, through names bound once (`keys = start + offs_n`)."""
-    out: set[str] = set()
-    for name in found:
-        if name in sizes:
-            out.add(sizes[name])
-        elif depth < 3 and len(bound.get(name, ())) == 1:
-            out |= _tiles(names(bound[name][0]), bound, sizes, depth + 1)
-    return out
 
 
 def _plan(ctx: RewriteContext, kernel: Kernel) -> AttentionPlan | str | None:
