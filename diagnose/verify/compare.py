@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from diagnose.records import CaseResult
+from diagnose.verify.oracle import Oracle, beyond
 from diagnose.verify.tolerances import tolerance
 
 Overrides = Mapping[str, tuple[float, float]]
@@ -104,10 +105,12 @@ def compare_one(
     out,
     overrides: Overrides = {},  # noqa: B006 - read only
     unwritten: bool = False,
+    oracle: Oracle | None = None,
 ) -> tuple[bool, float, float, str | None]:
     """(passed, max abs error, max rel error, why not). `unwritten`: the reference's NaN marks memory its
     kernel left unwritten, and the candidate's value there is not judged (an output of a timed call,
-    where new memory is not filled with NaN: `timing_jobs.TimedRecheck`)."""
+    where new memory is not filled with NaN: `timing_jobs.TimedRecheck`). `oracle`: where the reference
+    is itself off its float64 result, an element may be within tolerance of either (`oracle.beyond`)."""
     import torch  # deferred: torch is heavy
 
     if not isinstance(out, torch.Tensor):
@@ -150,6 +153,18 @@ def compare_one(
         return False, float("inf"), float("inf"), "Inf where the reference has none (or of the other sign)"
     if any(s.nan_lost for s in steps) and not unwritten:
         return False, float("nan"), float("nan"), "a number where the reference has NaN"
+    if bad and oracle is not None:
+        bad = beyond(ref, out, oracle, atol, rtol)
+        if bad:
+            return (
+                False,
+                max_abs,
+                max_rel,
+                (
+                    f"{bad} of {ref.numel()} elements outside atol={atol:g}, rtol={rtol:g} of the reference and "
+                    f"of its float64 oracle (slack {oracle.slack:.3g}, the reference's own error)"
+                ),
+            )
     if bad:
         return False, max_abs, max_rel, f"{bad} of {ref.numel()} elements outside atol={atol:g}, rtol={rtol:g}"
     blind = finite_count >= NORM_MIN_ELEMENTS and 0.0 < ref_sq < atol * atol * finite_count
@@ -194,14 +209,17 @@ def compare_case(
     outs: list,
     overrides: Overrides = {},  # noqa: B006 - read only
     unwritten: bool = False,
+    oracles: tuple = (),
 ) -> CaseResult:
+    """One case's outputs against the reference's; `oracles`, where given, per output (`compare_one`)."""
     if len(outs) != len(refs):
         return CaseResult(group, seed, False, reason=f"{len(outs)} outputs, the reference has {len(refs)}")
     if not refs:  # nothing to compare is not a pass: any candidate would match
         return CaseResult(group, seed, False, reason="no output to compare: the call returns and writes no tensor")
     worst_abs = worst_rel = 0.0
     for index, (ref, out) in enumerate(zip(refs, outs)):
-        ok, max_abs, max_rel, reason = compare_one(ref, out, overrides, unwritten)
+        oracle = oracles[index] if index < len(oracles) else None
+        ok, max_abs, max_rel, reason = compare_one(ref, out, overrides, unwritten, oracle)
         if not ok:
             where = f"output {index}: " if len(refs) > 1 else ""
             return CaseResult(group, seed, False, max_abs, max_rel, where + reason)

@@ -203,7 +203,7 @@ def verify_against(
                 # On cases with something to compute: an empty output is as correct with no-ops as without,
                 # and so is one of zeros where the host allocated zeros (Liger's JSD, every label ignored).
                 computed = [c for c in cases if (c["group"], c["seed"]) not in empty] or cases[:1]
-                computed = [c for c in computed if not all_zeros(held[key(c)][0])] or computed
+                computed = [c for c in computed if not all_zeros(held[key(c)].outputs)] or computed
                 checks.append(ghost_check(computed, reference, common, task, options, where, refused))
             if on_device:
                 with clock("timing"):
@@ -239,7 +239,7 @@ def empty_cases(cases: list[dict], held: Held) -> frozenset[tuple[str, int]]:
     return frozenset(
         (c["group"], c["seed"])
         for c in cases
-        if all(getattr(out, "numel", lambda: 1)() == 0 for out in held[key(c)][0])
+        if all(getattr(out, "numel", lambda: 1)() == 0 for out in held[key(c)].outputs)
     )
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from diagnose.runtime import device_lock
 from diagnose.runtime.devices import poison_allocator, synchronize, torch_device, versions
 from diagnose.task import import_task_file
-from diagnose.verify import instrument, recipes, shapes, tensors
+from diagnose.verify import instrument, oracle, recipes, shapes, tensors
 from diagnose.verify.fetch import INIT_INPUTS, STATE, fetch
 from diagnose.verify.inputs import apply_perturbation, group_table, perturbation_for, select_groups
 from diagnose.verify.torch_state import import_reference
@@ -96,6 +96,9 @@ def reference_job(payload: dict) -> dict:
     groups = select_groups(names, device, payload.get("groups"))
     init_inputs = list(module.get_init_inputs())
     model = build_model(module.Model, init_inputs, device)
+    launches = instrument.LaunchLog()
+    instrument.watch_launches(launches)  # a reference that launches Triton kernels gets no float64 oracle
+    exact = Exact(oracle.float64_model(model), launches)
     tensors.save(init_inputs, job / INIT_INPUTS)
     tensors.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, job / STATE)
     plan = [(g, s, "check") for g in groups for s in payload["seeds"]]
@@ -122,7 +125,7 @@ def reference_job(payload: dict) -> dict:
             "group": group,
             "seed": seed,
             "role": role,
-            **reference_case(model, inputs, job, stem, device, lock, case_recipe),
+            **reference_case(model, inputs, job, stem, device, lock, case_recipe, exact),
         }
         if perturbation:
             case["perturbation"] = tensors.save(perturbation, job / f"perturb_{stem}.pt")
@@ -132,12 +135,12 @@ def reference_job(payload: dict) -> dict:
         cases.append(case)
         del inputs
     del first
-    shape_cases, shape_notes = unseen_shape_cases(module, model, groups, payload)
+    shape_cases, shape_notes = unseen_shape_cases(module, model, groups, payload, exact)
     return {
         "groups": names,
         "selected": groups,
         "cases": cases + shape_cases,
-        "notes": sorted(set(notes + shape_notes)),
+        "notes": sorted(set(notes + shape_notes + oracle_notes(cases + shape_cases))),
         "versions": versions(device),
     }
 
@@ -155,28 +158,83 @@ def drawn_case(module, payload: dict, case: dict, job: Path) -> tuple[list, list
     return inputs, notes, placed if by_recipe else None
 
 
+class Exact:
+    """The reference's float64 copy (`diagnose.verify.oracle`), and the reference's launches: the oracle
+    runs only while the reference has launched no Triton kernel."""
+
+    def __init__(self, model, launches: instrument.LaunchLog) -> None:
+        self.model, self.launches = model, launches
+
+    def oracles(self, pristine: list, outputs: list, device: str) -> list:
+        """Per output, its oracle as a dict (`Oracle.as_dict`) or None; [] where there is no oracle."""
+        if self.launches.total():
+            self.model = None  # its memory back: a reference that launches kernels has no oracle
+        if self.model is None:
+            return []
+        import torch  # deferred: torch is heavy
+
+        # Its own random state: a forward that draws (dropout) leaves the next case's draw as it was.
+        devices = [torch.cuda.current_device()] if device == "cuda" else []
+        try:
+            with torch.random.fork_rng(devices=devices):
+                inputs = tensors.to_device(oracle.float64_inputs(pristine), torch_device(device))
+                exact = run_forward(self.model, inputs, device)
+        except Exception:  # noqa: BLE001 - a model that does not run in float64 has no oracle
+            self.model = None
+            return []
+        found = oracle.measure(outputs, exact)
+        return [o.as_dict() if o is not None else None for o in found] if any(found) else []
+
+
 def reference_case(
-    model, inputs: list, job: Path, stem: str, device: str, lock: str | None, recipe: dict | None = None
+    model,
+    inputs: list,
+    job: Path,
+    stem: str,
+    device: str,
+    lock: str | None,
+    recipe: dict | None = None,
+    exact: Exact | None = None,
 ) -> dict:
     """Run the reference on one case's inputs (left as they were drawn); the files a case names (its
     inputs, or its recipe where it has one: `recipes.written`; outputs; the inputs as the reference left
-    them when it changed one)."""
+    them when it changed one; the float64 oracle of the outputs the reference is itself off, `exact`)."""
     pristine = [v.clone() if hasattr(v, "clone") else v for v in inputs]
     with device_lock.shared(lock):
         device_inputs = tensors.to_device(inputs, torch_device(device))
         outputs = run_forward(model, device_inputs, device)
         mutated = tensors.changed(pristine, device_inputs)
+        oracles = exact.oracles(pristine, outputs, device) if exact is not None else []
     case = {
         "inputs": tensors.save(recipes.written(pristine, recipe), job / f"inputs_{stem}.pt"),
         "reference": tensors.save(outputs, job / f"ref_{stem}.pt"),
         "mutated": mutated,
     }
+    if oracles:
+        case["oracle"] = tensors.save(oracles, job / f"oracle_{stem}.pt")
+        case["oracle_off"] = [[o["off"], o["worst"]] if o is not None else None for o in oracles]
     if mutated:
         case["reference_post_inputs"] = tensors.save(tensors.to_cpu(device_inputs), job / f"ref_post_{stem}.pt")
     return case
 
 
-def unseen_shape_cases(module, model, groups: list[str], payload: dict) -> tuple[list[dict], list[str]]:
+def oracle_notes(cases: list[dict]) -> list[str]:
+    """Where the reference is itself off its float64 oracle, one note per group and output."""
+    worst: dict[tuple[str, int], float] = {}
+    for case in cases:
+        for index, off in enumerate(case.get("oracle_off") or []):
+            if off is not None:
+                worst[case["group"], index] = max(worst.get((case["group"], index), 0.0), off[1])
+    return [
+        f"group {group} output {index}: the reference is off its float64 oracle by up to {far:.3g}; "
+        "judged against both (diagnose/verify/oracle.py)"
+        for (group, index), far in worst.items()
+    ]
+
+
+def unseen_shape_cases(
+    module, model, groups: list[str], payload: dict, exact: Exact | None = None
+) -> tuple[list[dict], list[str]]:
     """One case per group at sizes the task did not name (`diagnose.verify.shapes`), and notes saying
     which sizes were checked, or why a group's were not."""
     if not payload.get("unseen_shapes", True):
@@ -216,7 +274,9 @@ def unseen_shape_cases(module, model, groups: list[str], payload: dict) -> tuple
     for name, group, checked, not_checked, case_recipe in unseen:
         try:
             inputs, _, placed = drawn_case(module, payload, case_recipe, job)
-            case = reference_case(model, inputs, job, f"{name}_{seed}", device, payload.get("device_lock"), placed)
+            case = reference_case(
+                model, inputs, job, f"{name}_{seed}", device, payload.get("device_lock"), placed, exact
+            )
         except Exception as exc:  # noqa: BLE001 - the reference's own limit: those sizes are fixed in fact
             notes.append(
                 f"group {group} not checked at {not_checked}: the reference fails there "

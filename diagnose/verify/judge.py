@@ -15,9 +15,21 @@ from typing import Callable
 from diagnose.records import CaseResult
 from diagnose.verify import recipes, tensors
 from diagnose.verify.compare import compare_case, compare_one
+from diagnose.verify.oracle import Oracle
 
-# (reference outputs, the inputs as the reference left them or None when it changed none), per case
-Held = dict[tuple[str, int, str], tuple[list, "list | None"]]
+
+@dataclass(frozen=True)
+class HeldCase:
+    """What one case is judged against: the reference outputs, the inputs as the reference left them
+    (None when it changed none), and per output its float64 oracle where the reference is off one
+    (`diagnose/verify/oracle.py`; empty where no output has one)."""
+
+    outputs: list
+    post_inputs: list | None = None
+    oracles: tuple[Oracle | None, ...] = ()
+
+
+Held = dict[tuple[str, int, str], HeldCase]
 # Elements of each output compared first when telling two seeds' outputs apart.
 HEAD = 1 << 15
 
@@ -39,13 +51,19 @@ def take_references(cases: list[dict]) -> Held:
     held: Held = {}
     for case in cases:
         outputs_file, post_file = case.pop("reference"), case.pop("reference_post_inputs", None)
-        held[key(case)] = (take(outputs_file), take(post_file) if post_file else None)
+        oracle_file = case.pop("oracle", None)
+        case.pop("oracle_off", None)
+        oracles = tuple(Oracle(**o) if o is not None else None for o in take(oracle_file)) if oracle_file else ()
+        held[key(case)] = HeldCase(take(outputs_file), take(post_file) if post_file else None, oracles)
     return held
 
 
 def compare_held(case: dict, held: Held, outputs_file: str, tolerances: dict, unwritten: bool = False) -> CaseResult:
     """A worker's outputs for `case` against the reference's (`compare.compare_case`, `unwritten` there)."""
-    return compare_case(case["group"], case["seed"], held[key(case)][0], take(outputs_file), tolerances, unwritten)
+    one = held[key(case)]
+    return compare_case(
+        case["group"], case["seed"], one.outputs, take(outputs_file), tolerances, unwritten, one.oracles
+    )
 
 
 def differs(a: list, b: list) -> bool:
@@ -117,13 +135,14 @@ def judge(
     case_results, pairs, mutations = [], [], []
     previous = None
     for case, result in zip(cases, results):
-        (refs, reference_post), outs = held[key(case)], take(result["outputs"])
-        case_results.append(compare_case(case["group"], case["seed"], refs, outs, tolerances))
+        one, outs = held[key(case)], take(result["outputs"])
+        refs = one.outputs
+        case_results.append(compare_case(case["group"], case["seed"], refs, outs, tolerances, oracles=one.oracles))
         if previous is not None and previous[0]["group"] == case["group"]:
             label = f"{case['group']} seeds {previous[0]['seed']}/{case['seed']}"
             pairs.append((label, differs_beyond_tolerance(previous[1], refs, tolerances), differs(previous[2], outs)))
         mutations.append(
-            (f"{case['group']}/{case['seed']}", mutated_differently(case, result, reference_post, inputs_of))
+            (f"{case['group']}/{case['seed']}", mutated_differently(case, result, one.post_inputs, inputs_of))
         )
         previous = (case, refs, outs)
     return Judged(tuple(case_results), tuple(pairs), tuple(mutations))

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from diagnose.verify.compare import compare_case, compare_one
+from diagnose.verify.oracle import measure
 from diagnose.verify.tolerances import tolerance
 
 
@@ -113,3 +114,56 @@ def test_the_whole_tensor_pass_gives_what_the_stepped_pass_gives(dtype):
     inf_ref[7] = float("inf")
     assert within_at_once(inf_ref, out, atol, rtol) is None
     assert within_at_once(ref * 1e-6, torch.zeros_like(ref), atol, rtol) is None
+
+
+def cancelling_sums(offset: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Row sums of float32 values computed as `(x + offset).sum() - offset * n` (off the truth by about
+    offset * 1e-4 here), and the true sums in float64."""
+    x = torch.randn(64, 1024, generator=torch.Generator().manual_seed(0))
+    return (x + offset).sum(-1) - offset * x.shape[-1], x.double().sum(-1)
+
+
+def test_an_exact_enough_reference_gets_no_oracle():
+    reference, exact = cancelling_sums(0.0)
+    assert measure([reference], [exact]) == [None]
+
+
+def test_a_reference_off_its_float64_run_gets_an_oracle_with_its_own_error_as_slack():
+    reference, exact = cancelling_sums(10000.0)
+    (oracle,) = measure([reference], [exact])
+    error = (reference.double() - exact).abs()
+    assert oracle.off > 0 and oracle.worst == pytest.approx(float(error.max()))
+    assert float(error.max()) <= oracle.slack <= 2 * float(error.max())
+    assert oracle.values.dtype == torch.float32
+
+
+def test_a_float64_run_that_is_another_function_is_no_oracle():
+    reference = torch.randn(4096)
+    assert measure([reference], [torch.randn(4096, dtype=torch.float64)]) == [None]  # a random draw per run
+    assert measure([reference, reference], [reference.double()]) == [None, None]  # outputs do not pair up
+
+
+def test_with_an_oracle_an_output_passes_within_the_references_error_of_the_truth_and_no_further():
+    reference, exact = cancelling_sums(10000.0)
+    (oracle,) = measure([reference], [exact])
+    assert not compare_one(reference, exact.float())[0]  # the truth is "wrong" against the reference alone
+    assert compare_one(reference, exact.float(), oracle=oracle)[0]
+    worse, _ = cancelling_sums(1000000.0)
+    ok, _, _, reason = compare_one(reference, worse, oracle=oracle)
+    assert not ok and "float64 oracle" in reason
+
+
+def test_with_an_oracle_an_element_matching_the_reference_still_passes():
+    # A threshold the two precisions decide differently: the reference is off the truth at one element
+    # by far more than its typical error there, and a candidate that agrees with the reference passes.
+    reference = torch.linspace(-1, 1, 4096)
+    exact = reference.double().clone()
+    exact[7] += 0.5
+    exact[1:] += 1e-3 * torch.randn(4095, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    (oracle,) = measure([reference], [exact])
+    assert oracle.slack < 0.1  # a percentile: the one far element does not widen the whole output's slack
+    candidate = exact.float()
+    candidate[7] = reference[7]  # with the reference at the threshold, with the truth elsewhere
+    assert compare_one(reference, candidate, oracle=oracle)[0]
+    candidate[7] = reference[7] + 0.25  # with neither there
+    assert not compare_one(reference, candidate, oracle=oracle)[0]
