@@ -140,7 +140,7 @@ def reference_job(payload: dict) -> dict:
         "groups": names,
         "selected": groups,
         "cases": cases + shape_cases,
-        "notes": sorted(set(notes + shape_notes + oracle_notes(cases + shape_cases))),
+        "notes": sorted(set(notes + shape_notes + oracle_notes(cases + shape_cases) + [exact.note] * bool(exact.note))),
         "versions": versions(device),
     }
 
@@ -160,13 +160,19 @@ def drawn_case(module, payload: dict, case: dict, job: Path) -> tuple[list, list
 
 class Exact:
     """The reference's float64 copy (`diagnose.verify.oracle`), and the reference's launches: the oracle
-    runs only while the reference has launched no Triton kernel."""
+    runs only while the reference has launched no Triton kernel, and only where the reference's own
+    forward took at most `oracle.BUDGET_S` (`note` says why not, once)."""
 
     def __init__(self, model, launches: instrument.LaunchLog) -> None:
         self.model, self.launches = model, launches
+        self.note: str | None = None
 
-    def oracles(self, pristine: list, outputs: list, device: str) -> list:
-        """Per output, its oracle as a dict (`Oracle.as_dict`) or None; [] where there is no oracle."""
+    def oracles(self, pristine: list, outputs: list, device: str, seconds: float) -> list:
+        """Per output, its oracle as a dict (`Oracle.as_dict`) or None; [] where there is no oracle.
+        `seconds`: what the reference's forward took on this case."""
+        if self.model is not None and seconds > oracle.BUDGET_S:
+            self.model = None
+            self.note = f"no float64 oracle: the reference's forward took {seconds:.1f} s, over {oracle.BUDGET_S:g} s"
         if self.launches.total():
             self.model = None  # its memory back: a reference that launches kernels has no oracle
         if self.model is None:
@@ -179,8 +185,10 @@ class Exact:
             with torch.random.fork_rng(devices=devices):
                 inputs = tensors.to_device(oracle.float64_inputs(pristine), torch_device(device))
                 exact = run_forward(self.model, inputs, device)
-        except Exception:  # noqa: BLE001 - a model that does not run in float64 has no oracle
+        except Exception:  # noqa: BLE001 - a model that does not run in float64 (or out of memory there) has none
             self.model = None
+            if device == "cuda":
+                torch.cuda.empty_cache()
             return []
         found = oracle.measure(outputs, exact)
         return [o.as_dict() if o is not None else None for o in found] if any(found) else []
@@ -202,9 +210,11 @@ def reference_case(
     pristine = [v.clone() if hasattr(v, "clone") else v for v in inputs]
     with device_lock.shared(lock):
         device_inputs = tensors.to_device(inputs, torch_device(device))
+        started = time.perf_counter()
         outputs = run_forward(model, device_inputs, device)
+        seconds = time.perf_counter() - started
         mutated = tensors.changed(pristine, device_inputs)
-        oracles = exact.oracles(pristine, outputs, device) if exact is not None else []
+        oracles = exact.oracles(pristine, outputs, device, seconds) if exact is not None else []
     case = {
         "inputs": tensors.save(recipes.written(pristine, recipe), job / f"inputs_{stem}.pt"),
         "reference": tensors.save(outputs, job / f"ref_{stem}.pt"),

@@ -1,0 +1,66 @@
+"""The reference job's float64 oracle (`diagnose/verify/jobs.py` `Exact`): when it is run and when not."""
+
+import torch
+import torch.nn as nn
+
+from diagnose.verify import instrument, oracle
+from diagnose.verify.jobs import Exact
+
+
+class CancellingSum(nn.Module):
+    """Row sums as `(x + 10000).sum(-1) - 10000 * n`: off the truth by about 1, beyond float32's tolerance."""
+
+    def forward(self, x):
+        return (x + 10000.0).sum(-1) - 10000.0 * x.shape[-1]
+
+
+def case():
+    x = torch.randn(16, 1024, generator=torch.Generator().manual_seed(0))
+    return [x], [CancellingSum()(x)]
+
+
+def test_a_torch_reference_off_the_truth_gets_its_oracle():
+    inputs, outputs = case()
+    (found,) = Exact(oracle.float64_model(CancellingSum()), instrument.LaunchLog()).oracles(
+        inputs, outputs, "cpu", 0.01
+    )
+    assert found["off"] > 0 and found["values"].dtype == torch.float32
+    assert torch.allclose(found["values"].double(), inputs[0].double().sum(-1), atol=1e-3)
+
+
+def test_a_slow_forward_gets_no_oracle_and_says_so():
+    inputs, outputs = case()
+    exact = Exact(oracle.float64_model(CancellingSum()), instrument.LaunchLog())
+    assert exact.oracles(inputs, outputs, "cpu", oracle.BUDGET_S + 1) == []
+    assert "took" in exact.note and exact.model is None  # its memory given back; later cases get none either
+    assert exact.oracles(inputs, outputs, "cpu", 0.01) == []
+
+
+def test_a_reference_that_launched_triton_kernels_gets_no_oracle():
+    inputs, outputs = case()
+    launches = instrument.LaunchLog(launches={"row_sum_kernel": 1})
+    assert Exact(oracle.float64_model(CancellingSum()), launches).oracles(inputs, outputs, "cpu", 0.01) == []
+
+
+def test_a_model_that_fails_in_float64_gets_no_oracle():
+    class HalfOnly(nn.Module):
+        def forward(self, x):
+            if x.dtype == torch.float64:
+                raise TypeError("float32 only")
+            return x * 2
+
+    x = torch.randn(8)
+    assert Exact(oracle.float64_model(HalfOnly()), instrument.LaunchLog()).oracles([x], [x * 2], "cpu", 0.01) == []
+
+
+def test_the_oracle_draws_leave_the_reference_random_state_as_it_was():
+    class Noisy(nn.Module):
+        def forward(self, x):
+            return x + torch.rand_like(x)
+
+    x = torch.randn(64)
+    torch.manual_seed(3)
+    Exact(oracle.float64_model(Noisy()), instrument.LaunchLog()).oracles([x], [x.clone()], "cpu", 0.01)
+    after = torch.rand(4)
+    torch.manual_seed(3)
+    assert torch.equal(after, torch.rand(4))
