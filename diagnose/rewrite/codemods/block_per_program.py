@@ -55,6 +55,7 @@ class BlockPlan:
     site: LaunchSite
     pid: cst.SimpleStatementLine  # `pid = tl.program_id(0)`
     guards: tuple[tuple[cst.BaseStatement, str], ...]  # (`if pid < n:` or `if pid >= n: return`, its lanes)
+    widened: tuple[cst.Assign, ...]  # `acc = 0.0` before a loop that makes `acc` differ between lanes
     grid: cst.BaseExpression
     grid_statement: cst.SimpleStatementLine | None
     bounded: bool  # a guard bounds the lanes by the grid's own extent: no `n_programs` needed
@@ -73,15 +74,21 @@ class BlockPerProgram(Rewrite):
     ## When it is valid
     Lanes compute independently what programs computed: the kernel reads `tl.program_id(0)` once, at
     its top level, and never `tl.num_programs(0)`; it builds no block (no `tl.arange`, `tl.zeros`,
-    block pointer) and has no loop; no reduction or scan; no branch or early return other than the
+    block pointer); its loops are `for` loops over a `range` the same for every lane (`for k in
+    range(K)`, not `range(start, end)` with `start` loaded through `pid`), each lane running the loop
+    its program ran, and a value they carry that starts as a number (`acc = 0.0`) starts as a block
+    of it (`tl.full([BLOCK_SIZE], 0.0, tl.float32)`: the type Triton gave the number, now one per
+    lane, so the loop keeps its carried type); no reduction or scan; no branch or early return other than the
     guards reads `pid` or anything computed from it (a branch on parameters stays); no call of a
     function other than `tl` ones, casts, `tl.random`'s counter-based generators and builtins on values
-    the same for every lane; every store and atomic addresses through `pid`. The
+    the same for every lane (`range` among them); every store and atomic addresses through `pid`. The
     kernel has one launch, on a literal 1-element grid or a grid variable no other launch uses.
 
     ## Why it is faster
     A program is a thread block: moving one element it keeps one lane of 128 busy, issues one 32-bit
-    access per load and needs one program per element, so the launch is dominated by scheduling.
+    access per load and needs one program per element, so the launch is dominated by scheduling; a
+    program that loops (a dot product, a pooling window, a convolution's taps per output element)
+    runs its whole loop on one lane.
     With a block, every lane works and accesses coalesce into 128-bit transactions (Triton tutorial
     01: a vector add reaches copy bandwidth with 1024 elements per program). First versions
     translated from a CUDA per-thread kernel have this shape.
@@ -126,6 +133,10 @@ class BlockPerProgram(Rewrite):
         for node in walk(kernel.node.body):
             if is_tl_call(node, "load", "store", *EFFECTS) and node.args and names(node.args[0].value) & dependent:
                 edits[node] = and_mask(node, cst.Name(mask))
+        for assign in plan.widened:
+            number = assign.value.expression if isinstance(assign.value, cst.UnaryOperation) else assign.value
+            dtype = "tl.int32" if isinstance(number, cst.Integer) else "tl.float32"
+            edits[assign.value] = cst.parse_expression(f"tl.full([{block}], {code(assign.value)}, {dtype})")
         body: list[cst.BaseStatement] = []
         guards = {id(g): g for g, _ in plan.guards}
         for stmt in kernel.statements:
@@ -180,8 +191,10 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
     name = simple_assignment(pid)[0]
     dependent = _dependent(kernel, name)
     for node in walk(kernel.node.body):
-        if isinstance(node, (cst.For, cst.While)):
-            return "has a loop"
+        if isinstance(node, cst.While):
+            return "has a while loop"
+        if isinstance(node, cst.For) and (trips := _lane_uniform(node, dependent)) is not None:
+            return trips
         if isinstance(node, cst.Call):
             op = tl_name(node.func)
             if op in REDUCTIONS or op in ("cumsum", "cumprod", "associative_scan", "sort", "dot"):
@@ -214,6 +227,9 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
     for call in (n for n in walk(kernel.node.body) if is_tl_call(n, "store", *EFFECTS)):
         if not (call.args and names(call.args[0].value) & dependent):
             return f"`{code(call)}` does not address through {name}"
+    widened = _carried_numbers(kernel, dependent)
+    if isinstance(widened, str):
+        return widened
     sites = sites_of(module, kernel.name)
     if len(sites) != 1:
         return launched(sites) if sites else None
@@ -227,7 +243,62 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
     if grid_statement is not None and grid_shared(module, site):
         return "the grid variable serves other launches"
     bounded = any(_bound_by(lanes, name, kernel, site, axes[0]) for _, lanes in guards)
-    return BlockPlan(kernel, site, pid, tuple(guards), grid, grid_statement, bounded)
+    return BlockPlan(kernel, site, pid, tuple(guards), widened, grid, grid_statement, bounded)
+
+
+def _lane_uniform(loop: cst.For, dependent: set[str]) -> str | None:
+    """Why a `for` loop cannot run on every lane at once, or None: it iterates a `range` (Python's,
+    `tl.range`, `tl.static_range`) whose bounds read nothing computed from the program id."""
+    iterated = loop.iter
+    if not (
+        isinstance(iterated, cst.Call)
+        and (code(iterated.func) == "range" or tl_name(iterated.func) in ("range", "static_range"))
+        and isinstance(loop.target, cst.Name)
+    ):
+        return f"loops over `{code(iterated)}`, not a range"
+    if names(iterated) & dependent:
+        return f"the trip count of `for {loop.target.value} in {code(iterated)}` differs between lanes"
+    return None
+
+
+def _carried_numbers(kernel: Kernel, dependent: set[str]) -> tuple[cst.Assign, ...] | str:
+    """The bindings outside loops of a name a loop re-binds and that differs between lanes, each of
+    a number (`acc = 0.0`, `best = -float("inf")`): they become blocks. A name a loop carries from a
+    value the lanes share that is not a number is a reason to decline."""
+    loops = [n for n in walk(kernel.node.body) if isinstance(n, cst.For)]
+    inside = {id(n) for loop in loops for n in walk(loop.body)}
+    carried = set()
+    for loop in loops:
+        for node in walk(loop.body):
+            if isinstance(node, (cst.Assign, cst.AugAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                carried |= {t.value for t in targets if isinstance(t, cst.Name)} & dependent
+    widened = []
+    for node in walk(kernel.node.body):
+        if not isinstance(node, cst.Assign) or id(node) in inside or len(node.targets) != 1:
+            continue
+        target = node.targets[0].target
+        if not (isinstance(target, cst.Name) and target.value in carried) or names(node.value) & dependent:
+            continue
+        if not _number(node.value):
+            return f"a loop carries `{target.value}` from `{code(node.value)}`, the same for every lane"
+        widened.append(node)
+    return tuple(widened)
+
+
+def _number(value: cst.BaseExpression) -> bool:
+    """A number literal, negated or not, or `float("inf")` / `float("-inf")`."""
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        value = value.expression
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return True
+    return (
+        isinstance(value, cst.Call)
+        and code(value.func) == "float"
+        and len(value.args) == 1
+        and isinstance(value.args[0].value, cst.SimpleString)
+        and value.args[0].value.evaluated_value.lower() in ("inf", "-inf", "+inf", "nan")
+    )
 
 
 def _lanewise_call(call: cst.Call, dependent: set[str]) -> bool:
@@ -239,7 +310,7 @@ def _lanewise_call(call: cst.Call, dependent: set[str]) -> bool:
         return True
     if func.rpartition(".")[2] in RANDOM and func.startswith(("tl.", "triton.language.")):
         return True
-    return func in ("min", "max", "abs", "int", "float") and not names(call) & dependent
+    return func in ("min", "max", "abs", "int", "float", "range") and not names(call) & dependent
 
 
 def _dependent(kernel: Kernel, pid: str) -> set[str]:
