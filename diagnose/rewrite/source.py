@@ -24,6 +24,7 @@ from typing import Iterator, Sequence
 import libcst as cst
 
 from diagnose import syntax
+from diagnose.blocks import Resolve
 from diagnose.jit import is_kernel_wrapper, is_triton_jit
 
 TL = ("tl", "triton.language", "tl.math", "triton.language.math")  # `tl.math.exp2` is `tl.exp2`
@@ -1016,6 +1017,32 @@ def cdiv_parts(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseEx
             if added and same(inner.right, expr.right):
                 return inner.left, expr.right
     return None
+
+
+def triton_language(tree: ast.Module) -> str:
+    """How the module spells triton.language: the name it imports it as (`tl` nearly always)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "triton.language":
+                    return alias.asname or "triton.language"
+        elif isinstance(node, ast.ImportFrom) and node.module == "triton" and not node.level:
+            for alias in node.names:
+                if alias.name == "language":
+                    return alias.asname or "language"
+    return "tl"
+
+
+def language_resolver(language: str) -> Resolve:
+    """Dotted names of call targets, the module's spelling of triton.language written out in full."""
+
+    def resolve(node: ast.AST) -> str | None:
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return None
+        name = ast.unparse(node)
+        return "triton.language" + name[len(language) :] if name.startswith(language + ".") else name
+
+    return resolve
 
 
 def module_names(module: cst.Module) -> set[str]:

@@ -1,10 +1,11 @@
 """The central rewrite table: every rewrite by its id, in the order a combined candidate applies them.
 
-Repairs come first (a kernel that does not compile, `constexpr-block-size`: every later candidate
-compiles it), then structural rewrites (they change what a kernel computes per program), then program
-order and grids, then the tunable launch values, so that the launch-config search compiles the final
-kernels. Nothing registers itself at import time. `CODE_REWRITES` is the reverse map from finding
-codes to the rewrites that answer them: the triage code table's `rewrites` ids should read from it.
+Repairs come first (a kernel that does not compile, `constexpr-block-size`, `elementwise-max`: every
+later candidate compiles it), then structural rewrites (they change what a kernel computes per
+program), then program order and grids, then the tunable launch values, so that the launch-config
+search compiles the final kernels. Nothing registers itself at import time. `CODE_REWRITES` is the
+reverse map from finding codes to the rewrites that answer them: the triage code table's `rewrites`
+ids should read from it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from diagnose.rewrite.codemods.block_per_program import BlockPerProgram
 from diagnose.rewrite.codemods.column_tiles import ColumnTiles
 from diagnose.rewrite.codemods.constexpr_block_size import ConstexprBlockSize
 from diagnose.rewrite.codemods.dot_input_precision import DotInputPrecision
+from diagnose.rewrite.codemods.elementwise_max import ElementwiseMax
 from diagnose.rewrite.codemods.fuse_elementwise import FuseElementwise
 from diagnose.rewrite.codemods.fuse_host_epilogue import FuseHostEpilogue
 from diagnose.rewrite.codemods.group_m_swizzle import GroupMSwizzle
@@ -43,6 +45,7 @@ REWRITES: dict[str, Rewrite] = {
     rewrite.id: rewrite
     for rewrite in (
         ConstexprBlockSize(),
+        ElementwiseMax(),
         SinglePassRow(),
         OnlineSoftmax(),
         FuseElementwise(),

@@ -35,4 +35,5 @@ REWRITE_IDS: dict[str, tuple[str, ...]] = {
     "TRI028": ("constexpr-block-size",),
     "TRI029": ("column-tiles",),
     "TRI030": ("fuse-host-epilogue",),
+    "TRI031": ("elementwise-max",),
 }

@@ -18,9 +18,11 @@ from diagnose.rewrite.source import (
     dotted,
     host_assignments,
     kernels,
+    language_resolver,
     launch_sites,
     pointer_params,
     simple_assignment,
+    triton_language,
 )
 
 # Host calls and tensor methods whose result is a tensor, not a number: never a compile-time value.
@@ -87,8 +89,8 @@ class ConstexprBlockSize(Rewrite):
         tree, _ = syntax.parse_any(ctx.source)
         known = kernels(ctx.module)
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in known}
-        language = _language(tree)
-        resolve = _resolver(language)
+        language = triton_language(tree)
+        resolve = language_resolver(language)
         passes = {name: _passes(fn, functions) for name, fn in functions.items()}
         needs = _needs_constant(functions, passes, resolve)
         sites = launch_sites(ctx.module, known)
@@ -137,32 +139,6 @@ class ConstexprBlockSize(Rewrite):
                     new = param.with_changes(annotation=annotation)
                     mapping[param] = new.with_changes(equal=spaced) if param.default is not None else new
         return replace(ctx.module, mapping).code
-
-
-def _language(tree: ast.Module) -> str:
-    """How the module spells triton.language: the name it imports it as (`tl` nearly always)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "triton.language":
-                    return alias.asname or "triton.language"
-        elif isinstance(node, ast.ImportFrom) and node.module == "triton" and not node.level:
-            for alias in node.names:
-                if alias.name == "language":
-                    return alias.asname or "language"
-    return "tl"
-
-
-def _resolver(language: str) -> Resolve:
-    """Dotted names of call targets, the module's spelling of triton.language written out in full."""
-
-    def resolve(node: ast.AST) -> str | None:
-        if not isinstance(node, (ast.Name, ast.Attribute)):
-            return None
-        name = ast.unparse(node)
-        return "triton.language" + name[len(language) :] if name.startswith(language + ".") else name
-
-    return resolve
 
 
 def _passes(fn: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> list[tuple[str, str, str]]:
