@@ -23,7 +23,7 @@ REWRITE_IDS: dict[str, tuple[str, ...]] = {
     "TRI005": ("wgmma-tiles", "attention-tiles", "add-autotune"),
     "TRI006": ("wgmma-tiles", "attention-tiles", "add-autotune"),
     "TRI007": ("single-pass-row", "online-softmax"),
-    "TRI008": ("block-loop-sum",),
+    "TRI008": ("block-loop-sum", "block-per-program"),
     "TRI011": ("fuse-elementwise",),
     "TRI018": ("retune-launch",),
     "TRI019": ("group-m-swizzle",),

@@ -54,6 +54,21 @@ def test_propose_triages_itself_and_reads_ir_evidence(tmp_path):
     assert all("vectorization-hints" not in c.made_by for c in without), "no IR evidence, no hints"
 
 
+def test_a_scalar_loop_per_element_gets_both_of_its_answers(tmp_path):
+    """TRI008 on a depthwise window, one output per program: block-loop-sum loads the nine taps as a
+    block, block-per-program runs 1024 outputs' loops side by side; each is its own candidate (the
+    first one's tl.sum leaves the second nothing to do, so they do not chain)."""
+    path = tmp_path / "depthwise.py"
+    shutil.copy(FIXTURES / "block-loop-sum" / "before_window.py", path)
+    findings = findings_of(path)
+    assert any(f["code"] == "TRI008" for f in findings)
+    candidates = propose(str(path), findings, [], "cuda:sm90", search_configs=False, estimate=False)
+    made = {c.made_by for c in candidates}
+    assert ("block-loop-sum",) in made and ("block-per-program",) in made
+    per_program = next(c for c in candidates if c.made_by == ("block-per-program",))
+    assert any(a.startswith("TRI008@") for a in per_program.answers)
+
+
 def test_unsafe_rewrites_stay_alone_and_labelled(tmp_path):
     path = tmp_path / "before.py"
     shutil.copy(FIXTURES / "dot-input-precision" / "before.py", path)

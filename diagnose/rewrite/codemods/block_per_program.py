@@ -98,7 +98,10 @@ class BlockPerProgram(Rewrite):
     out of every access.
 
     ## Answers
-    TRI025 (scalar-kernel-without-block).
+    TRI025 (scalar-kernel-without-block); TRI008 (scalar-loop-reduction) where each program's loop
+    reduces for one element (a GEMV row, a pooling window, a convolution's taps): block-loop-sum loads
+    that loop's scalars as a block, this runs 1024 such loops side by side (where the loop is short,
+    nine taps of a 3x3 window, the program count is the cost block-loop-sum leaves).
 
     ## References
     Triton tutorial 01-vector-add.
@@ -106,7 +109,7 @@ class BlockPerProgram(Rewrite):
 
     id = "block-per-program"
     title = "A block of elements per program for a kernel that moves one"
-    codes = ("TRI025",)
+    codes = ("TRI025", "TRI008")
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
         return Precondition.first_kernel(
