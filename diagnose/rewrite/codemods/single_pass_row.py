@@ -93,16 +93,17 @@ class SinglePassRow(Rewrite):
     codes = ("TRI007", "ASC014")
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
-        found = kernels(ctx.module)
-        if "triton" not in module_names(ctx.module):
-            return Precondition.no("the module does not import triton (needed for next_power_of_2)")
-        return Precondition.first_kernel(
-            found.values(),
+        found = Precondition.first_kernel(
+            kernels(ctx.module).values(),
             lambda k: _plan(ctx, k),
             RowPlan,
             lambda p: f"{len(p.loops)} passes over range(0, {p.bound}, {p.block})",
             "no kernel loops twice over the same row range",
         )
+        # After the kernels are read: a module with no two-pass kernel is told that, not this.
+        if found.holds and "triton" not in module_names(ctx.module):
+            return Precondition.no("the module does not import triton (needed for next_power_of_2)")
+        return found
 
     def transform(self, ctx: RewriteContext, plan: RowPlan) -> str:
         module = ctx.module
