@@ -242,6 +242,10 @@ def with_params(node: cst.FunctionDef, *params: str) -> cst.FunctionDef:
     its own, the trailing comma kept."""
     old = list(node.params.params)
     needs_default = any(p.default is not None for p in old)
+    closing = None  # what followed the last parameter before `)` (a line break there): it follows the new last one
+    if old and not isinstance(old[-1].comma, cst.Comma):
+        closing = old[-1].whitespace_after_param
+        old[-1] = old[-1].with_changes(whitespace_after_param=cst.SimpleWhitespace(""))
     new = []
     for text in params:
         name, _, annotation = (part.strip() for part in text.partition(":"))
@@ -254,6 +258,8 @@ def with_params(node: cst.FunctionDef, *params: str) -> cst.FunctionDef:
                 default=cst.Integer("1"), equal=cst.AssignEqual(whitespace_before=space, whitespace_after=space)
             )
         new.append(param)
+    if closing is not None and new:
+        new[-1] = new[-1].with_changes(whitespace_after_param=closing)
     trailing = old[-1].comma if old and isinstance(old[-1].comma, cst.Comma) else None
     between = old[-2].comma if len(old) > 1 else None
     if (

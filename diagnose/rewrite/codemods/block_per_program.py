@@ -82,7 +82,8 @@ class BlockPerProgram(Rewrite):
     guards reads `pid` or anything computed from it (a branch on parameters stays); no call of a
     function other than `tl` ones, casts, `tl.random`'s counter-based generators and builtins on values
     the same for every lane (`range` among them); every store and atomic addresses through `pid`. The
-    kernel has one launch, on a literal 1-element grid or a grid variable no other launch uses.
+    kernel has one launch, on a literal 1-element grid (or a `lambda meta: (n,)` that does not read
+    `meta`) or a grid variable no other launch uses.
 
     ## Why it is faster
     A program is a thread block: moving one element it keeps one lane of 128 busy, issues one 32-bit
@@ -155,8 +156,11 @@ class BlockPerProgram(Rewrite):
                 body.append(replace(stmt, edits))
         params = [f"{block}: tl.constexpr"] if plan.bounded else [extent, f"{block}: tl.constexpr"]
         new_kernel = with_params(kernel.node, *params).with_changes(body=kernel.node.body.with_changes(body=body))
-        axis = code(grid_elements(plan.grid)[0])
+        literal = _grid_tuple(plan.grid)
+        axis = code(grid_elements(literal)[0])
         new_grid = cst.parse_expression(f"(triton.cdiv({axis}, {BLOCK}),)")
+        if literal is not plan.grid:  # `lambda meta: (n,)`: the lambda stays, its tuple changes
+            new_grid = plan.grid.with_changes(body=new_grid)
         call = plan.site.call
         if not plan.bounded:
             call = set_keyword(call, extent, cst.parse_expression(axis))
@@ -240,13 +244,21 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
     if "triton" not in module_names(module):
         return "the module does not import triton (the grid needs triton.cdiv)"
     grid, grid_statement = resolve_grid(site)
-    axes = grid_elements(grid)
+    axes = grid_elements(_grid_tuple(grid))
     if axes is None or len(axes) != 1:
         return "the grid is not a 1-element tuple"
     if grid_statement is not None and grid_shared(module, site):
         return "the grid variable serves other launches"
     bounded = any(_bound_by(lanes, name, kernel, site, axes[0]) for _, lanes in guards)
     return BlockPlan(kernel, site, pid, tuple(guards), widened, grid, grid_statement, bounded)
+
+
+def _grid_tuple(grid: cst.BaseExpression) -> cst.BaseExpression:
+    """The tuple a grid is: itself, or the body of a `lambda meta: (n,)` that does not read `meta`
+    (first versions write the tutorial's callable grid with a fixed count)."""
+    if isinstance(grid, cst.Lambda) and not names(grid.body) & {p.name.value for p in grid.params.params}:
+        return grid.body
+    return grid
 
 
 def _lane_uniform(loop: cst.For, dependent: set[str]) -> str | None:
