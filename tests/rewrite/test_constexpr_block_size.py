@@ -6,14 +6,13 @@ originals fail on both ("arange's arguments must be of type tl.constexpr")."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from diagnose.rewrite.rewrite import NotApplicable, RewriteContext
 from diagnose.rewrite.table import REWRITES
-from tests.rewrite.conftest import check_options
 from tests.rewrite.goldens import FIXTURES, real_code_pairs
+from tests.rewrite.repairs import sm90_errors, verdict_against_pytorch
 
 FOLDER = FIXTURES / "constexpr-block-size"
 REWRITE = REWRITES["constexpr-block-size"]
@@ -134,29 +133,6 @@ def test_it_annotates_what_tri028_reports(name):
 # The kernel modules' rewritten forms, checked against PyTorch on the interpreter: their originals cannot
 # be the reference (the interpreter rejects a plain parameter in `tl.arange` too), so each style runs in
 # a task file whose `Model` is PyTorch and whose `ModelNew` calls the module.
-TASK = """import torch
-import torch.nn as nn
-
-from {style}_ops import *  # noqa: F403
-
-
-class Model(nn.Module):
-    def forward(self, *args):
-        return {reference}
-
-
-class ModelNew(nn.Module):
-    def forward(self, *args):
-        return {candidate}
-
-
-def get_inputs():
-    return [{inputs}]
-
-
-def get_init_inputs():
-    return []
-"""
 AGAINST_PYTORCH = {
     "module": ("args[0] + 0.5 * args[1]", "scaled_add(*args, 0.5)", "torch.randn(3000), torch.randn(3000)"),
     "autograd": (
@@ -176,14 +152,7 @@ def test_every_style_is_checked_against_pytorch():
 @pytest.mark.slow
 @pytest.mark.parametrize(("style", "version"), [(s, v) for s in sorted(AGAINST_PYTORCH) for v in ("before", "after")])
 def test_the_rewritten_module_runs_on_the_interpreter_and_the_original_does_not(tmp_path, style, version):
-    from diagnose.task import load_task
-    from diagnose.verify.harness import verify
-
-    shutil.copy(FOLDER / f"{version}_{style}.py", tmp_path / f"{style}_ops.py")
-    reference, candidate, inputs = AGAINST_PYTORCH[style]
-    task_file = tmp_path / "task.py"
-    task_file.write_text(TASK.format(style=style, reference=reference, candidate=candidate, inputs=inputs))
-    verdict = verify(load_task(task_file), check_options(task_file))
+    verdict = verdict_against_pytorch(FOLDER, tmp_path, style, version, AGAINST_PYTORCH[style])
     if version == "after":
         assert verdict.passed, verdict.failure or verdict.cases
     else:
@@ -195,21 +164,6 @@ def test_the_rewritten_module_runs_on_the_interpreter_and_the_original_does_not(
 def test_the_rewritten_kernels_compile_for_sm90_where_the_originals_do_not(tmp_path, cli, style):
     """Compiled offline for cuda:sm90 (`diagnose inspect`) at the fixture's call: the original fails on the
     constexpr, the rewritten one compiles."""
-    calls = json.loads((FOLDER / "calls.json").read_text())
-    errors = {}
-    for version in ("before", "after"):
-        name = f"{version}.py" if style == "task" else f"{version}_{style}.py"
-        target = tmp_path / version / (f"{style}_ops.py" if style != "task" else "task.py")
-        target.parent.mkdir()
-        shutil.copy(FOLDER / name, target)
-        args = ["inspect", str(target), "--json", "--target", "cuda:sm90"]
-        done = cli(
-            *args,
-            *(["--call", calls[style]] if style != "task" else []),
-            env={"DIAGNOSE_CACHE_DIR": str(tmp_path / "cache")},
-        )
-        assert done.stdout.startswith("{"), done.stderr[-2000:]  # a kernel that fails to compile exits 1
-        errors[version] = [str(k.get("error")) for k in json.loads(done.stdout)["kernels"] if k.get("error")]
-        assert (done.returncode == 0) == (not errors[version]), done.stderr[-2000:]
+    errors = sm90_errors(FOLDER, tmp_path, cli, style)
     assert errors["before"] and all("must be of type tl.constexpr" in e for e in errors["before"]), errors["before"]
     assert errors["after"] == []
