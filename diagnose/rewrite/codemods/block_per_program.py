@@ -28,6 +28,7 @@ from diagnose.rewrite.source import (
     code,
     grid_elements,
     grid_shared,
+    is_number,
     is_program_call,
     is_tl_call,
     kernels,
@@ -295,25 +296,10 @@ def _carried_numbers(kernel: Kernel, dependent: set[str]) -> tuple[cst.Assign, .
         target = node.targets[0].target
         if not (isinstance(target, cst.Name) and target.value in carried) or names(node.value) & dependent:
             continue
-        if not _number(node.value):
+        if not is_number(node.value):
             return f"a loop carries `{target.value}` from `{code(node.value)}`, the same for every lane"
         widened.append(node)
     return tuple(widened)
-
-
-def _number(value: cst.BaseExpression) -> bool:
-    """A number literal, negated or not, or `float("inf")` / `float("-inf")`."""
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        value = value.expression
-    if isinstance(value, (cst.Integer, cst.Float)):
-        return True
-    return (
-        isinstance(value, cst.Call)
-        and code(value.func) == "float"
-        and len(value.args) == 1
-        and isinstance(value.args[0].value, cst.SimpleString)
-        and value.args[0].value.evaluated_value.lower() in ("inf", "-inf", "+inf", "nan")
-    )
 
 
 def _lanewise_call(call: cst.Call, dependent: set[str]) -> bool:
