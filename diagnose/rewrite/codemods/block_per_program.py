@@ -54,7 +54,8 @@ RANDOM = ("rand", "randn", "randint", "randint4x", "rand4x")
 class BlockPlan:
     kernel: Kernel
     site: LaunchSite
-    pid: cst.SimpleStatementLine  # `pid = tl.program_id(0)`
+    pid: cst.SimpleStatementLine  # `pid = tl.program_id(axis)`, the grid's last axis
+    axis: int
     guards: tuple[tuple[cst.BaseStatement, str], ...]  # (`if pid < n:` or `if pid >= n: return`, its lanes)
     widened: tuple[cst.Assign, ...]  # `acc = 0.0` before a loop that makes `acc` differ between lanes
     grid: cst.BaseExpression
@@ -70,11 +71,14 @@ class BlockPerProgram(Rewrite):
     `tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)`, a `mask` of the lanes that existed
     before (the guard's condition, else `pid < n_programs` with the old grid's extent passed in) is
     and-ed into every load, store and atomic whose address reads `pid`, the guard goes, and the grid
-    `(n,)` becomes `(triton.cdiv(n, 1024),)` with `BLOCK_SIZE=1024` at the launch.
+    `(n,)` becomes `(triton.cdiv(n, 1024),)` with `BLOCK_SIZE=1024` at the launch. On a grid of two or
+    three axes (a CUDA kernel's 2-D thread grid, `row = tl.program_id(0)`, `col = tl.program_id(1)`)
+    the last axis takes the block: `(M, N)` becomes `(M, triton.cdiv(N, 1024))`, neighbouring columns
+    on neighbouring lanes; the other program ids stay what they were, the same for every lane.
 
     ## When it is valid
-    Lanes compute independently what programs computed: the kernel reads `tl.program_id(0)` once, at
-    its top level, and never `tl.num_programs(0)`; it builds no block (no `tl.arange`, `tl.zeros`,
+    Lanes compute independently what programs computed: the kernel reads the program id of the grid's
+    last axis once, at its top level, and never `tl.num_programs`; it builds no block (no `tl.arange`, `tl.zeros`,
     block pointer); its loops are `for` loops over a `range` the same for every lane (`for k in
     range(K)`, not `range(start, end)` with `start` loaded through `pid`), each lane running the loop
     its program ran, and a value they carry that starts as a number (`acc = 0.0`) starts as a block
@@ -83,8 +87,8 @@ class BlockPerProgram(Rewrite):
     guards reads `pid` or anything computed from it (a branch on parameters stays); no call of a
     function other than `tl` ones, casts, `tl.random`'s counter-based generators and builtins on values
     the same for every lane (`range` among them); every store and atomic addresses through `pid`. The
-    kernel has one launch, on a literal 1-element grid (or a `lambda meta: (n,)` that does not read
-    `meta`) or a grid variable no other launch uses.
+    kernel has one launch, on a literal grid with as many axes as it reads program ids (or a `lambda
+    meta: (n,)` that does not read `meta`) or a grid variable no other launch uses.
 
     ## Why it is faster
     A program is a thread block: moving one element it keeps one lane of 128 busy, issues one 32-bit
@@ -146,7 +150,7 @@ class BlockPerProgram(Rewrite):
         guards = {id(g): g for g, _ in plan.guards}
         for stmt in kernel.statements:
             if stmt is plan.pid:
-                first = f"tl.program_id(0) * {block} + tl.arange(0, {block})"
+                first = f"tl.program_id({plan.axis}) * {block} + tl.arange(0, {block})"
                 body.append(statement(f"{pid} = {first}\n").with_changes(leading_lines=stmt.leading_lines))
                 body.append(statement(f"{mask} = {lanes}\n"))
             elif id(stmt) in guards:
@@ -158,8 +162,10 @@ class BlockPerProgram(Rewrite):
         params = [f"{block}: tl.constexpr"] if plan.bounded else [extent, f"{block}: tl.constexpr"]
         new_kernel = with_params(kernel.node, *params).with_changes(body=kernel.node.body.with_changes(body=body))
         literal = _grid_tuple(plan.grid)
-        axis = code(grid_elements(literal)[0])
-        new_grid = cst.parse_expression(f"(triton.cdiv({axis}, {BLOCK}),)")
+        extents = [code(e) for e in grid_elements(literal)]
+        axis = extents[plan.axis]
+        extents[plan.axis] = f"triton.cdiv({axis}, {BLOCK})"
+        new_grid = cst.parse_expression(f"({', '.join(extents)}{',' * (len(extents) == 1)})")
         if literal is not plan.grid:  # `lambda meta: (n,)`: the lambda stays, its tuple changes
             new_grid = plan.grid.with_changes(body=new_grid)
         call = plan.site.call
@@ -178,20 +184,21 @@ class BlockPerProgram(Rewrite):
 def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
     if calls(kernel.node.body, *BLOCKY):
         return None  # it builds blocks already
-    ids = program_calls(kernel.node.body, "program_id")
-    axis0 = [c for c in ids if is_program_call(c, "program_id") and axis_of(c) == 0]
-    if not axis0:
+    ids = [c for c in program_calls(kernel.node.body, "program_id") if is_program_call(c, "program_id")]
+    if not ids or any(axis_of(c) is None for c in ids):
         return None
+    axis = max(axis_of(c) for c in ids)  # the grid's last axis: neighbouring programs, neighbouring lanes
+    on_axis = [c for c in ids if axis_of(c) == axis]
     pid = next(
         (
             s
             for s in kernel.statements
-            if (v := simple_assignment(s)[1]) is not None and is_program_call(v, "program_id") and axis_of(v) == 0
+            if (v := simple_assignment(s)[1]) is not None and is_program_call(v, "program_id") and axis_of(v) == axis
         ),
         None,
     )
-    if pid is None or len(axis0) != 1:
-        return "reads tl.program_id(0) other than once, at its top level"
+    if pid is None or len(on_axis) != 1:
+        return f"reads tl.program_id({axis}) other than once, at its top level"
     if program_calls(kernel.node.body, "num_programs"):
         return "reads tl.num_programs"
     if kernel.autotuned:
@@ -232,7 +239,10 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
                 return f"branches on `{code(node.test)}`, which differs between lanes"
             if isinstance(node, cst.Return):
                 return "returns early other than by a guard on its program id"
-    for call in (n for n in walk(kernel.node.body) if is_tl_call(n, "store", *EFFECTS)):
+    stores = [n for n in walk(kernel.node.body) if is_tl_call(n, "store", *EFFECTS)]
+    if not stores:
+        return None  # it writes nothing: no element to move
+    for call in stores:
         if not (call.args and names(call.args[0].value) & dependent):
             return f"`{code(call)}` does not address through {name}"
     widened = _carried_numbers(kernel, dependent)
@@ -246,12 +256,12 @@ def _plan(module: cst.Module, kernel: Kernel) -> BlockPlan | str | None:
         return "the module does not import triton (the grid needs triton.cdiv)"
     grid, grid_statement = resolve_grid(site)
     axes = grid_elements(_grid_tuple(grid))
-    if axes is None or len(axes) != 1:
-        return "the grid is not a 1-element tuple"
+    if axes is None or len(axes) != axis + 1:
+        return f"the grid is not a {axis + 1}-element tuple"
     if grid_statement is not None and grid_shared(module, site):
         return "the grid variable serves other launches"
-    bounded = any(_bound_by(lanes, name, kernel, site, axes[0]) for _, lanes in guards)
-    return BlockPlan(kernel, site, pid, tuple(guards), widened, grid, grid_statement, bounded)
+    bounded = any(_bound_by(lanes, name, kernel, site, axes[axis]) for _, lanes in guards)
+    return BlockPlan(kernel, site, pid, axis, tuple(guards), widened, grid, grid_statement, bounded)
 
 
 def _grid_tuple(grid: cst.BaseExpression) -> cst.BaseExpression:
