@@ -1,9 +1,9 @@
 """The central rewrite table: every rewrite by its id, in the order a combined candidate applies them.
 
-Repairs come first (a kernel that does not compile, `constexpr-block-size`, `elementwise-max`: every
-later candidate compiles it), then structural rewrites (they change what a kernel computes per
-program), then program order and grids, then the tunable launch values, so that the launch-config
-search compiles the final kernels. Nothing registers itself at import time. `CODE_REWRITES` is the
+Repairs come first (a kernel that does not compile, `constexpr-block-size`, `elementwise-max`,
+`pointer-subscript`: every later candidate compiles it), then structural rewrites (they change what a
+kernel computes per program), then program order and grids, then the tunable launch values, so that
+the launch-config search compiles the final kernels. Nothing registers itself at import time. `CODE_REWRITES` is the
 reverse map from finding codes to the rewrites that answer them: the triage code table's `rewrites`
 ids should read from it.
 """
@@ -28,6 +28,7 @@ from diagnose.rewrite.codemods.launch_options import LaunchOptions
 from diagnose.rewrite.codemods.load_other import LoadOther
 from diagnose.rewrite.codemods.online_softmax import OnlineSoftmax
 from diagnose.rewrite.codemods.persistent_grid import PersistentGrid
+from diagnose.rewrite.codemods.pointer_subscript import PointerSubscript
 from diagnose.rewrite.codemods.prefetch_next_row import PrefetchNextRow
 from diagnose.rewrite.codemods.programs_per_sm import ProgramsPerSm
 from diagnose.rewrite.codemods.retune_launch import RetuneLaunch
@@ -46,6 +47,7 @@ REWRITES: dict[str, Rewrite] = {
     for rewrite in (
         ConstexprBlockSize(),
         ElementwiseMax(),
+        PointerSubscript(),
         SinglePassRow(),
         OnlineSoftmax(),
         FuseElementwise(),

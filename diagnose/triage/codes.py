@@ -40,6 +40,7 @@ from diagnose.triage.rules.multi_pass_row_reload import MultiPassRowReload
 from diagnose.triage.rules.multiple_of_on_raw_argument import MultipleOfOnRawArgument
 from diagnose.triage.rules.non_power_of_two_arange import NonPowerOfTwoArange
 from diagnose.triage.rules.per_iteration_reduction import PerIterationReduction
+from diagnose.triage.rules.pointer_subscript import PointerSubscript
 from diagnose.triage.rules.reduction_as_elementwise import ReductionAsElementwise
 from diagnose.triage.rules.runtime_stride_on_contiguous_axis import RuntimeStrideOnContiguousAxis
 from diagnose.triage.rules.scalar_kernel_without_block import ScalarKernelWithoutBlock
@@ -90,6 +91,7 @@ RULES: dict[str, type[Rule]] = {
     "TRI029": StridedReductionAxis,
     "TRI030": HostEpilogueAfterLaunch,
     "TRI031": ReductionAsElementwise,
+    "TRI032": PointerSubscript,
     "ASC001": GridOver65535,
     "ASC002": GridExceedsCoreCount,
     "ASC003": UbOverflow,

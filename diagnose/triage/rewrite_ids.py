@@ -36,4 +36,5 @@ REWRITE_IDS: dict[str, tuple[str, ...]] = {
     "TRI029": ("column-tiles",),
     "TRI030": ("fuse-host-epilogue",),
     "TRI031": ("elementwise-max",),
+    "TRI032": ("pointer-subscript",),
 }

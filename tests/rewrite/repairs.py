@@ -1,6 +1,6 @@
-"""Checks shared by the repairs' tests (constexpr-block-size, elementwise-max): their originals run nowhere
-(they do not compile, and the interpreter rejects them too), so a rewritten module is checked against
-PyTorch on the interpreter, and both versions are compiled offline for cuda:sm90."""
+"""Checks shared by the repairs' tests (constexpr-block-size, elementwise-max, pointer-subscript): their
+originals run nowhere (they do not compile, and the interpreter rejects them too), so a rewritten module
+is checked against PyTorch on the interpreter, and both versions are compiled offline for cuda:sm90."""
 
 from __future__ import annotations
 
