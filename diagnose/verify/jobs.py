@@ -28,6 +28,7 @@ A candidate's inputs after the call travel only when the call changed one.
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from pathlib import Path
 
@@ -96,9 +97,10 @@ def reference_job(payload: dict) -> dict:
     groups = select_groups(names, device, payload.get("groups"))
     init_inputs = list(module.get_init_inputs())
     model = build_model(module.Model, init_inputs, device)
-    launches = instrument.LaunchLog()
-    instrument.watch_launches(launches)  # a reference that launches Triton kernels gets no float64 oracle
-    exact = Exact(oracle.float64_model(model), launches)
+    launches, watched = instrument.LaunchLog(), "triton" in sys.modules
+    if watched:  # a reference that launches Triton kernels gets no float64 oracle
+        instrument.watch_launches(launches)
+    exact = Exact(oracle.float64_model(model), launches, watched)
     tensors.save(init_inputs, job / INIT_INPUTS)
     tensors.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, job / STATE)
     plan = [(g, s, "check") for g in groups for s in payload["seeds"]]
@@ -160,15 +162,17 @@ def drawn_case(module, payload: dict, case: dict, job: Path) -> tuple[list, list
 
 class Exact:
     """The reference's float64 copy (`diagnose.verify.oracle`), and the reference's launches: the oracle
-    runs only while the reference has launched no Triton kernel, and only where the reference's own
+    runs only while the reference has launched no Triton kernel (counted where the task file imported
+    triton; one that imports it only once it runs is not told apart and gets no oracle: importing
+    triton to watch a torch-only reference cost 0.3 s of every reference job), and only where its own
     forward took at most `oracle.BUDGET_S` (`note` says why not, once). A group whose first case's
     reference was within tolerance of its oracle gets none on its other cases (other seeds, the
     re-check, its sizes made odd and larger): the float64 forward costs more than the reference's
     (3-D convolutions on the CPU: 3-4x), and the same function at other values and nearby sizes is
     as exact."""
 
-    def __init__(self, model, launches: instrument.LaunchLog) -> None:
-        self.model, self.launches = model, launches
+    def __init__(self, model, launches: instrument.LaunchLog, watched: bool = True) -> None:
+        self.model, self.launches, self.watched = model, launches, watched
         self.note: str | None = None
         self.exact_enough: set[str] = set()  # groups whose first case needed no oracle
 
@@ -178,7 +182,7 @@ class Exact:
         if self.model is not None and seconds > oracle.BUDGET_S:
             self.model = None
             self.note = f"no float64 oracle: the reference's forward took {seconds:.1f} s, over {oracle.BUDGET_S:g} s"
-        if self.launches.total():
+        if self.launches.total() or (not self.watched and "triton" in sys.modules):
             self.model = None  # its memory back: a reference that launches kernels has no oracle
         if self.model is None or group in self.exact_enough:
             return []

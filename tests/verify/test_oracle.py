@@ -73,3 +73,13 @@ def test_a_group_exact_enough_on_its_first_case_runs_no_oracle_on_its_others():
     exact.model = oracle.float64_model(CancellingSum())  # were the reference off now, the group is settled
     assert exact.oracles("plain", [x], [CancellingSum()(x)], "cpu", 0.01) == []
     assert exact.oracles("other", [x], [CancellingSum()(x)], "cpu", 0.01) != []
+
+
+def test_a_reference_that_imported_triton_only_once_it_ran_gets_no_oracle():
+    # Unwatched (the task file did not import triton): triton in sys.modules now means the forward may
+    # have launched kernels nobody counted.
+    import triton  # noqa: F401 - as a forward that imports it would
+
+    inputs, outputs = case()
+    exact = Exact(oracle.float64_model(CancellingSum()), instrument.LaunchLog(), watched=False)
+    assert exact.oracles("g", inputs, outputs, "cpu", 0.01) == []
