@@ -100,7 +100,7 @@ def reference_job(payload: dict) -> dict:
     launches, watched = instrument.LaunchLog(), "triton" in sys.modules
     if watched:  # a reference that launches Triton kernels gets no float64 oracle
         instrument.watch_launches(launches)
-    exact = Exact(oracle.float64_model(model), launches, watched)
+    exact = Exact(model, launches, watched)
     tensors.save(init_inputs, job / INIT_INPUTS)
     tensors.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, job / STATE)
     plan = [(g, s, "check") for g in groups for s in payload["seeds"]]
@@ -161,7 +161,7 @@ def drawn_case(module, payload: dict, case: dict, job: Path) -> tuple[list, list
 
 
 class Exact:
-    """The reference's float64 copy (`diagnose.verify.oracle`), and the reference's launches: the oracle
+    """The reference, its float64 copy (`diagnose.verify.oracle`) and its launches: the oracle
     runs only while the reference has launched no Triton kernel (counted where the task file imported
     triton; one that imports it only once it runs is not told apart and gets no oracle: importing
     triton to watch a torch-only reference cost 0.3 s of every reference job), and only where its own
@@ -171,21 +171,27 @@ class Exact:
     (3-D convolutions on the CPU: 3-4x), and the same function at other values and nearby sizes is
     as exact."""
 
-    def __init__(self, model, launches: instrument.LaunchLog, watched: bool = True) -> None:
-        self.model, self.launches, self.watched = model, launches, watched
+    def __init__(self, reference, launches: instrument.LaunchLog, watched: bool = True) -> None:
+        self.reference, self.launches, self.watched = reference, launches, watched
+        self.model = None  # the float64 copy, made when a case first needs it (not for a Triton reference)
         self.note: str | None = None
         self.exact_enough: set[str] = set()  # groups whose first case needed no oracle
 
     def oracles(self, group: str, pristine: list, outputs: list, device: str, seconds: float) -> list:
         """Per output, its oracle as a dict (`Oracle.as_dict`) or None; [] where there is no oracle.
         `seconds`: what the reference's forward took on this case."""
-        if self.model is not None and seconds > oracle.BUDGET_S:
-            self.model = None
+        if self.reference is not None and seconds > oracle.BUDGET_S:
+            self.reference = self.model = None
             self.note = f"no float64 oracle: the reference's forward took {seconds:.1f} s, over {oracle.BUDGET_S:g} s"
         if self.launches.total() or (not self.watched and "triton" in sys.modules):
-            self.model = None  # its memory back: a reference that launches kernels has no oracle
-        if self.model is None or group in self.exact_enough:
+            self.reference = self.model = None  # a reference that launches kernels has no oracle
+        if self.reference is None or group in self.exact_enough:
             return []
+        if self.model is None:
+            self.model = oracle.float64_model(self.reference)
+            if self.model is None:
+                self.reference = None
+                return []
         import torch  # deferred: torch is heavy
 
         # Its own random state: a forward that draws (dropout) leaves the next case's draw as it was.
@@ -195,7 +201,7 @@ class Exact:
                 inputs = tensors.to_device(oracle.float64_inputs(pristine), torch_device(device))
                 exact = run_forward(self.model, inputs, device)
         except Exception:  # noqa: BLE001 - a model that does not run in float64 (or out of memory there) has none
-            self.model = None
+            self.reference = self.model = None
             if device == "cuda":
                 torch.cuda.empty_cache()
             return []

@@ -72,3 +72,19 @@ def sm90_errors(folder: Path, work: Path, cli, style: str) -> dict[str, list[str
         errors[version] = [str(k.get("error")) for k in json.loads(done.stdout)["kernels"] if k.get("error")]
         assert (done.returncode == 0) == (not errors[version]), done.stderr[-2000:]
     return errors
+
+
+def assert_only_the_repaired_module_runs(folder: Path, work: Path, style: str, version: str, spec, error: str):
+    """The `after` module matches PyTorch on the interpreter; the `before` one fails there with `error`."""
+    verdict = verdict_against_pytorch(folder, work, style, version, spec)
+    if version == "after":
+        assert verdict.passed, verdict.failure or verdict.cases
+    else:
+        assert not verdict.passed and error in verdict.failure.message, verdict.failure
+
+
+def assert_only_the_repaired_module_compiles(folder: Path, work: Path, cli, style: str, error: str):
+    """Offline for cuda:sm90, every kernel of `before` fails with `error` and every one of `after` compiles."""
+    errors = sm90_errors(folder, work, cli, style)
+    assert errors["before"] and all(error in e for e in errors["before"]), errors["before"]
+    assert errors["after"] == []

@@ -12,7 +12,7 @@ import pytest
 from diagnose.rewrite.rewrite import NotApplicable, RewriteContext
 from diagnose.rewrite.table import REWRITES
 from tests.rewrite.goldens import FIXTURES, real_code_pairs
-from tests.rewrite.repairs import sm90_errors, verdict_against_pytorch
+from tests.rewrite.repairs import assert_only_the_repaired_module_compiles, assert_only_the_repaired_module_runs
 
 FOLDER = FIXTURES / "pointer-subscript"
 REWRITE = REWRITES["pointer-subscript"]
@@ -174,11 +174,9 @@ def test_every_style_is_checked_against_pytorch():
 @pytest.mark.slow
 @pytest.mark.parametrize(("style", "version"), [(s, v) for s in sorted(AGAINST_PYTORCH) for v in ("before", "after")])
 def test_the_rewritten_module_runs_on_the_interpreter_and_the_original_does_not(tmp_path, style, version):
-    verdict = verdict_against_pytorch(FOLDER, tmp_path, style, version, AGAINST_PYTORCH[style])
-    if version == "after":
-        assert verdict.passed, verdict.failure or verdict.cases
-    else:
-        assert not verdict.passed and INTERPRETER_ERRORS[style] in verdict.failure.message, verdict.failure
+    assert_only_the_repaired_module_runs(
+        FOLDER, tmp_path, style, version, AGAINST_PYTORCH[style], INTERPRETER_ERRORS[style]
+    )
 
 
 @pytest.mark.slow
@@ -186,6 +184,4 @@ def test_the_rewritten_module_runs_on_the_interpreter_and_the_original_does_not(
 def test_the_rewritten_kernels_compile_for_sm90_where_the_originals_do_not(tmp_path, cli, style):
     """Compiled offline for cuda:sm90 (`diagnose inspect`) at the fixture's call: the original fails on the
     subscript, the rewritten one compiles."""
-    errors = sm90_errors(FOLDER, tmp_path, cli, style)
-    assert errors["before"] and all("CompilationError" in e for e in errors["before"]), errors["before"]
-    assert errors["after"] == []
+    assert_only_the_repaired_module_compiles(FOLDER, tmp_path, cli, style, "CompilationError")

@@ -21,16 +21,14 @@ def case():
 
 def test_a_torch_reference_off_the_truth_gets_its_oracle():
     inputs, outputs = case()
-    (found,) = Exact(oracle.float64_model(CancellingSum()), instrument.LaunchLog()).oracles(
-        "g", inputs, outputs, "cpu", 0.01
-    )
+    (found,) = Exact(CancellingSum(), instrument.LaunchLog()).oracles("g", inputs, outputs, "cpu", 0.01)
     assert found["off"] > 0 and found["values"].dtype == torch.float32
     assert torch.allclose(found["values"].double(), inputs[0].double().sum(-1), atol=1e-3)
 
 
 def test_a_slow_forward_gets_no_oracle_and_says_so():
     inputs, outputs = case()
-    exact = Exact(oracle.float64_model(CancellingSum()), instrument.LaunchLog())
+    exact = Exact(CancellingSum(), instrument.LaunchLog())
     assert exact.oracles("g", inputs, outputs, "cpu", oracle.BUDGET_S + 1) == []
     assert "took" in exact.note and exact.model is None  # its memory given back; later cases get none either
     assert exact.oracles("g", inputs, outputs, "cpu", 0.01) == []
@@ -39,7 +37,7 @@ def test_a_slow_forward_gets_no_oracle_and_says_so():
 def test_a_reference_that_launched_triton_kernels_gets_no_oracle():
     inputs, outputs = case()
     launches = instrument.LaunchLog(launches={"row_sum_kernel": 1})
-    assert Exact(oracle.float64_model(CancellingSum()), launches).oracles("g", inputs, outputs, "cpu", 0.01) == []
+    assert Exact(CancellingSum(), launches).oracles("g", inputs, outputs, "cpu", 0.01) == []
 
 
 def test_a_model_that_fails_in_float64_gets_no_oracle():
@@ -50,7 +48,7 @@ def test_a_model_that_fails_in_float64_gets_no_oracle():
             return x * 2
 
     x = torch.randn(8)
-    assert Exact(oracle.float64_model(HalfOnly()), instrument.LaunchLog()).oracles("g", [x], [x * 2], "cpu", 0.01) == []
+    assert Exact(HalfOnly(), instrument.LaunchLog()).oracles("g", [x], [x * 2], "cpu", 0.01) == []
 
 
 def test_the_oracle_draws_leave_the_reference_random_state_as_it_was():
@@ -60,7 +58,7 @@ def test_the_oracle_draws_leave_the_reference_random_state_as_it_was():
 
     x = torch.randn(64)
     torch.manual_seed(3)
-    Exact(oracle.float64_model(Noisy()), instrument.LaunchLog()).oracles("g", [x], [x.clone()], "cpu", 0.01)
+    Exact(Noisy(), instrument.LaunchLog()).oracles("g", [x], [x.clone()], "cpu", 0.01)
     after = torch.rand(4)
     torch.manual_seed(3)
     assert torch.equal(after, torch.rand(4))
@@ -68,7 +66,7 @@ def test_the_oracle_draws_leave_the_reference_random_state_as_it_was():
 
 def test_a_group_exact_enough_on_its_first_case_runs_no_oracle_on_its_others():
     x = torch.randn(16, 1024, generator=torch.Generator().manual_seed(0))
-    exact = Exact(oracle.float64_model(nn.Identity()), instrument.LaunchLog())
+    exact = Exact(nn.Identity(), instrument.LaunchLog())
     assert exact.oracles("plain", [x], [x.clone()], "cpu", 0.01) == []
     exact.model = oracle.float64_model(CancellingSum())  # were the reference off now, the group is settled
     assert exact.oracles("plain", [x], [CancellingSum()(x)], "cpu", 0.01) == []
@@ -81,5 +79,5 @@ def test_a_reference_that_imported_triton_only_once_it_ran_gets_no_oracle():
     import triton  # noqa: F401 - as a forward that imports it would
 
     inputs, outputs = case()
-    exact = Exact(oracle.float64_model(CancellingSum()), instrument.LaunchLog(), watched=False)
+    exact = Exact(CancellingSum(), instrument.LaunchLog(), watched=False)
     assert exact.oracles("g", inputs, outputs, "cpu", 0.01) == []

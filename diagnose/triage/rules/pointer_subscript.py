@@ -3,7 +3,6 @@ from __future__ import annotations
 import ast
 
 from diagnose.pointer_subscripts import pointer_subscripts
-from diagnose.triage.imports import qualname
 from diagnose.triage.rule import Rule
 
 
@@ -62,9 +61,5 @@ class PointerSubscript(Rule):
 
     def check(self, ctx):
         for kernel in ctx.kernels.values():
-
-            def resolve(node: ast.AST) -> str | None:
-                return qualname(node, kernel.names)
-
-            for subscript in pointer_subscripts(kernel.node, resolve):
+            for subscript in pointer_subscripts(kernel.node, kernel.qualname):
                 yield self.hit(subscript, subscript=ast.unparse(subscript), param=subscript.value.id)

@@ -3,7 +3,6 @@ from __future__ import annotations
 import ast
 
 from diagnose.extrema import elementwise_calls, elementwise_name
-from diagnose.triage.imports import qualname
 from diagnose.triage.rule import Rule
 
 
@@ -58,11 +57,7 @@ class ReductionAsElementwise(Rule):
 
     def check(self, ctx):
         for kernel in ctx.kernels.values():
-
-            def resolve(node: ast.AST) -> str | None:
-                return qualname(node, kernel.names)
-
-            for call in elementwise_calls(kernel.node, resolve):
-                name = elementwise_name(call, resolve)
+            for call in elementwise_calls(kernel.node, kernel.qualname):
+                name = elementwise_name(call, kernel.qualname)
                 fix = ast.unparse(call.func.value) + "." + name
                 yield self.hit(call, call=ast.unparse(call), what=name, fix=fix)
