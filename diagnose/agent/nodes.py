@@ -165,7 +165,8 @@ def verify(state: State, runtime: Runtime[Context]) -> dict:
             f"{r['candidate']['id']}: {'passed' if r['verdict']['passed'] else 'FAILED'}"
             + (f", {value:.2f}x {how}" if r["verdict"]["passed"] else "")
         )
-    skipped = [c["id"] for c in state["pending"][len(results) :]]
+    verified = {r["candidate"]["id"] for r in results}
+    skipped = [c["id"] for c in state["pending"] if c["id"] not in verified]
     if skipped:
         lines.append(f"not verified (wall time over {runtime.context.budget.max_wall_s:g} s): {', '.join(skipped)}")
     everything = state.get("results", []) + results

@@ -21,11 +21,13 @@ from diagnose.ir.cli import run_worker
 from diagnose.optimizer.pipeline import proposal
 from diagnose.profiling.profile import ProfileOptions, profile_task
 from diagnose.profiling.roofline import roof_for
+from diagnose.runtime.devices import timed
 from diagnose.task import load_task
 from diagnose.toolchain.placement import available
 from diagnose.triage.cli import triage_source
 from diagnose.verify.harness import CheckOptions, verify
 from diagnose.verify.reference import KeptReference
+from diagnose.verify.rounds import PARALLEL, verify_round
 
 
 @dataclass(frozen=True)
@@ -170,28 +172,32 @@ class Tools:
         deadline: float | None = None,
         initial: bool = True,
     ) -> list[dict]:
-        """Verify and time the candidates in order, against the task as given too where `initial`; past
-        `deadline` (a `time.time()`), the rest are left unverified (a round of slow verifications must not
-        run far over the run's wall budget)."""
+        """Verify and time the candidates, at once on a device (`diagnose.verify.rounds`), against the task
+        as given too where `initial`; past `deadline` (a `time.time()`), the rest are left unverified (a
+        round of slow verifications must not run far over the run's wall budget)."""
         if not candidates or (deadline is not None and time.time() > deadline):
             return []
-        results = []
         options = self.check_options(device, initial=Path(task) if initial else None, baselines=("eager",))
-        # Every candidate is judged against the cases of the run's one reference job (`reference`).
-        for index, candidate in enumerate(candidates, 1):
-            if deadline is not None and time.time() > deadline:
-                break
+
+        def starting(index: int) -> None:
             if self.on_candidate:
-                self.on_candidate(candidate["id"], index, len(candidates))
-            verdict = verify(load_task(task, candidate["path"]), options, keep=self.reference)
-            results.append(
-                {
-                    "candidate": {k: v for k, v in candidate.items() if k != "path"},
-                    "verdict": verdict.to_dict(),
-                    "path": candidate["path"],
-                }
-            )
-        return results
+                self.on_candidate(candidates[index]["id"], index + 1, len(candidates))
+
+        # Every candidate is judged against the cases of the run's one reference job (`reference`).
+        tasks = [load_task(task, c["path"]) for c in candidates]
+        parallel = PARALLEL if timed(device) else 1
+        verdicts = verify_round(
+            tasks, options, self.reference, self.run_dir, parallel=parallel, before=starting, deadline=deadline
+        )
+        return [
+            {
+                "candidate": {k: v for k, v in candidate.items() if k != "path"},
+                "verdict": verdict.to_dict(),
+                "path": candidate["path"],
+            }
+            for candidate, verdict in zip(candidates, verdicts)
+            if verdict is not None
+        ]
 
 
 def plot_inputs(result, path: str) -> dict:

@@ -30,7 +30,6 @@ import hashlib
 import math
 import os
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -53,7 +52,9 @@ from diagnose.task import load_task
 from diagnose.task.harness import replay_targets
 from diagnose.toolchain.placement import require
 from diagnose.triage.cli import triage_source
-from diagnose.verify.harness import CheckOptions, prepared, verify
+from diagnose.verify.harness import CheckOptions
+from diagnose.verify.reference import KeptReference
+from diagnose.verify.rounds import PARALLEL, verify_round
 
 
 @dataclass(frozen=True)
@@ -411,16 +412,18 @@ def evaluate(
     if not paths:
         return []
     # One reference job for all of them: every candidate is judged against the same cases.
-    with prepared(load_task(task_path, paths[0]), options) as reference:
-
-        def one(path: Path) -> Verdict:
-            return verify(load_task(task_path, path), options, reference)
-
-        if timed(device) or len(candidates) < 2:  # timings must not share the device
-            verdicts = [one(p) for p in paths]
-        else:
-            with ThreadPoolExecutor(max_workers=parallel or min(len(paths), os.cpu_count() or 1)) as pool:
-                verdicts = list(pool.map(one, paths))
+    keep = KeptReference()
+    try:
+        tasks = [load_task(task_path, p) for p in paths]
+        verdicts = verify_round(
+            tasks,
+            options,
+            keep,
+            candidate_folder(task_path),
+            parallel=parallel or (PARALLEL if timed(device) else os.cpu_count() or 1),
+        )
+    finally:
+        keep.close()
     return rank(list(zip(candidates, verdicts)))
 
 

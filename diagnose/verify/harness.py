@@ -353,33 +353,42 @@ def time_baselines(
     eager and torch.compile are timed for the first, and only the initial kernel for the rest. A failed
     run leaves its baselines untimed, with the reason in a note."""
     keys = reference.baseline_keys(options)
-    missing = [name for name, key in keys.items() if key not in reference.baseline_timings]
-    if missing:
-        selected, inputs = reference.value["selected"], reference.inputs_of(options.seeds[0])
-        result = reference.run_job(
-            "baseline_timing_job",
-            {
-                **common,
-                "reference": str(task.reference_path),
-                "initial": str(options.initial) if "initial" in missing else None,
-                "groups": selected,
-                "inputs": inputs,
-                "baselines": [name for name in missing if name != "initial"],
-            },
-            baseline_files(inputs),
-            options,
-            where,
-        )
-        for name in missing:
-            if result.ok:
-                timings = tuple(Timing(**t) for t in result.value["timings"] if t["variant"] == name)
-                notes = tuple(n for n in result.value["notes"] if name == "compile" and "torch.compile" in n)
-            else:
-                note = f"{name} not timed: {result.failure.kind}: {result.failure.message}"[:300]
-                timings, notes = tuple(Timing(name, g, note=note) for g in selected), (note,)
-            reference.baseline_timings[keys[name]] = (timings, notes)
+    with reference.baseline_lock:
+        time_missing_baselines(task, reference, common, options, where, keys)
     held = [reference.baseline_timings[key] for key in keys.values()]
     return (
         tuple(t for timings, _ in held for t in timings),
         tuple(dict.fromkeys(n for _, notes in held for n in notes)),
     )
+
+
+def time_missing_baselines(
+    task: Task, reference: Reference, common: dict, options: CheckOptions, where: Placement, keys: dict[str, tuple]
+) -> None:
+    """Time the baselines of `keys` that `reference` has no timings of yet, and keep them there."""
+    missing = [name for name, key in keys.items() if key not in reference.baseline_timings]
+    if not missing:
+        return
+    selected, inputs = reference.value["selected"], reference.inputs_of(options.seeds[0])
+    result = reference.run_job(
+        "baseline_timing_job",
+        {
+            **common,
+            "reference": str(task.reference_path),
+            "initial": str(options.initial) if "initial" in missing else None,
+            "groups": selected,
+            "inputs": inputs,
+            "baselines": [name for name in missing if name != "initial"],
+        },
+        baseline_files(inputs),
+        options,
+        where,
+    )
+    for name in missing:
+        if result.ok:
+            timings = tuple(Timing(**t) for t in result.value["timings"] if t["variant"] == name)
+            notes = tuple(n for n in result.value["notes"] if name == "compile" and "torch.compile" in n)
+        else:
+            note = f"{name} not timed: {result.failure.kind}: {result.failure.message}"[:300]
+            timings, notes = tuple(Timing(name, g, note=note) for g in selected), (note,)
+        reference.baseline_timings[keys[name]] = (timings, notes)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import secrets
 import tempfile
+import threading
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,9 @@ class Reference:
     # Each baseline's timings and notes by what they depend on (`baseline_keys`): timed once, in a
     # process with no candidate in it, for every candidate verified against this reference.
     baseline_timings: dict = field(default_factory=dict, compare=False, repr=False)
+    # Held while they are timed: candidates verified at once (`diagnose/verify/rounds.py`) wait for one
+    # baseline job instead of each starting its own.
+    baseline_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     def serves(self, task: Task, options: CheckOptions) -> bool:
         return identity(task, options) == self.identity

@@ -123,3 +123,23 @@ def test_device_faults_are_structured_failures(fixture, kind):
     )
     assert not verdict.passed
     assert verdict.failure is not None and verdict.failure.kind == kind, verdict.failure
+
+
+def test_a_round_of_candidates_verified_at_once_shares_the_device_and_its_baselines(tmp_path):
+    # As an optimize round verifies on a device (`diagnose/verify/rounds.py`): at once, under one device lock.
+    from diagnose.verify.reference import KeptReference
+    from diagnose.verify.rounds import verify_round
+
+    honest = FIXTURES / "cheats" / "honest.py"
+    tasks = [load_task(honest, FIXTURES / "cheats" / f"{name}.py") for name in ("honest", "decoy_kernel", "honest")]
+    options = CheckOptions(device="cuda", seeds=(0, 1), timeout_s=300, baselines=("eager",), initial=honest)
+    keep = KeptReference()
+    try:
+        verdicts = verify_round(tasks, options, keep, tmp_path)
+    finally:
+        keep.close()
+    assert [v.passed for v in verdicts] == [True, False, True], [v.checks for v in verdicts]
+    assert any(c.name == "ghost_replay" and not c.passed for c in verdicts[1].checks)
+    assert (tmp_path / "device.lock").exists()
+    assert verdicts[0].timing("eager", "default") == verdicts[2].timing("eager", "default")  # timed once
+    assert verdicts[0].timing("initial", "default") == verdicts[2].timing("initial", "default")
