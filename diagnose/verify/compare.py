@@ -4,8 +4,8 @@ A case passes when every output has the reference's shape and dtype and all elem
 dtype's tolerance (`diagnose/verify/tolerances.py`, or an override per dtype name such as `float32`,
 which `CheckOptions.tolerances` carries for suites scored with their own tolerances). NaN or Inf where the reference has none fails.
 Errors are max absolute error and max relative error over elements whose reference magnitude is not tiny:
-where every element is finite and within tolerance they are computed over the whole tensor in its own dtype
-(`within_at_once`, a few operations that torch spreads over its threads), elsewhere in float64, in steps.
+where every element is finite and within tolerance they are computed in the tensors' own dtype (`within_at_once`,
+a few operations per step), elsewhere in float64; both in steps on a pool of threads.
 
 Where the reference's values lie below the absolute tolerance (root mean square under `atol`: an fp16
 softmax over rows of thousands of columns), the elementwise test is blind: zeros pass it. There the
@@ -182,24 +182,48 @@ def compare_one(
 
 
 def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, float, None] | None:
-    """The usual comparison, where every element is finite and within tolerance, in a few operations over
-    the whole tensor in its own dtype (torch's threads share them): (True, max abs, max rel, None), or
-    None where that does not hold or the values lie below `atol` (the stepped pass in float64 then
-    finds what and where). The stepped pass alone took 1.1 s for 2^26 fp32 elements on a 16-core
-    host, its steps' Python calls one at a time under the GIL (`benchmarks/compare_speed.py`)."""
-    import torch  # deferred: torch is heavy
-
+    """The usual comparison, where every element is finite and within tolerance, in a few operations per
+    step in the tensors' own dtype, the steps on a pool of threads: (True, max abs, max rel, None), or
+    None where that does not hold or the values lie below `atol` (the stepped pass in float64 then finds
+    what and where). The stepped pass alone took 1.1 s for 2^26 fp32 elements on a 16-core host, its
+    steps' Python calls one at a time under the GIL; the same operations over the whole tensor at once
+    0.85 s on two cores (each a new 256 MiB temporary), 0.15 s in cache-sized steps of 2^18 but 0.7 s
+    beside a busy torch process (torch's own thread team stalls), 0.38-0.45 s either way in steps of
+    `CHUNK` on the pool (`benchmarks/compare_speed.py`, `near`)."""
     if not (ref.is_floating_point() and out.is_floating_point()) or ref.numel() < NORM_MIN_ELEMENTS:
         return None
-    diff = (out - ref).abs_()
-    mag = ref.abs()
-    if not bool((diff <= mag * rtol + atol).all()):  # NaN anywhere compares False: not here
+    ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
+    floor = max(atol, 1e-12)
+
+    def one(start: int) -> tuple[float, float, float] | None:
+        return step_within(ref_flat[start : start + CHUNK], out_flat[start : start + CHUNK], atol, rtol, floor)
+
+    starts = range(0, ref_flat.numel(), CHUNK)
+    if len(starts) == 1 or WORKERS == 1:
+        steps = [one(start) for start in starts]
+    else:
+        with ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
+            steps = list(pool.map(one, starts))
+    if any(s is None for s in steps):
         return None
-    ref_norm = float(torch.linalg.vector_norm(ref, dtype=torch.float64))
-    if not ref_norm < float("inf") or ref_norm * ref_norm < atol * atol * ref.numel():
+    ref_sq = sum(s[2] for s in steps)
+    if not ref_sq < float("inf") or ref_sq < atol * atol * ref.numel():
         return None  # Inf, or values below atol: the norm check of the stepped pass decides
-    relative = torch.where(mag > max(atol, 1e-12), diff / mag, 0.0)
-    return True, float(diff.max()), float(relative.max()), None
+    return True, max(s[0] for s in steps), max(s[1] for s in steps), None
+
+
+def step_within(r, o, atol: float, rtol: float, floor: float) -> tuple[float, float, float] | None:
+    """One step of `within_at_once`: (max abs, max rel, the reference's sum of squares), or None where an
+    element is outside the tolerance or not finite (NaN compares False)."""
+    import torch  # deferred: torch is heavy
+
+    diff = (o - r).abs_()
+    mag = r.abs()
+    if not bool((diff <= mag * rtol + atol).all()):
+        return None
+    relative = torch.where(mag > floor, diff / mag, 0.0)
+    ref_sq = float(torch.linalg.vector_norm(r, dtype=torch.float64)) ** 2
+    return float(diff.max()), float(relative.max()), ref_sq
 
 
 def compare_case(
