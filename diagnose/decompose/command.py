@@ -6,7 +6,9 @@ empty or one this command made (it holds `MARKER`): user files are never overwri
 made for a model that then fails to build, run or trace is removed.
 
 Search (`search.py`): where times were measured, neighbouring subgraphs are fused where a fused
-candidate verifies and is faster than the two it replaces, within `--fuse-budget` fused candidates.
+candidate verifies and is faster than the two it replaces, within `--fuse-budget` fused candidates;
+then a subgraph whose kernels failed or trailed is cut after its anchor where its epilogue alone then
+chooses a Triton kernel.
 
 Timing: a subgraph's candidates are timed against eager only (its torch candidate: the choice is between
 them), the composite against every baseline the options name (eager and `torch.compile`): compiling each
@@ -25,7 +27,7 @@ from diagnose.decompose.choose import Choice, Prefer, choose
 from diagnose.decompose.jobs import capture, write_subtasks
 from diagnose.decompose.partition import Subgraph
 from diagnose.decompose.report import DecomposeReport, EndToEnd, SubgraphReport, markdown
-from diagnose.decompose.search import search
+from diagnose.decompose.search import search, split_swapped
 from diagnose.decompose.subtask import describe
 from diagnose.errors import EXIT_FAILED, EXIT_OK, DiagnoseError, UsageError
 from diagnose.outputs import check_folder
@@ -102,13 +104,14 @@ def decompose(
         return rows
 
     subgraphs, rows = list(found.subgraphs), rows_for(list(found.subgraphs), list(found.files))
-    subgraphs, rows, fusions = search(
-        subgraphs,
-        rows,
-        found.records,
-        lambda fused: rows_for(fused, write_subtasks(found, fused, folder, options.timeout_s)),
-        fuse_budget if options.device != "cpu" else 0,  # nothing is timed on the CPU: no pair can win
-    )
+
+    def evaluate(made: list[Subgraph]) -> list[SubgraphReport]:
+        return rows_for(made, write_subtasks(found, made, folder, options.timeout_s))
+
+    # nothing is timed on the CPU: no pair can win there
+    budget = fuse_budget if options.device != "cpu" else 0
+    subgraphs, rows, fusions = search(subgraphs, rows, found.records, evaluate, budget)
+    subgraphs, rows, splits = split_swapped(subgraphs, rows, found.records, evaluate)
     found = replace(found, subgraphs=tuple(subgraphs), files=tuple(folder / f"{sg.name}.py" for sg in subgraphs))
     chosen = {row.name: row.choice.name for row in rows}
     tried = {sg.name: k for sg in subgraphs if (k := kernel_for(sg.name, kernels)) is not None}
@@ -116,7 +119,14 @@ def decompose(
     names = {sg.name for sg in subgraphs}
     unused = tuple(sorted(p.name for p in kernels.glob("*.py") if p.stem not in names)) if kernels else ()
     report = DecomposeReport(
-        model, folder, composite, tuple(rows), end_to_end(model, composite, chosen, options), unused, tuple(fusions)
+        model,
+        folder,
+        composite,
+        tuple(rows),
+        end_to_end(model, composite, chosen, options),
+        unused,
+        tuple(fusions),
+        tuple(splits),
     )
     (folder / "report.md").write_text(markdown(report))
     return report

@@ -305,32 +305,3 @@ def values_read_outside(
     return [
         n for n in nodes if not opaque_value(by_name[n]) and n not in queries and any(u not in inside for u in users[n])
     ]
-
-
-def fuse(first: Subgraph, second: Subgraph, records: tuple[NodeRecord, ...]) -> Subgraph | None:
-    """`first` and `second` as one subgraph (named `fused_<first's sg>_<second's sg>`), where `second`
-    reads `first`'s output and nothing outside the two does, so the fused one still has one output;
-    None otherwise. The fused subgraph runs where `first` ran."""
-    if first.output not in second.inputs:
-        return None
-    by_name = {r.name: r for r in records}
-    queries = recomputed(records)
-    order = {r.name: i for i, r in enumerate(records)}
-    inputs_of = {r.name: r.inputs for r in records}
-    users = users_through_queries(records, queries, inputs_of)
-    nodes = sorted(set(first.nodes) | set(second.nodes), key=order.__getitem__)
-    if values_read_outside(nodes, by_name, users, queries) != [second.output]:
-        return None
-    merged = subgraph(0, nodes, by_name, users, queries)
-    return Subgraph(
-        f"fused_{span(first.name)[0]}_{span(second.name)[1]}", merged.nodes, merged.inputs, merged.params, merged.output
-    )
-
-
-def span(name: str) -> tuple[str, str]:
-    """The first and last of the partition's subgraphs a subgraph covers: `sg2_relu` -> (sg2, sg2),
-    `fused_sg2_sg4` -> (sg2, sg4)."""
-    if name.startswith("fused_"):
-        _, first, last = name.split("_")
-        return first, last
-    return name.split("_")[0], name.split("_")[0]

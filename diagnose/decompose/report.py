@@ -47,6 +47,18 @@ class Fusion:
 
 
 @dataclass(frozen=True)
+class Split:
+    """One subgraph cut after its anchor (`search.split_swapped`): its name, its two parts', what the
+    epilogue chose, and whether the cut was kept (the epilogue chose a Triton candidate)."""
+
+    name: str
+    head: str
+    tail: str
+    tail_choice: str
+    taken: bool
+
+
+@dataclass(frozen=True)
 class DecomposeReport:
     model: Path
     folder: Path
@@ -57,6 +69,8 @@ class DecomposeReport:
     unused_kernels: tuple[str, ...] = ()
     # Pairs of neighbouring subgraphs the search tried to fuse (`search.py`), in the order tried.
     fusions: tuple[Fusion, ...] = ()
+    # Subgraphs whose kernels failed or trailed, cut after their anchor (`search.py`), in order.
+    splits: tuple[Split, ...] = ()
 
 
 def ms(value: float | None) -> str:
@@ -107,6 +121,16 @@ def markdown(report: DecomposeReport) -> str:
             *(
                 f"- {f.name}: {ms(f.before_ms)} as two, {ms(f.after_ms)} fused: {'taken' if f.taken else 'not taken'}"
                 for f in report.fusions
+            ),
+        ]
+    if report.splits:
+        lines += [
+            "",
+            "Splits tried (a subgraph whose kernels failed or trailed, cut after its first op):",
+            *(
+                f"- {c.name} -> {c.head} + {c.tail}: the epilogue chose {c.tail_choice}: "
+                + ("taken" if c.taken else "not taken")
+                for c in report.splits
             ),
         ]
     if report.unused_kernels:

@@ -1,6 +1,6 @@
 """The search over the decomposition: neighbouring subgraphs fused where a fused candidate verifies and wins.
 
-After every subgraph has its choice, each pair of neighbours that can be one subgraph (`partition.fuse`:
+After every subgraph has its choice, each pair of neighbours that can be one subgraph (`recut.fuse`:
 the second reads the first's output and nothing else does) becomes a subgraph of its own, with its task
 file, its candidates verified and timed like any other's (`evaluate`: on a device, Inductor's kernels
 for the pair, which fuse across the cut: a conv's epilogue into the norm that follows). A pair is fused
@@ -14,8 +14,12 @@ neighbour) until no pair wins or `budget` fused candidates have been tried, the 
 time of the two parts as chosen) first. Where nothing is timed (the
 CPU interpreter) no pair can win: the command gives no budget there.
 
-Splitting is the partition's own (`partition.split`): each group is cut down to one output before any
-candidate is made; Swap (`choose.py`) puts torch back where a subgraph's kernels fail or trail.
+Then each subgraph that kept torch because its Triton candidates failed or trailed is cut after its
+anchor (`recut.split_head`, `split_swapped`): the epilogue alone gets candidates of its own. An Inductor
+conv whose TF32 result is 1.7e-4 off cuDNN's fails a conv -> ReLU -> bias-add subgraph; its ReLU and
+bias add alone are exact, and one Triton kernel for the two beats torch's two. The cut is kept where the
+epilogue chose a Triton candidate (verified, and faster where timed), the anchor staying in torch.
+Swap (`choose.py`) puts torch back where a subgraph's kernels fail or trail.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from dataclasses import replace
 from typing import Callable
 
 from diagnose.decompose.graph import NodeRecord
-from diagnose.decompose.partition import Subgraph, fuse
-from diagnose.decompose.report import Fusion, SubgraphReport
+from diagnose.decompose.partition import Subgraph
+from diagnose.decompose.recut import fuse, split_head
+from diagnose.decompose.report import Fusion, Split, SubgraphReport
 
 # Candidates (a verified, timed row per fused subgraph) for a list of fused subgraphs.
 Evaluate = Callable[[list[Subgraph]], list[SubgraphReport]]
@@ -88,3 +93,41 @@ def search(
         subgraphs = [merged[j][0] if j in merged else subgraphs[j] for j in kept]
         rows = [merged[j][1] if j in merged else rows[j] for j in kept]
     return subgraphs, rows, tried
+
+
+def swapped(row: SubgraphReport) -> bool:
+    """Whether torch was kept over a Triton candidate that failed, or that verified and was slower."""
+    if row.choice.name != "torch":
+        return False
+    torch = chosen_ms(row, "torch")
+    return any(
+        c.status == "failed" or (c.status == "passed" and None not in (c.time_ms, torch) and c.time_ms >= torch)
+        for c in row.candidates
+        if c.name != "torch"
+    )
+
+
+def split_swapped(
+    subgraphs: list[Subgraph], rows: list[SubgraphReport], records: tuple[NodeRecord, ...], evaluate: Evaluate
+) -> tuple[list[Subgraph], list[SubgraphReport], list[Split]]:
+    """The subgraphs and their rows after cutting each swapped one (`swapped`) after its anchor where its
+    epilogue then chose a Triton candidate, and every cut tried. The cuts are evaluated in one call."""
+    cuts = [
+        (i, parts)
+        for i, (sg, row) in enumerate(zip(subgraphs, rows))
+        if swapped(row) and (parts := split_head(sg, records))
+    ]
+    if not cuts:
+        return subgraphs, rows, []
+    evaluated = evaluate([part for _, parts in cuts for part in parts])
+    taken: dict[int, tuple[tuple[Subgraph, Subgraph], tuple[SubgraphReport, SubgraphReport]]] = {}
+    tried = []
+    for k, (i, parts) in enumerate(cuts):
+        head_row, tail_row = evaluated[2 * k], evaluated[2 * k + 1]
+        take = tail_row.choice.name != "torch"
+        tried.append(Split(subgraphs[i].name, parts[0].name, parts[1].name, tail_row.choice.name, take))
+        if take:
+            taken[i] = parts, (head_row, tail_row)
+    out_subgraphs = [part for i, sg in enumerate(subgraphs) for part in (taken[i][0] if i in taken else (sg,))]
+    out_rows = [part for i, row in enumerate(rows) for part in (taken[i][1] if i in taken else (row,))]
+    return out_subgraphs, out_rows, tried

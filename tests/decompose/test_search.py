@@ -9,9 +9,10 @@ from diagnose.decompose import compose
 from diagnose.decompose.choose import Candidate, Choice
 from diagnose.decompose.graph import NodeRecord
 from diagnose.decompose.jobs import capture, write_subtasks
-from diagnose.decompose.partition import fuse, partition
+from diagnose.decompose.partition import partition
+from diagnose.decompose.recut import fuse, split_head
 from diagnose.decompose.report import SubgraphReport
-from diagnose.decompose.search import search
+from diagnose.decompose.search import search, split_swapped
 from diagnose.task import import_task_file
 from diagnose.verify.jobs import build_model
 from tests.decompose.conftest import MODELS
@@ -153,3 +154,50 @@ def test_the_composite_hands_a_triton_choice_contiguous_inputs_and_torch_its_own
     assert given.is_contiguous() and torch.equal(given, view)
     assert composite.as_verified("sg0_linear", view)[0] is view
     assert 'return self.sg3_matmul(*as_verified("sg3_matmul", ' in path.read_text()
+
+
+# conv -> relu -> add bias: one subgraph, the anchor and its epilogue.
+EPILOGUE = (
+    node("x", "placeholder", "placeholder"),
+    node("w", "get_attr", "get_attr"),
+    node("c", "call_module", "conv2d", "x"),
+    node("r", "call_function", "relu", "c"),
+    node("a", "call_function", "add", "r", "w"),
+    node("out", "output", "output", "a"),
+)
+
+
+def test_a_subgraph_is_cut_after_its_anchor_into_the_anchor_and_its_epilogue():
+    (whole,) = partition(EPILOGUE)
+    head, tail = split_head(whole, EPILOGUE)
+    assert (head.name, head.nodes, head.inputs, head.output) == ("sg0a_conv2d", ("c",), ("x",), "c")
+    assert (tail.name, tail.nodes, tail.inputs, tail.params, tail.output) == (
+        "sg0b_relu",
+        ("r", "a"),
+        ("c",),
+        ("w",),
+        "a",
+    )
+    assert split_head(head, EPILOGUE) is None, "a lone anchor has nothing to cut off"
+    assert split_head(tail, EPILOGUE) is None, "an epilogue has no anchor"
+    assert split_head(dataclasses.replace(whole, name="fused_sg0_sg1"), EPILOGUE) is None
+
+
+def test_only_a_subgraph_whose_triton_candidates_failed_or_trailed_is_cut():
+    (whole,) = partition(EPILOGUE)
+    asked: list[list[str]] = []
+
+    def evaluate(parts):
+        asked.append([p.name for p in parts])
+        return [row("sg0a_conv2d", "torch", 1.0), row("sg0b_relu", "inductor", 0.3, 0.2)]
+
+    slower = row("sg0_conv2d", "torch", 1.0, 1.5)
+    subgraphs, rows, splits = split_swapped([whole], [slower], EPILOGUE, evaluate)
+    assert [sg.name for sg in subgraphs] == ["sg0a_conv2d", "sg0b_relu"] and asked == [["sg0a_conv2d", "sg0b_relu"]]
+    assert [r.choice.name for r in rows] == ["torch", "inductor"] and splits[0].taken
+    for kept in (row("sg0_conv2d", "torch", 1.0), row("sg0_conv2d", "inductor", 1.0, 0.5)):
+        assert split_swapped([whole], [kept], EPILOGUE, evaluate)[2] == [], "no candidate, or one chosen: no cut"
+    asked.clear()
+    still_torch = lambda parts: [row("sg0a_conv2d", "torch", 1.0), row("sg0b_relu", "torch", 0.3, 0.4)]  # noqa: E731
+    subgraphs, rows, splits = split_swapped([whole], [slower], EPILOGUE, still_torch)
+    assert subgraphs == [whole] and rows == [slower] and not splits[0].taken

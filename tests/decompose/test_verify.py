@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from diagnose.decompose.command import MARKER, decompose
+from diagnose.decompose.report import Split
 from diagnose.errors import UsageError
 from diagnose.task import import_task_file
 from diagnose.verify.harness import CheckOptions
@@ -40,6 +41,27 @@ def test_a_wrong_kernel_is_rejected_and_torch_swapped_back(tmp_path):
     assert first.candidates[1].status == "failed" and "wrong output" in first.candidates[1].note
     assert first.choice.name == "torch" and first.choice.why.startswith("Swap")
     assert report.end_to_end.passed is None and "torch" in report.end_to_end.detail
+    # cut after its linear, the GELU alone had no candidate either: the cut is not kept
+    assert report.splits == (Split("sg0_linear", "sg0a_linear", "sg0b_gelu", "torch", False),)
+    assert [sg.name for sg in report.subgraphs] == ["sg0_linear", "sg1_linear"]
+
+
+def test_a_subgraph_whose_kernel_fails_is_cut_after_its_anchor_and_the_epilogue_kernel_chosen(tmp_path):
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    for path in (MODELS / "kernels_bad" / "sg0_linear.py", MODELS / "kernels_split" / "sg0b_gelu.py"):
+        (kernels / path.name).write_text(path.read_text())
+    report = decompose(MODELS / "mlp.py", kernels, OPTIONS, tmp_path / "out", "triton", with_inductor=False)
+    assert report.splits == (Split("sg0_linear", "sg0a_linear", "sg0b_gelu", "triton", True),)
+    assert [(sg.name, sg.choice.name) for sg in report.subgraphs] == [
+        ("sg0a_linear", "torch"),
+        ("sg0b_gelu", "triton"),
+        ("sg1_linear", "torch"),
+    ]
+    assert report.end_to_end.passed is True, report.end_to_end.detail
+    source = report.composite.read_text()
+    assert '"sg0a_linear": "torch"' in source and '"sg0b_gelu": "triton"' in source
+    assert "sg0_linear -> sg0a_linear + sg0b_gelu" in (tmp_path / "out" / "report.md").read_text()
 
 
 @pytest.mark.parametrize("name", ["attention", "causal_attention", "image_self_attention"])
