@@ -132,6 +132,7 @@ def run_one(problem: Path, out: Path, device: str, timeout: float, fuse_budget: 
                 for sg in report.subgraphs
             ],
             "fusions": [[f.name, f.before_ms, f.after_ms, f.taken] for f in report.fusions],
+            "splits": [[c.name, c.tail_choice, c.taken] for c in report.splits],
         }
     except DiagnoseError as exc:
         row = {"problem": problem.name, "error": str(exc)[:300]}
@@ -300,6 +301,11 @@ def summary(results: Path, markdown: Path | None = None) -> list[tuple[str, str]
             "fusions",
             f"{sum(len(r.get('fusions', [])) for r in rows)} pairs tried, "
             f"{sum(f[3] for r in rows for f in r.get('fusions', []))} taken",
+        ),
+        (
+            "splits",
+            f"{sum(len(r.get('splits', [])) for r in rows)} subgraphs cut after their anchor, "
+            f"{sum(c[2] for r in rows for c in r.get('splits', []))} kept",
         ),
         (
             "inductor candidates",
