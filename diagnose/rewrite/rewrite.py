@@ -25,7 +25,7 @@ import libcst as cst
 
 from diagnose import syntax
 from diagnose.records import Evidence, Finding
-from diagnose.rewrite.source import alias_kept
+from diagnose.rewrite.source import alias_kept, parsed
 from diagnose.targets import DEFAULT_TARGET, Target, lookup
 
 Safety = Literal["safe", "unsafe"]
@@ -115,7 +115,7 @@ class RewriteContext:
 
     @cached_property
     def module(self) -> cst.Module:
-        return cst.parse_module(self.source)
+        return parsed(self.source)
 
     def param(self, key: str, default: Any = None) -> Any:
         return dict(self.params).get(key, default)

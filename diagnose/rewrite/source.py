@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Iterator, Sequence
 
 import libcst as cst
@@ -215,11 +216,37 @@ def positional(call: cst.Call) -> list[cst.Arg]:
     return [a for a in call.args if a.keyword is None and not a.star]
 
 
+# Modules (and what is read off them) kept per text: a libcst module is an immutable value, and one
+# optimize run's proposing parsed the same few sources and walked them for their launches hundreds of
+# times (softmax on the CPU: 294 `launch_sites` of 46 parses of 8 texts, 12 of its 15 s).
+MEMO = 64
+# Subtrees whose nodes `walk` keeps: a few files' kernels, hosts and the statements in them.
+WALKS = 1024
+
+
+@lru_cache(maxsize=MEMO)
+def parsed(source: str) -> cst.Module:
+    """`source` parsed, once per text."""
+    return cst.parse_module(source)
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node under `node`, itself included, in source order."""
-    yield node
-    for child in node.children:
-        yield from walk(child)
+    return iter(nodes_under(node))
+
+
+@lru_cache(maxsize=WALKS)
+def nodes_under(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """`walk`'s nodes, once per node (nodes are immutable, equal and hashed by identity). Rewrites walk
+    the same kernels and hosts again and again, and libcst computes a node's `children` anew on each
+    read: a million walk steps were most of an optimize run's proposing. With a stack, not nested
+    generators, where a node at depth d cost d steps."""
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(reversed(current.children))
+    return tuple(out)
 
 
 def calls(node: cst.CSTNode, *functions: str) -> list[cst.Call]:
@@ -563,6 +590,12 @@ class LaunchSite:
 
 
 def module_constants(module: cst.Module) -> dict[str, int]:
+    """`constants_of` as a dict of its own (the memo's tuple is shared)."""
+    return dict(constants_of(module))
+
+
+@lru_cache(maxsize=MEMO)
+def constants_of(module: cst.Module) -> tuple[tuple[str, int], ...]:
     """Names the module binds once, at its top level, to an integer literal, and nowhere else (no
     function, branch or loop assigns them again): `BLOCK_SIZE = 1024` (unsloth's swiglu), which a launch
     passes as `BLOCK_SIZE=BLOCK_SIZE`."""
@@ -593,7 +626,7 @@ def module_constants(module: cst.Module) -> dict[str, int]:
         literal = int_value(value)
         if isinstance(target, cst.Name) and literal is not None and counts.get(target.value) == 1:
             out[target.value] = literal
-    return out
+    return tuple(sorted(out.items()))
 
 
 def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> list[LaunchSite]:
@@ -602,8 +635,19 @@ def launch_sites(module: cst.Module, known: dict[str, Kernel] | None = None) -> 
     that kernel's; through one bound to a choice of kernels (`fx = a if c else b`), one site per kernel,
     each naming the others (`shares`). A launch through an attribute or in a one-line suite
     (`if x: kernel[grid](...)`) is not found."""
-    known = kernels(module) if known is None else known
-    constants = tuple(sorted(module_constants(module).items()))
+    if known is None:
+        return list(all_launch_sites(module))
+    return _launch_sites(module, known)
+
+
+@lru_cache(maxsize=MEMO)
+def all_launch_sites(module: cst.Module) -> tuple[LaunchSite, ...]:
+    """`launch_sites` of the module's own kernels, once per module (a module is an immutable value)."""
+    return tuple(_launch_sites(module, kernels(module)))
+
+
+def _launch_sites(module: cst.Module, known: dict[str, Kernel]) -> list[LaunchSite]:
+    constants = constants_of(module)
     out: list[LaunchSite] = []
 
     def visit(node: cst.CSTNode, host: cst.FunctionDef | None, host_name: str, scope: str, indent: int) -> None:
@@ -702,7 +746,7 @@ def alias_kept(before: cst.Module, after: str) -> str | None:
     old_sites = [s for s in launch_sites(before, old_kernels) if s.shares]
     if not old_sites:
         return None
-    after_module = cst.parse_module(after)
+    after_module = parsed(after)
     new_kernels = kernels(after_module)
     new_sites = [s for s in launch_sites(after_module, new_kernels) if s.shares]
     if len(old_sites) != len(new_sites):
