@@ -5,7 +5,7 @@ dtype's tolerance (`diagnose/verify/tolerances.py`, or an override per dtype nam
 which `CheckOptions.tolerances` carries for suites scored with their own tolerances). NaN or Inf where the reference has none fails.
 Errors are max absolute error and max relative error over elements whose reference magnitude is not tiny:
 where every element is finite and within tolerance they are computed in the tensors' own dtype (`within_at_once`,
-a few operations per step), elsewhere in float64; both in steps on a pool of threads.
+a few operations per step of a few MiB), elsewhere in float64, in steps on a pool of threads.
 
 Where the reference's values lie below the absolute tolerance (root mean square under `atol`: an fp16
 softmax over rows of thousands of columns), the elementwise test is blind: zeros pass it. There the
@@ -42,6 +42,8 @@ def tolerance_for(dtype_name: str, overrides: Overrides) -> tuple[float, float]:
 # pool). Idle, two cores, `benchmarks/compare_speed.py`: 2^26 fp32 1.08 -> 0.64-0.75 s; beside two busy
 # loops, 2^24 fp32 0.75 -> 0.49 s.
 CHUNK = 1 << 15
+# Elements per step of `within_at_once`: a few MiB, so that its temporaries stay in cache.
+AT_ONCE = 1 << 20
 # Threads comparing one output's steps.
 WORKERS = max(1, min(16, os.cpu_count() or 1))
 NORM_RATIO = (0.8, 1.25)
@@ -183,33 +185,27 @@ def compare_one(
 
 def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, float, None] | None:
     """The usual comparison, where every element is finite and within tolerance, in a few operations per
-    step in the tensors' own dtype, the steps on a pool of threads: (True, max abs, max rel, None), or
-    None where that does not hold or the values lie below `atol` (the stepped pass in float64 then finds
-    what and where). The stepped pass alone took 1.1 s for 2^26 fp32 elements on a 16-core host, its
-    steps' Python calls one at a time under the GIL; the same operations over the whole tensor at once
-    0.85 s on two cores (each a new 256 MiB temporary), 0.15 s in cache-sized steps of 2^18 but 0.7 s
-    beside a busy torch process (torch's own thread team stalls), 0.38-0.45 s either way in steps of
-    `CHUNK` on the pool (`benchmarks/compare_speed.py`, `near`)."""
+    step of `AT_ONCE` elements in the tensors' own dtype, one step after another (torch's threads share
+    each operation): (True, max abs, max rel, None), or None at the first step where that does not hold, or
+    where the values lie below `atol` (the stepped pass in float64 then finds what and where).
+
+    Measured (`benchmarks/compare_speed.py`, 2^26 fp32 `near`): over the whole tensor at once, 0.061 s on
+    the H200's 16-core host but 0.85-0.93 s on two cores, where each operation's new 256 MiB temporary was
+    most of it; in steps of 2^15 on a pool of Python threads, 0.45 s on two cores but 0.93 s on an H100's
+    16-core host (each step's calls under the GIL); in steps of 2^20 one after another, 0.22 s on two cores
+    (2^18: 0.15 s idle, 0.72 s beside a busy torch process, whose threads torch's team waits on)."""
     if not (ref.is_floating_point() and out.is_floating_point()) or ref.numel() < NORM_MIN_ELEMENTS:
         return None
     ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
-    floor = max(atol, 1e-12)
-
-    def one(start: int) -> tuple[float, float, float] | None:
-        return step_within(ref_flat[start : start + CHUNK], out_flat[start : start + CHUNK], atol, rtol, floor)
-
-    starts = range(0, ref_flat.numel(), CHUNK)
-    if len(starts) == 1 or WORKERS == 1:
-        steps = [one(start) for start in starts]
-    else:
-        with ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
-            steps = list(pool.map(one, starts))
-    if any(s is None for s in steps):
-        return None
-    ref_sq = sum(s[2] for s in steps)
+    floor, max_abs, max_rel, ref_sq = max(atol, 1e-12), 0.0, 0.0, 0.0
+    for start in range(0, ref_flat.numel(), AT_ONCE):
+        step = step_within(ref_flat[start : start + AT_ONCE], out_flat[start : start + AT_ONCE], atol, rtol, floor)
+        if step is None:
+            return None
+        max_abs, max_rel, ref_sq = max(max_abs, step[0]), max(max_rel, step[1]), ref_sq + step[2]
     if not ref_sq < float("inf") or ref_sq < atol * atol * ref.numel():
         return None  # Inf, or values below atol: the norm check of the stepped pass decides
-    return True, max(s[0] for s in steps), max(s[1] for s in steps), None
+    return True, max_abs, max_rel, None
 
 
 def step_within(r, o, atol: float, rtol: float, floor: float) -> tuple[float, float, float] | None:
