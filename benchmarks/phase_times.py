@@ -184,13 +184,20 @@ def main() -> None:
         work = Path(tmp)
         checks = [check_row(e, args.device, work) for e in args.examples]
         lines = check_table(checks, args.device)
+        # The check table is out before optimize starts: a run cut by an outer time limit keeps it.
+        show("\n".join(lines) + "\n", args.out)
         if not args.no_optimize:
             optimized = [optimize_row(e, args.device, args.candidates, work) for e in args.examples]
-            lines += [""] + optimize_table(optimized, args.device, args.candidates)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text)
+            optimize_lines = optimize_table(optimized, args.device, args.candidates)
+            show("\n".join(optimize_lines) + "\n", args.out, append=True)
+
+
+def show(text: str, out: Path | None, append: bool = False) -> None:
+    """Print `text`, and write it to `out` (after what is there, with `append`)."""
+    print(text, flush=True)
+    if out:
+        with out.open("a" if append else "w") as handle:
+            handle.write(("\n" if append else "") + text)
 
 
 if __name__ == "__main__":
