@@ -8,6 +8,8 @@ computed again by each part that reads them. Names say where a part came from: `
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from diagnose.decompose.graph import NodeRecord
 from diagnose.decompose.partition import (
     Subgraph,
@@ -26,18 +28,12 @@ def fuse(first: Subgraph, second: Subgraph, records: tuple[NodeRecord, ...]) -> 
     None otherwise. The fused subgraph runs where `first` ran."""
     if first.output not in second.inputs:
         return None
-    by_name = {r.name: r for r in records}
-    queries = recomputed(records)
-    order = {r.name: i for i, r in enumerate(records)}
-    inputs_of = {r.name: r.inputs for r in records}
-    users = users_through_queries(records, queries, inputs_of)
+    by_name, queries, order, inputs_of, users = read(records)
     nodes = sorted(set(first.nodes) | set(second.nodes), key=order.__getitem__)
     if values_read_outside(nodes, by_name, users, queries) != [second.output]:
         return None
     merged = subgraph(0, nodes, by_name, users, queries)
-    return Subgraph(
-        f"fused_{span(first.name)[0]}_{span(second.name)[1]}", merged.nodes, merged.inputs, merged.params, merged.output
-    )
+    return replace(merged, name=f"fused_{span(first.name)[0]}_{span(second.name)[1]}")
 
 
 def span(name: str) -> tuple[str, str]:
@@ -57,14 +53,10 @@ def split_head(sg: Subgraph, records: tuple[NodeRecord, ...]) -> tuple[Subgraph,
     (an opaque value, the pair `torch.max(x, dim)` gives, stays with the op that reads it)."""
     if sg.name.startswith("fused_"):
         return None
-    by_name = {r.name: r for r in records}
-    queries = recomputed(records)
+    by_name, queries, order, inputs_of, users = read(records)
     compute = [n for n in sg.nodes if n not in queries]
     if len(compute) < 2 or is_fusable(by_name[compute[0]]):
         return None
-    order = {r.name: i for i, r in enumerate(records)}
-    inputs_of = {r.name: r.inputs for r in records}
-    users = users_through_queries(records, queries, inputs_of)
     anchor = compute[0]
     head_nodes = with_size_queries([anchor], queries, inputs_of, order)
     tail_nodes = with_size_queries(compute[1:], queries, inputs_of, order)
@@ -73,8 +65,24 @@ def split_head(sg: Subgraph, records: tuple[NodeRecord, ...]) -> tuple[Subgraph,
     head, tail = subgraph(0, head_nodes, by_name, users, queries), subgraph(0, tail_nodes, by_name, users, queries)
     if tail.output != sg.output or anchor not in tail.inputs:
         return None
-    index = sg.name.split("_")[0]
+    index = sg.name.split("_")[0]  # subgraph(0, ...) names its parts `sg0_<op>`: the op kept, the index ours
     return (
-        Subgraph(f"{index}a_{head.name.split('_', 1)[1]}", head.nodes, head.inputs, head.params, head.output),
-        Subgraph(f"{index}b_{tail.name.split('_', 1)[1]}", tail.nodes, tail.inputs, tail.params, tail.output),
+        replace(head, name=f"{index}a_{head.name.split('_', 1)[1]}"),
+        replace(tail, name=f"{index}b_{tail.name.split('_', 1)[1]}"),
+    )
+
+
+def read(
+    records: tuple[NodeRecord, ...],
+) -> tuple[dict[str, NodeRecord], frozenset[str], dict[str, int], dict[str, tuple[str, ...]], dict[str, list[str]]]:
+    """What both cuts read off the graph: nodes by name, the recomputed values (size queries, free views),
+    the nodes' order and inputs, and each node's readers (`users_through_queries`)."""
+    queries = recomputed(records)
+    inputs_of = {r.name: r.inputs for r in records}
+    return (
+        {r.name: r for r in records},
+        queries,
+        {r.name: i for i, r in enumerate(records)},
+        inputs_of,
+        users_through_queries(records, queries, inputs_of),
     )

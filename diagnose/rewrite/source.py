@@ -589,13 +589,8 @@ class LaunchSite:
         return False
 
 
-def module_constants(module: cst.Module) -> dict[str, int]:
-    """`constants_of` as a dict of its own (the memo's tuple is shared)."""
-    return dict(constants_of(module))
-
-
 @lru_cache(maxsize=MEMO)
-def constants_of(module: cst.Module) -> tuple[tuple[str, int], ...]:
+def module_constants(module: cst.Module) -> tuple[tuple[str, int], ...]:
     """Names the module binds once, at its top level, to an integer literal, and nowhere else (no
     function, branch or loop assigns them again): `BLOCK_SIZE = 1024` (unsloth's swiglu), which a launch
     passes as `BLOCK_SIZE=BLOCK_SIZE`."""
@@ -647,7 +642,7 @@ def all_launch_sites(module: cst.Module) -> tuple[LaunchSite, ...]:
 
 
 def _launch_sites(module: cst.Module, known: dict[str, Kernel]) -> list[LaunchSite]:
-    constants = constants_of(module)
+    constants = module_constants(module)
     out: list[LaunchSite] = []
 
     def visit(node: cst.CSTNode, host: cst.FunctionDef | None, host_name: str, scope: str, indent: int) -> None:

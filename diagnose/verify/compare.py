@@ -192,8 +192,8 @@ def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, flo
     Measured (`benchmarks/compare_speed.py`, 2^26 fp32 `near`): over the whole tensor at once, 0.061 s on
     the H200's 16-core host but 0.85-0.93 s on two cores, where each operation's new 256 MiB temporary was
     most of it; in steps of 2^15 on a pool of Python threads, 0.45 s on two cores but 0.93 s on an H100's
-    16-core host (each step's calls under the GIL); in steps of 2^20 one after another, 0.22 s on two cores
-    (2^18: 0.15 s idle, 0.72 s beside a busy torch process, whose threads torch's team waits on)."""
+    16-core host (each step's calls under the GIL); in steps of 2^20 one after another, 0.34 s on two cores.
+    Steps of 2^18 took 0.15 s there idle but 0.72 s beside a busy torch process (torch's team waits on it)."""
     if not (ref.is_floating_point() and out.is_floating_point()) or ref.numel() < NORM_MIN_ELEMENTS:
         return None
     ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
