@@ -15,16 +15,8 @@ from typing import Iterable
 
 import libcst as cst
 
-from diagnose.rewrite.source import (
-    LaunchSite,
-    assigned_names,
-    code,
-    kernel_name,
-    keyword,
-    names,
-    walk,
-    with_kernel_name,
-)
+from diagnose.rewrite.launches import LaunchSite, kernel_name, with_kernel_name
+from diagnose.rewrite.source import assigned_names, code, keyword, names, walk
 
 # One indentation level, to measure the lines of a launch an edit moves into a new block (libcst writes
 # the block with the module's own indentation, four spaces nearly always).

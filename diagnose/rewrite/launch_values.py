@@ -36,31 +36,33 @@ import libcst as cst
 
 from diagnose.rewrite.edit import fit_launch, replace, set_keyword
 from diagnose.rewrite.dependence import dependence
-from diagnose.rewrite.source import (
-    EFFECTS,
+from diagnose.rewrite.launches import (
     HostBinding,
-    Kernel,
     LaunchSite,
-    calls,
     cdiv_parts,
-    code,
-    coupled_by_axis,
-    dotted,
-    grid_coupled,
     grid_elements,
     grid_function,
     grid_shared,
     host_assignments,
+    literal_binding,
+    resolve_grid,
+    sites_of,
+)
+from diagnose.rewrite.source import (
+    EFFECTS,
+    Kernel,
+    calls,
+    code,
+    coupled_by_axis,
+    dotted,
+    grid_coupled,
     int_value,
     kernels,
     keyword,
-    literal_binding,
     names,
     param_default,
     positional,
-    resolve_grid,
     simple_assignment,
-    sites_of,
     tl_name,
     walk,
 )

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from diagnose.rewrite.source import LaunchSite, dotted, kernels, launch_sites, walk
+from diagnose.rewrite.launches import LaunchSite, launch_sites
+from diagnose.rewrite.source import dotted, kernels, walk
 
 
 def functions(module: cst.Module) -> dict[str, cst.FunctionDef]:

@@ -25,7 +25,8 @@ import libcst as cst
 
 from diagnose import syntax
 from diagnose.records import Evidence, Finding
-from diagnose.rewrite.source import alias_kept, parsed
+from diagnose.rewrite.launches import alias_kept
+from diagnose.rewrite.source import parsed
 from diagnose.targets import DEFAULT_TARGET, Target, lookup
 
 Safety = Literal["safe", "unsafe"]
@@ -83,7 +84,7 @@ class Precondition:
         targets: tuple[str, ...] | None,
         reasons: Iterable[str] = (),
     ) -> Precondition:
-        """The first launch site (`source.LaunchSite`, in the order the replay reaches them) whose
+        """The first launch site (`launches.LaunchSite`, in the order the replay reaches them) whose
         `plan_of(site)` is a `holds` plan, described; else `reasons` and every site's reason why not."""
         found = list(reasons)
         for site in sites:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from diagnose.rewrite.rewrite import NotApplicable
-from diagnose.rewrite.source import launch_sites
+from diagnose.rewrite.launches import launch_sites
 from diagnose.rewrite.table import REWRITES
 from tests.rewrite.goldens import FIXTURES, context
 

@@ -8,7 +8,8 @@ import libcst as cst
 import pytest
 
 from diagnose.rewrite.rewrite import NotApplicable, RewriteContext
-from diagnose.rewrite.source import code, grid_shared, launch_sites, resolve_grid
+from diagnose.rewrite.launches import grid_shared, launch_sites, resolve_grid
+from diagnose.rewrite.source import code
 from diagnose.rewrite.table import REWRITES
 from tests.rewrite.goldens import FIXTURES, context, folders, real_code_pairs, rewritten
 

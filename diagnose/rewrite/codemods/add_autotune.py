@@ -14,19 +14,8 @@ from diagnose.rewrite.codemods import attention_tiles, retune_launch, wgmma_tile
 from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statements, unique_name
 from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import (
-    Kernel,
-    LaunchSite,
-    calls,
-    code,
-    kernels,
-    module_names,
-    names,
-    pointer_params,
-    resolve_grid,
-    sites_of,
-    walk,
-)
+from diagnose.rewrite.launches import LaunchSite, resolve_grid, sites_of
+from diagnose.rewrite.source import Kernel, calls, code, kernels, module_names, names, pointer_params, walk
 
 MAX_CONFIGS = 6
 BENCH = '''

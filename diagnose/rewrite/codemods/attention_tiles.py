@@ -18,18 +18,8 @@ from diagnose.rewrite.launch_values import (
 )
 from diagnose.rewrite.matmul import arange_sizes, assignments, axis_names, index_tiles, operand_pointer
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import (
-    Kernel,
-    assigned_names,
-    calls,
-    grid_coupled,
-    is_tl_call,
-    kernels,
-    launched,
-    read_names,
-    sites_of,
-    walk,
-)
+from diagnose.rewrite.launches import launched, sites_of
+from diagnose.rewrite.source import Kernel, assigned_names, calls, grid_coupled, is_tl_call, kernels, read_names, walk
 from diagnose.targets import Target
 
 # (BLOCK_M, BLOCK_N, num_warps, num_stages), the first of each list the default: FlashAttention-2 /

@@ -18,28 +18,23 @@ from diagnose.rewrite.edit import (
 )
 from diagnose.rewrite.loop_nest import NEGATED, OPERATORS
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import LaunchSite, grid_elements, grid_shared, launched, resolve_grid, sites_of
 from diagnose.rewrite.source import (
     EFFECTS,
     REDUCTIONS,
     Kernel,
-    LaunchSite,
     axis_of,
     calls,
     code,
-    grid_elements,
-    grid_shared,
     is_number,
     is_program_call,
     is_tl_call,
     kernels,
-    launched,
     module_names,
     names,
     program_calls,
-    resolve_grid,
     same,
     simple_assignment,
-    sites_of,
     tl_name,
     walk,
 )

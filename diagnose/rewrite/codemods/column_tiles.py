@@ -20,29 +20,31 @@ from diagnose.rewrite.edit import (
     with_params,
 )
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import (
+    LaunchSite,
+    grid_elements,
+    grid_shared,
+    host_assignments,
+    launched,
+    resolve_grid,
+    sites_of,
+)
 from diagnose.rewrite.source import (
     REDUCTIONS,
     Kernel,
-    LaunchSite,
     axis_of,
     calls,
     code,
     dotted,
-    grid_elements,
-    grid_shared,
-    host_assignments,
     int_value,
     is_number,
     is_tl_call,
     keyword,
     kernels,
-    launched,
     names,
     program_calls,
     program_id_names,
-    resolve_grid,
     simple_assignment,
-    sites_of,
     tl_name,
     walk,
 )

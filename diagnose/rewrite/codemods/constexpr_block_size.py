@@ -12,14 +12,12 @@ from diagnose import syntax
 from diagnose.blocks import Resolve, constexpr_params, sizing_params
 from diagnose.rewrite.edit import replace
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import LaunchSite, host_assignments, launch_sites
 from diagnose.rewrite.source import (
     Kernel,
-    LaunchSite,
     dotted,
-    host_assignments,
     kernels,
     language_resolver,
-    launch_sites,
     pointer_params,
     simple_assignment,
     triton_language,

@@ -10,17 +10,15 @@ import libcst as cst
 from diagnose import syntax
 from diagnose.rewrite.edit import fit_launch, insert_after, relaunch, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import block_of, LaunchSite, launch_sites, with_kernel_name
 from diagnose.rewrite.source import (
-    block_of,
     REDUCTIONS,
     Kernel,
-    LaunchSite,
     assigned_names,
     calls,
     code,
     keyword,
     kernels,
-    launch_sites,
     module_names,
     names,
     pointer_params,
@@ -30,7 +28,6 @@ from diagnose.rewrite.source import (
     simple_assignment,
     tl_name,
     walk,
-    with_kernel_name,
 )
 
 MAX_FUSIONS = 8

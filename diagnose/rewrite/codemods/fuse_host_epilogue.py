@@ -8,11 +8,10 @@ import libcst as cst
 
 from diagnose.rewrite.edit import fit_launch, insert_after, operand, relaunch, replace, statement, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import block_of, LaunchSite, launch_sites, with_kernel_name
 from diagnose.rewrite.source import (
-    block_of,
     EFFECTS,
     Kernel,
-    LaunchSite,
     calls,
     code,
     dotted,
@@ -20,13 +19,11 @@ from diagnose.rewrite.source import (
     is_tl_call,
     keyword,
     kernels,
-    launch_sites,
     module_names,
     names,
     pointer_bases,
     positional,
     walk,
-    with_kernel_name,
 )
 
 # torch elementwise op -> (its value in Triton over `{x}`, whether it computes in fp32, its extra

@@ -8,26 +8,28 @@ import libcst as cst
 
 from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statements, unique_name, with_params
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import (
-    Kernel,
+from diagnose.rewrite.launches import (
     LaunchSite,
     cdiv_parts,
-    code,
-    coupled_by_axis,
     grid_elements,
     grid_shared,
+    launched,
+    resolve_grid,
+    sites_of,
+)
+from diagnose.rewrite.source import (
+    Kernel,
+    code,
+    coupled_by_axis,
     int_value,
     kernels,
-    launched,
     names,
     param_default,
     program_calls,
     program_id_call,
     program_id_names,
-    resolve_grid,
     same,
     simple_assignment,
-    sites_of,
 )
 
 GROUP = 8

@@ -16,22 +16,20 @@ from diagnose.rewrite.edit import (
     unique_name,
 )
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import LaunchSite, launched, sites_of
 from diagnose.rewrite.source import (
     Kernel,
-    LaunchSite,
     calls,
     dotted,
     is_tl_call,
     keyword,
     kernels,
-    launched,
     load_derived,
     module_names,
     names,
     pointer_params,
     positional,
     simple_assignment,
-    sites_of,
     walk,
 )
 

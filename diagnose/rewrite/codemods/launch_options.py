@@ -10,21 +10,8 @@ import libcst as cst
 from diagnose.rewrite.edit import expression, fit_launch, operand, replace, set_keyword
 from diagnose.rewrite.reach import reached_sites
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import (
-    Kernel,
-    LaunchSite,
-    code,
-    dotted,
-    int_value,
-    kernels,
-    keyword,
-    launch_sites,
-    literal_binding,
-    names,
-    sites_of,
-    walk,
-    within,
-)
+from diagnose.rewrite.launches import LaunchSite, launch_sites, literal_binding, sites_of, within
+from diagnose.rewrite.source import Kernel, code, dotted, int_value, kernels, keyword, names, walk
 from diagnose.task.harness import replay_targets
 
 # Triton's defaults where a launch passes none (CUDAOptions / HIPOptions in Triton 3.6).

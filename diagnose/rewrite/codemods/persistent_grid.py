@@ -15,27 +15,29 @@ from diagnose.rewrite.edit import (
     statement,
 )
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import (
-    Kernel,
+from diagnose.rewrite.launches import (
     LaunchSite,
-    calls,
     cdiv_parts,
-    code,
-    coupled_by_axis,
     grid_elements,
     grid_shared,
-    kernels,
     launched,
+    resolve_grid,
+    sites_of,
+)
+from diagnose.rewrite.source import (
+    Kernel,
+    calls,
+    code,
+    coupled_by_axis,
+    kernels,
     module_names,
     names,
     pointer_params,
     program_calls,
     program_id_call,
     program_id_names,
-    resolve_grid,
     same,
     simple_assignment,
-    sites_of,
     walk,
 )
 

@@ -10,17 +10,15 @@ import libcst as cst
 from diagnose.rewrite.edit import expression, operand, replace
 from diagnose.rewrite.reach import functions, reached_sites
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import LaunchSite, host_assignments, resolve_grid
 from diagnose.rewrite.source import (
     Kernel,
-    LaunchSite,
     calls,
     code,
     dotted,
-    host_assignments,
     int_value,
     kernels,
     read_names,
-    resolve_grid,
     simple_assignment,
     tl_name,
     walk,

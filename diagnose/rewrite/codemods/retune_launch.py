@@ -10,23 +10,17 @@ import libcst as cst
 from diagnose.rewrite.dependence import dependence
 from diagnose.rewrite.launch_values import read_beyond_launch, set_values, shown, slots, tile_accesses_masked
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext, missed
+from diagnose.rewrite.launches import cdiv_parts, grid_elements, launch_sites, launched, resolve_grid, sites_of, within
 from diagnose.rewrite.source import (
     Kernel,
     calls,
-    cdiv_parts,
     coupled_by_axis,
     dotted,
     grid_coupled,
-    grid_elements,
     kernels,
-    launch_sites,
-    launched,
     names,
     positional,
-    resolve_grid,
-    sites_of,
     walk,
-    within,
 )
 
 BLOCKS = (1024, 2048, 4096, 8192)

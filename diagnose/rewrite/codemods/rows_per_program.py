@@ -19,27 +19,22 @@ from diagnose.rewrite.edit import (
 )
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import LaunchSite, grid_elements, grid_shared, launched, resolve_grid, sites_of
 from diagnose.rewrite.source import (
     Kernel,
-    LaunchSite,
     axis_of,
     code,
     block_constexprs,
     coupled_by_axis,
     dotted,
-    grid_elements,
-    grid_shared,
     is_tl_call,
     kernels,
-    launched,
     names,
     positional,
     program_calls,
     program_id_call,
     program_id_names,
-    resolve_grid,
     simple_assignment,
-    sites_of,
     walk,
 )
 from diagnose.task.harness import replay_targets

@@ -20,19 +20,17 @@ from diagnose.rewrite.edit import (
 )
 from diagnose.rewrite.passes import drop_repeated_assignments, share_loads
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import LaunchSite, launched, sites_of
 from diagnose.rewrite.source import (
     loop_body,
     Kernel,
-    LaunchSite,
     assigned_names,
     code,
     grid_coupled,
     int_value,
     kernels,
-    launched,
     module_names,
     names,
-    sites_of,
     walk,
 )
 

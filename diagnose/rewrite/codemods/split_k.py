@@ -23,20 +23,24 @@ from diagnose.rewrite.edit import (
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import (
+    LaunchSite,
+    bound_before,
+    grid_elements,
+    grid_shared,
+    launched,
+    resolve_grid,
+    sites_of,
+)
 from diagnose.rewrite.source import (
     Kernel,
-    LaunchSite,
     assigned_names,
     axis_of,
-    bound_before,
     calls,
     code,
     dotted,
-    grid_elements,
-    grid_shared,
     is_tl_call,
     kernels,
-    launched,
     loop_body,
     module_names,
     names,
@@ -44,9 +48,7 @@ from diagnose.rewrite.source import (
     positional,
     program_id_names,
     read_names,
-    resolve_grid,
     simple_assignment,
-    sites_of,
     walk,
 )
 

@@ -8,25 +8,27 @@ import libcst as cst
 
 from diagnose.rewrite.edit import fit_launch, relaunch, replace, statements, unique_name
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import (
+    LaunchSite,
+    cdiv_parts,
+    grid_elements,
+    grid_shared,
+    launched,
+    resolve_grid,
+    sites_of,
+)
 from diagnose.rewrite.source import (
     REDUCTIONS,
     Kernel,
-    LaunchSite,
     calls,
-    cdiv_parts,
     code,
     dotted,
-    grid_elements,
     is_tl_call,
     kernels,
-    grid_shared,
-    launched,
     names,
     program_id_names,
-    resolve_grid,
     same,
     simple_assignment,
-    sites_of,
     tl_name,
     walk,
 )

@@ -8,19 +8,17 @@ import libcst as cst
 
 from diagnose.rewrite.edit import fit_launch, replace, set_keyword, statement, unique_name, with_params
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import LaunchSite, launched, sites_of
 from diagnose.rewrite.source import (
     REDUCTIONS,
     Kernel,
-    LaunchSite,
     calls,
     code,
     dotted,
     int_value,
     kernels,
-    launched,
     names,
     simple_assignment,
-    sites_of,
     tl_name,
     walk,
 )

@@ -18,20 +18,18 @@ from diagnose.rewrite.edit import (
     with_params,
 )
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
+from diagnose.rewrite.launches import LaunchSite, launched, sites_of
 from diagnose.rewrite.source import (
     Kernel,
-    LaunchSite,
     calls,
     code,
     keyword,
     kernels,
-    launched,
     module_names,
     names,
     pointer_params,
     positional,
     simple_assignment,
-    sites_of,
     walk,
 )
 

@@ -16,7 +16,8 @@ from diagnose.rewrite.launch_values import (
 )
 from diagnose.rewrite.matmul import DotTiles, dot_tiles
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
-from diagnose.rewrite.source import Kernel, calls, grid_coupled, kernels, launched, sites_of
+from diagnose.rewrite.launches import launched, sites_of
+from diagnose.rewrite.source import Kernel, calls, grid_coupled, kernels
 from diagnose.targets import Target
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); the first of each list is the default.
