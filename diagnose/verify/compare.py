@@ -196,10 +196,21 @@ def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, flo
     Steps of 2^18 took 0.15 s there idle but 0.72 s beside a busy torch process (torch's team waits on it)."""
     if not (ref.is_floating_point() and out.is_floating_point()) or ref.numel() < NORM_MIN_ELEMENTS:
         return None
+    import torch  # deferred: torch is heavy
+
     ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
     floor, max_abs, max_rel, ref_sq = max(atol, 1e-12), 0.0, 0.0, 0.0
+    size = min(AT_ONCE, ref_flat.numel())
+    # one set of buffers for every step: new memory per operation and step is what made this slow
+    scratch = (
+        torch.empty(size, dtype=ref.dtype),
+        torch.empty(size, dtype=ref.dtype),
+        torch.empty(size, dtype=ref.dtype),
+    )
+    mask = torch.empty(size, dtype=torch.bool)
     for start in range(0, ref_flat.numel(), AT_ONCE):
-        step = step_within(ref_flat[start : start + AT_ONCE], out_flat[start : start + AT_ONCE], atol, rtol, floor)
+        r, o = ref_flat[start : start + AT_ONCE], out_flat[start : start + AT_ONCE]
+        step = step_within(r, o, atol, rtol, floor, tuple(s[: r.numel()] for s in scratch), mask[: r.numel()])
         if step is None:
             return None
         max_abs, max_rel, ref_sq = max(max_abs, step[0]), max(max_rel, step[1]), ref_sq + step[2]
@@ -208,18 +219,25 @@ def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, flo
     return True, max_abs, max_rel, None
 
 
-def step_within(r, o, atol: float, rtol: float, floor: float) -> tuple[float, float, float] | None:
+def step_within(
+    r, o, atol: float, rtol: float, floor: float, scratch: tuple, mask
+) -> tuple[float, float, float] | None:
     """One step of `within_at_once`: (max abs, max rel, the reference's sum of squares), or None where an
-    element is outside the tolerance or not finite (NaN compares False)."""
+    element is outside the tolerance or not finite (NaN and Inf - Inf propagate through the maximum). Every
+    operation writes into `scratch` (three buffers of the step's size and dtype) and `mask`."""
     import torch  # deferred: torch is heavy
 
-    diff = (o - r).abs_()
-    mag = r.abs()
-    if not bool((diff <= mag * rtol + atol).all()):
+    diff, mag, work = scratch
+    torch.sub(o, r, out=diff).abs_()
+    torch.abs(r, out=mag)
+    torch.mul(mag, -rtol, out=work).add_(diff)  # |o - r| - rtol |r|, at most atol everywhere
+    if not float(work.max()) <= atol:
         return None
-    relative = torch.where(mag > floor, diff / mag, 0.0)
-    ref_sq = float(torch.linalg.vector_norm(r, dtype=torch.float64)) ** 2
-    return float(diff.max()), float(relative.max()), ref_sq
+    torch.div(diff, mag, out=work)
+    work.masked_fill_(torch.le(mag, floor, out=mask), 0.0)  # relative error only where |r| is above the floor
+    wide = torch.float64 if r.dtype == torch.float64 else torch.float32
+    ref_sq = float(torch.linalg.vector_norm(r, dtype=wide)) ** 2
+    return float(diff.max()), float(work.max()), ref_sq
 
 
 def compare_case(

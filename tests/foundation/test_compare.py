@@ -116,6 +116,27 @@ def test_the_whole_tensor_pass_gives_what_the_stepped_pass_gives(dtype):
     assert within_at_once(ref * 1e-6, torch.zeros_like(ref), atol, rtol) is None
 
 
+def test_the_whole_tensor_pass_in_steps_reuses_its_buffers_and_finds_the_same(monkeypatch):
+    """Steps of `AT_ONCE` elements, the last one short, write into one set of buffers: each step's result
+    is its own, not the last step's left over."""
+    from diagnose.verify import compare
+
+    torch.manual_seed(2)
+    ref = torch.randn(10_007)
+    out = ref * (1 + 1e-6 * torch.randn_like(ref))
+    out[123] = ref[123] + 3e-5  # the worst absolute error, in the first step
+    atol, rtol = tolerance("torch.float32")
+    whole = compare.within_at_once(ref, out, atol, rtol)
+    monkeypatch.setattr(compare, "AT_ONCE", 1000)
+    stepped = compare.within_at_once(ref, out, atol, rtol)
+    assert whole is not None and stepped is not None and stepped[0]
+    assert stepped[1] == pytest.approx(whole[1], rel=1e-6) and stepped[2] == pytest.approx(whole[2], rel=1e-6)
+    for where in (5, 9_999, 10_006):  # first step, a middle one, the short last one
+        bad = out.clone()
+        bad[where] += 1.0
+        assert compare.within_at_once(ref, bad, atol, rtol) is None, where
+
+
 def cancelling_sums(offset: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Row sums of float32 values computed as `(x + offset).sum() - offset * n` (off the truth by about
     offset * 1e-4 here), and the true sums in float64."""
