@@ -42,6 +42,21 @@ WIDE_SPREAD = 0.3
 WARMUP_MS = 25.0
 BUDGET_S = 8.0
 L2_FLUSH_MIN = 256 * 2**20
+# A call slower than a few milliseconds gets fewer repetitions, each count down to a floor: the counts above
+# are for kernels of micro- to milliseconds, and a call that takes seconds (a full TPC-H query reading GiB
+# of Parquet: issue 29 at SF 10 gave no row within 230 s) would spend minutes on them.
+BATCH_MS = 2000.0  # one batch of one variant
+MIN_REPS_MS = 4000.0  # the samples a median needs
+SIDE_STREAM_MS = 2000.0  # each of `side_stream_ratio`'s batches, and `escaped_calls`
+LEAST_REPS = 3
+
+
+def reps_within(call_ms: float | None, budget_ms: float, least: int, most: int) -> int:
+    """How many calls of `call_ms` fit in `budget_ms`, kept between `least` and `most` (`most` where the
+    call's time is not known)."""
+    if not call_ms or call_ms <= 0:
+        return most
+    return max(least, min(most, int(budget_ms / call_ms)))
 
 
 def quantile(sorted_values: list[float], q: float) -> float:
@@ -116,13 +131,17 @@ class EventTimer:
         self.backend.synchronize()
         return [s.elapsed_time(e) for s, e in pairs]
 
-    def warm_up(self, fn: Callable[[], Any]) -> None:
+    def warm_up(self, fn: Callable[[], Any]) -> float:
+        """Call `fn` until `WARMUP_MS` have passed (twice at least); the milliseconds a call took, by the
+        host's clock (what the repetitions that follow are counted from: `reps_within`)."""
         fn()
         self.backend.synchronize()
-        begin = time.perf_counter()
+        begin, calls = time.perf_counter(), 0
         while (time.perf_counter() - begin) * 1e3 < WARMUP_MS:
             fn()
             self.backend.synchronize()
+            calls += 1
+        return (time.perf_counter() - begin) * 1e3 / calls
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,8 +196,8 @@ def check_pinned(pinned: PinnedEvents) -> None:
         )
 
 
-def converged(samples: list[float], previous_median: float | None) -> bool:
-    if len(samples) < MIN_REPS or previous_median is None:
+def converged(samples: list[float], previous_median: float | None, least: int = MIN_REPS) -> bool:
+    if len(samples) < least or previous_median is None:
         return False
     median = statistics.median(samples)
     return abs(median - previous_median) <= REL_TOL * median
@@ -187,7 +206,8 @@ def converged(samples: list[float], previous_median: float | None) -> bool:
 class Probe(Protocol):
     """One of a variant's timed calls that does something besides (`timing_jobs.TimedRecheck`)."""
 
-    def arm(self) -> None: ...
+    def arm(self, calls: int) -> None:
+        """From now on; `calls`: about how many timed calls the budget leaves."""
 
     @property
     def pending(self) -> bool: ...
@@ -204,11 +224,16 @@ def measure(
     read 18% slower in first place than in sixth (0.1039 ms against 0.0877 ms on an H200).
 
     `probe` (`timing_jobs.TimedRecheck`): armed once the warm-up is over, and the rounds go on until it
-    has fired (or every budget is spent), however early the medians settle."""
-    for fn in variants.values():
-        timer.warm_up(fn)
+    has fired (or every budget is spent), however early the medians settle.
+
+    The batch and the samples a median needs shrink for a variant whose warm-up calls were slow
+    (`reps_within`): ten calls of a second-long query are a batch of one, and three samples do."""
+    per_call = {name: timer.warm_up(fn) for name, fn in variants.items()}
+    batch = {name: reps_within(ms, BATCH_MS, 1, BATCH) for name, ms in per_call.items()}
+    least = {name: reps_within(ms, MIN_REPS_MS, LEAST_REPS, MIN_REPS) for name, ms in per_call.items()}
     if probe is not None:
-        probe.arm()
+        slowest = max((ms for ms in per_call.values() if ms), default=None)
+        probe.arm(reps_within(slowest, BUDGET_S * 1e3, LEAST_REPS, MAX_REPS))
     names = list(variants)
     samples: dict[str, list[float]] = {name: [] for name in names}
     medians: dict[str, float | None] = {name: None for name in names}
@@ -225,16 +250,16 @@ def measure(
                 continue
             spent_all = False
             begin = time.perf_counter()
-            samples[name] += timer.batch(variants[name], BATCH)
+            samples[name] += timer.batch(variants[name], batch[name])
             spent[name] += time.perf_counter() - begin
-            stable[name] = converged(samples[name], medians[name])
+            stable[name] = converged(samples[name], medians[name], least[name])
             medians[name] = statistics.median(samples[name])
         rounds += 1
     timings = []
     for name, fn in variants.items():
         timing = summarize(name, group, samples[name], stable=True)
         if timing.median_ms and timing.iqr_ms / timing.median_ms > WIDE_SPREAD:
-            timing = summarize(name, group, timer.batch(fn, max(MIN_REPS, len(samples[name]))), stable=True)
+            timing = summarize(name, group, timer.batch(fn, max(least[name], len(samples[name]))), stable=True)
             if timing.iqr_ms / timing.median_ms > WIDE_SPREAD:
                 timing = dataclasses.replace(timing, stable=False, note="spread too wide (IQR over 30% of median)")
         timings.append(timing)

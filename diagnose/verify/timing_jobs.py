@@ -87,8 +87,10 @@ class TimedRecheck:
         self.countdown: int | None = None
         self.output: list | None = None
 
-    def arm(self) -> None:
-        self.countdown = 1 + secrets.randbelow(RECHECK_WITHIN)
+    def arm(self, calls: int = RECHECK_WITHIN) -> None:
+        """`calls`: about how many timed calls the timing budget leaves (a slow call gets few), so that the
+        re-check falls among them."""
+        self.countdown = 1 + secrets.randbelow(max(1, min(calls, RECHECK_WITHIN)))
 
     @property
     def pending(self) -> bool:
@@ -174,10 +176,13 @@ def timing_job(payload: dict) -> dict:
             # the re-check changes these very buffers, during the timed calls
             call = probe = timed_recheck = TimedRecheck(call, inputs, lambda: fetch(payload, recheck["perturbation"]))
         with torch.no_grad(), device_lock.exclusive(lock):
-            timings += [t.to_dict() for t in timing.measure(timer, {"candidate": call}, group, probe)]
-            side_streams[group] = timing.side_stream_ratio(timer, call)
+            (measured,) = timing.measure(timer, {"candidate": call}, group, probe)
+            timings.append(measured.to_dict())
+            # fewer calls where one takes long (`timing.reps_within`), as in the timing loop
+            reps = timing.reps_within(measured.median_ms, timing.SIDE_STREAM_MS, timing.LEAST_REPS, 20)
+            side_streams[group] = timing.side_stream_ratio(timer, call, reps)
             with instrument.streams_noted(kernels, timer.backend.current_stream) as streams:
-                escapes[group] = timing.escaped_calls(timer, call, streams)
+                escapes[group] = timing.escaped_calls(timer, call, streams, min(reps, 5))
         del inputs, call
         empty_cache(device)
     timing.check_pinned(pinned)

@@ -10,16 +10,21 @@ from diagnose.verify import timing
 
 
 class ListTimer:
-    def __init__(self, samples: dict):
+    """`call_ms`: what the warm-up says a variant's call takes (by default nothing: counts as fast)."""
+
+    def __init__(self, samples: dict, call_ms: dict | None = None):
         self.samples = {k: itertools.cycle(v) for k, v in samples.items()}
+        self.call_ms = call_ms or {}
         self.calls = []
+        self.reps = []
 
     def warm_up(self, fn):
-        fn()
+        return self.call_ms.get(fn())
 
     def batch(self, fn, reps, sync_inside=False):
         name = fn()
         self.calls.append(name)
+        self.reps.append((name, reps))
         return [next(self.samples[name]) for _ in range(reps)]
 
 
@@ -57,3 +62,32 @@ def test_convergence_needs_enough_samples():
     assert not timing.converged([1.0] * 5, 1.0)
     assert timing.converged([1.0] * 10, 1.005)
     assert not timing.converged([1.0] * 10, 1.5)
+
+
+def test_a_slow_call_is_timed_in_batches_of_one_and_three_samples_do():
+    """A call of seconds (a full query reading Parquet) would spend minutes on ten-call batches; one of
+    milliseconds beside it keeps the usual counts."""
+    timer = ListTimer({"slow": [3000.0], "fast": [1.0]}, call_ms={"slow": 3000.0, "fast": 1.0})
+    out = {t.variant: t for t in timing.measure(timer, {"slow": lambda: "slow", "fast": lambda: "fast"}, "g")}
+    slow = [reps for name, reps in timer.reps if name == "slow"]
+    assert set(slow) == {1} and out["slow"].reps == len(slow) == timing.LEAST_REPS
+    assert {reps for name, reps in timer.reps if name == "fast"} == {timing.BATCH}
+    assert out["slow"].median_ms == 3000.0 and out["slow"].stable
+
+
+def test_repetitions_fit_the_budget_between_their_floor_and_ceiling():
+    assert timing.reps_within(None, 2000.0, 3, 20) == 20  # not known: the usual count
+    assert timing.reps_within(0.5, 2000.0, 3, 20) == 20
+    assert timing.reps_within(250.0, 2000.0, 3, 20) == 8
+    assert timing.reps_within(5000.0, 2000.0, 3, 20) == 3
+
+
+def test_the_timed_recheck_falls_among_the_calls_the_budget_leaves():
+    from diagnose.verify.timing_jobs import RECHECK_WITHIN, TimedRecheck
+
+    recheck = TimedRecheck(lambda: None, [], lambda: [])
+    for _ in range(50):
+        recheck.arm(2)
+        assert recheck.countdown in (1, 2)
+    recheck.arm(10_000)
+    assert 1 <= recheck.countdown <= RECHECK_WITHIN
