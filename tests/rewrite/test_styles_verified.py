@@ -1,13 +1,12 @@
 """Every real-code pair (`after_<style>.py` against `before_<style>.py`) stays correct on the interpreter:
 the module copied as a user's, the call in the fixture folder's `calls.json` (`{"module": "op(x=f32[...])",
-"autograd": "Fn.apply(f32[...], ...)"}`) replayed on fresh inputs, all pairs verified in one batch, two
-at a time. Pairs that a rewrite's own test verifies (with its own calls) are left to it."""
+"autograd": "Fn.apply(f32[...], ...)"}`) replayed on fresh inputs, one pair per test (so that pytest-xdist
+spreads them over its workers). Pairs that a rewrite's own test verifies (with its own calls) are left to it."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -82,31 +81,24 @@ def test_every_pair_is_verified_somewhere():
             assert (path.parent.name, style) in pairs, f"{path}: no before_{style}.py"
 
 
-@pytest.fixture(scope="module")
-def verdicts(tmp_path_factory):
+def verified(pair, root):
+    """The verdict of `after_<style>.py` against the module `before_<style>.py` copied as a user's."""
     from diagnose.task import load_task
     from diagnose.task.specs import Inputs
     from diagnose.verify.harness import verify
 
-    root = tmp_path_factory.mktemp("styles")
-
-    def one(pair):
-        rewrite, style = pair
-        folder, work = FIXTURES / rewrite, root / f"{rewrite}-{style}"
-        work.mkdir()
-        module = work / f"{style}_ops.py"
-        shutil.copy(folder / f"before_{style}.py", module)
-        task = load_task(module, folder / f"after_{style}.py", Inputs(calls=(CALLS[pair],)), work / "cache")
-        return pair, verify(task, check_options(task.reference_path))
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(one, PAIRS))
+    rewrite, style = pair
+    folder = FIXTURES / rewrite
+    module = root / f"{style}_ops.py"
+    shutil.copy(folder / f"before_{style}.py", module)
+    task = load_task(module, folder / f"after_{style}.py", Inputs(calls=(CALLS[pair],)), root / "cache")
+    return verify(task, check_options(task.reference_path))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p[0]}/{p[1]}")
-def test_real_code_pair_stays_correct(verdicts, pair):
-    verdict = verdicts[pair]
+def test_real_code_pair_stays_correct(pair, tmp_path):
+    verdict = verified(pair, tmp_path)
     assert verdict.failure is None, verdict.failure
     assert verdict.cases and all(c.passed for c in verdict.cases), [c for c in verdict.cases if not c.passed]
     assert all(c.passed for c in verdict.checks), [c for c in verdict.checks if not c.passed]
