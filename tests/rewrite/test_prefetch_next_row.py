@@ -62,6 +62,20 @@ def test_a_mask_passed_by_position_gets_the_row_bound_where_it_is():
     assert "x_next = tl.load(X + row_next * stride + cols, mask & (row_next < row_end), 0.0)" in new
 
 
+def test_a_loop_from_zero_whose_variable_is_cast_gets_a_first_row_that_parses():
+    """flash-linear-attention writes `for i_t in range(NT): o_t = i_t.to(tl.int64) * BT + ...`: the first
+    row's load has the variable replaced by 0, and `0.to(tl.int64)` is not Python."""
+    source = (
+        (FOLDER / "before_module.py")
+        .read_text()
+        .replace("for row in range(row_start, row_end):", "for row in range(0, row_end):")
+        .replace("row_x = X + row * stride", "row_x = X + row.to(tl.int64) * stride")
+    )
+    new = REWRITE.apply(RewriteContext(source, "ops.py"))
+    compile(new, "ops.py", "exec")
+    assert "X + (0).to(tl.int64) * stride + cols" in new
+
+
 def test_it_answers_a_loop_the_compiler_did_not_pipeline():
     missed = Evidence("ir", "ttgir", "SoftwarePipelining", "analysis", None, (("pipelined", False),))
     done = Evidence("ir", "ttgir", "SoftwarePipelining", "passed", None, (("pipelined", True),))

@@ -330,7 +330,11 @@ class _Substitute(cst.CSTTransformer):
         return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
     def leave_Attribute(self, original, updated):
-        return updated.with_changes(attr=original.attr)
+        value = updated.value
+        if isinstance(value, (cst.Integer, cst.Float)) and not value.lpar:
+            # the loop variable replaced by its start: `i_t.to(tl.int64)` -> `(0).to(...)`, `0.to` is no Python
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return updated.with_changes(value=value, attr=original.attr)
 
     def leave_BinaryOperation(self, original, updated):
         # `row_ptr + cols` with `row_ptr = X + row * stride`: `X + row * stride + cols`, no parentheses
