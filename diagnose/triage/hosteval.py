@@ -59,6 +59,15 @@ class Dtype:
         return DTYPE_BYTES.get(self.name, 4)
 
 
+def dtype_given(kwargs: dict, default: str) -> str:
+    """The `dtype=` a tensor maker was called with: its name, `default` where none is given, and
+    "unknown" where one is given that cannot be read (`dtype=config.dtype`): not the default."""
+    dtype = kwargs.get("dtype")
+    if dtype is None:  # not given, or `dtype=None`: torch's default
+        return default
+    return dtype.name if isinstance(dtype, Dtype) else "unknown"
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """A tensor as far as triage cares: its shape (ints or UNKNOWN) and dtype."""
@@ -467,14 +476,11 @@ class Evaluator:
         if name.startswith("torch.") and short in TENSOR_MAKERS:
             return self.make_tensor(short, args, kwargs)
         if name.startswith("torch.") and short in LIKE_MAKERS and args and isinstance(args[0], TensorSpec):
-            dtype = kwargs.get("dtype")
-            return TensorSpec(args[0].shape, dtype.name if isinstance(dtype, Dtype) else args[0].dtype)
+            return TensorSpec(args[0].shape, dtype_given(kwargs, args[0].dtype))
         return UNKNOWN
 
     def make_tensor(self, short: str, args: list, kwargs: dict) -> Any:
-        dtype = kwargs.get("dtype")
-        default = "int64" if short in ("randint", "arange") else "float32"
-        dtype = dtype.name if isinstance(dtype, Dtype) else default
+        dtype = dtype_given(kwargs, "int64" if short in ("randint", "arange") else "float32")
         if "size" in kwargs:
             shape = kwargs["size"]
         elif short == "randint":

@@ -162,3 +162,24 @@ def test_tri004_reads_model_inputs(dtype, flagged):
     source = MODEL.replace("DTYPE", dtype)
     findings = triage_source(source, "model.py", "cuda:sm90", select=["TRI004"])
     assert bool(findings) == flagged
+
+
+@pytest.mark.parametrize(
+    "dtype,confidence", [("dtype=torch.float32", "high"), ("device='cuda'", "high"), ("dtype=CONFIG.dtype", "low")]
+)
+def test_tri004_is_sure_only_where_an_operand_is_known_fp32(dtype, confidence):
+    """fp32 tensors from the model's own inputs (`randn`'s default too): high; a dtype nothing in the file
+    gives (a dtype-generic kernel, as a library's are): low, still reported."""
+    findings = triage_source(MODEL.replace("DTYPE", dtype), "model.py", "cuda:sm90", select=["TRI004"])
+    assert findings and {f.confidence for f in findings} == {confidence}
+
+
+def test_tri004_on_a_kernel_that_casts_its_operand_to_fp32_is_high():
+    source = (RULE_FIXTURES / "TRI004_host_dtypes.py").read_text()
+    findings = triage_source(source, "TRI004_host_dtypes.py", "cuda:sm90", select=["TRI004"])
+    by_line = {f.location.line: f.confidence for f in findings}
+    cast_line = next(i for i, line in enumerate(source.splitlines(), 1) if "tl.dot(bk32, bk32.T" in line)
+    loop_line = next(
+        i for i, line in enumerate(source.splitlines(), 1) if "tl.dot(a, a, allow_tf32=False))  # error" in line
+    )
+    assert by_line[cast_line] == "high" and by_line[loop_line] == "low"
