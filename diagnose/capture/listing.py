@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from diagnose.errors import UsageError
-from diagnose.task.launches import listing, records_for
+from diagnose.task.launches import launches_to_replay, listing
 
 WIDTH = 160
 
@@ -13,7 +13,7 @@ WIDTH = 160
 def render_listing(path: Path, launches: str | None = None) -> str:
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
-    records = listing(records_for(path, launches))
+    records = listing(launches_to_replay(path, launches))
     if not records:
         return f"{path}: no captured launches (run `diagnose capture -- <your tests>`)"
     lines = [

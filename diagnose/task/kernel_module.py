@@ -93,7 +93,7 @@ def _from_calls(path: Path, tree, inputs: Inputs) -> tuple[dict[str, str], str]:
 
 
 def _from_launches(path: Path, inputs: Inputs) -> tuple[dict[str, str], str]:
-    records = launches.records_for(path, inputs.launches)
+    records = launches.launches_to_replay(path, inputs.launches)
     if inputs.kernel:
         records = [r for r in records if r.kernel == inputs.kernel]
     if not records:

@@ -182,6 +182,13 @@ def launches_of_kernels_in(path: Path, launches: str | None = None) -> list[Laun
     return out
 
 
+def launches_to_replay(path: Path, launches: str | None = None) -> list[LaunchRecord]:
+    """What a kernel module's task replays: its own captured launches, else, for a file of kernels that
+    other modules launch (attorch's `softmax_kernels.py`, launched from `softmax_layers.py`), theirs of
+    its kernels, replayed at the kernel (`launches_of_kernels_in`)."""
+    return records_for(path, launches) or launches_of_kernels_in(path, launches)
+
+
 def listing(records: list[LaunchRecord]) -> list[LaunchRecord]:
     """The records in the order `--launch N` counts them: calls of a host function before bare kernel
     launches, each largest first.

@@ -219,3 +219,48 @@ def test_backward_passes_run_where_the_trace_hook_sees_them(tmp_path):
     records = json.loads((tmp_path / ".diagnose" / "launches" / "ops.json").read_text())["launches"]
     # the backward's gradient of a sum is one value broadcast: a stride-0 view, replayed as one
     assert {r["call"] for r in records} == {"Twice.apply(x=f32[3000])", "twice(x=f32[3000](stride=(0,)))"}
+
+
+@pytest.mark.slow
+def test_a_file_of_kernels_another_module_launches_replays_their_launches(tmp_path):
+    """attorch keeps its kernels in `softmax_kernels.py` (autotuned, block sizes from heuristics) and
+    launches them from an autograd function in `softmax_layers.py`: the kernels' file is what a user
+    optimizes, and it has no launch of its own."""
+    package = tmp_path / "ops"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "scale_kernels.py").write_text(
+        "import triton\n"
+        "import triton.language as tl\n\n\n"
+        "@triton.autotune(configs=[triton.Config({}, num_warps=2), triton.Config({}, num_warps=4)], key=['n'])\n"
+        "@triton.heuristics({'BLOCK': lambda args: min(1024, triton.next_power_of_2(args['n']))})\n"
+        "@triton.jit\n"
+        "def scale_kernel(x_ptr, out_ptr, n, factor, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * factor, mask=offs < n)\n"
+    )
+    (package / "scale_layers.py").write_text(
+        "import torch\n"
+        "from triton import cdiv\n\n"
+        "from .scale_kernels import scale_kernel\n\n\n"
+        "class ScaleAutoGrad(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x, factor):\n"
+        "        out = torch.empty_like(x)\n"
+        "        grid = lambda META: (cdiv(x.numel(), META['BLOCK']),)\n"
+        "        scale_kernel[grid](x, out, x.numel(), factor)\n"
+        "        return out\n"
+    )
+    (tmp_path / "run.py").write_text(
+        "import torch\n"
+        "from ops.scale_layers import ScaleAutoGrad\n\n"
+        "x = torch.randn(3000, device='cuda')\n"
+        "assert torch.allclose(ScaleAutoGrad.apply(x, 2.0), 2 * x)\n"
+    )
+    done = run_cli("capture", "--device", "cpu", "--project", str(tmp_path), "--", sys.executable, "run.py")
+    assert done.returncode == 0, done.stderr
+    kernels = str(package / "scale_kernels.py")
+    listed = run_cli("capture", "--list", kernels)
+    assert "1 launches captured" in listed.stdout and "scale_kernel[(3,)](x_ptr=f32[3000]" in listed.stdout
+    checked = run_cli("check", kernels, "--seeds", "2")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
