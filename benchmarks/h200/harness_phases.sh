@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue 25's device numbers in one call: the gpu-marked harness tests (GPU_TESTS=1, or on an H200), the host's
+# comparison speed, and `check` / `optimize` of the examples per phase (benchmarks/phase_times.py).
+#
+#   GPU_TESTS=1 LIMIT=330 bash benchmarks/h200/harness_phases.sh          # carry .whl
+#
+# .whl holds the wheels of what `diagnose` imports that the device image lacks (langgraph and its checkpoint
+# packages, langchain-core, langsmith and its needs sniffio and distro, libcst, pydantic, ...: see KINDS.md's
+# package list). EXAMPLES (default softmax) and LIMIT (seconds for phase_times, default 300) may be set.
+# Session 35 on an H100: 23/23 tests in 84 s, compare_speed ~20 s, phase_times of softmax 107 s.
+export PYTHONUNBUFFERED=1 COLUMNS=160 DIAGNOSE_CACHE_DIR=/tmp/diagnose-cache
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  > "$OUT/install.txt" 2>&1
+export PYTHONPATH=/tmp/site:$PWD
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import torch, triton, langgraph; print('torch', torch.__version__, 'triton', triton.__version__)"
+  if [ -n "${GPU_TESTS:-}" ] || nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    echo "=== gpu tests"
+    timeout 200 python3 -m pytest -q -m gpu tests/gpu/test_harness_on_gpu.py -p no:cacheprovider -rA 2>&1 | tail -40
+  fi
+  echo "=== compare_speed"
+  timeout 60 python3 benchmarks/compare_speed.py --log2 24 26 28
+  echo "=== phase_times ${EXAMPLES:-softmax}"
+  /usr/bin/time -f "wall %e s" timeout "${LIMIT:-300}" python3 benchmarks/phase_times.py --device cuda \
+    --examples ${EXAMPLES:-softmax} --candidates 4 --out "$OUT/phases.md"
+} > "$OUT/log.txt" 2>&1
+tail -c 6000 "$OUT/log.txt"
