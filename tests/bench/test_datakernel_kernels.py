@@ -83,7 +83,7 @@ def test_scoring_falls_back_to_the_torchplan_when_a_kernel_fails_or_is_slower():
     assert table["core"]["pass_rate"] == pytest.approx(2 / 3)
     assert table["core"]["geomean"] == pytest.approx(4.0 ** (1 / 3))
     assert table["full"]["geomean"] is None  # nothing timed: pass rate only
-    assert "2/3 verified (pass rate 67%; 3 have a kernel)" in datakernel.render_summary(table)
+    assert "2/3 verified (pass rate 67%; 2 of the 3 with a kernel)" in datakernel.render_summary(table)
 
 
 def test_an_unknown_kind_is_a_usage_error():
@@ -157,7 +157,7 @@ def test_the_command_line_sweeps_and_summarises(tpch_root, tmp_path):
         env={"DIAGNOSE_DATAKERNEL_DIR": str(tpch_root)},
     )
     assert result.returncode == 1, result.stderr  # q02 has no kernel: a failed row
-    assert "core  1/2 verified (pass rate 50%; 1 have a kernel), not timed (CPU)" in result.stdout
+    assert "core  1/2 verified (pass rate 50%; 1 of the 1 with a kernel), not timed (CPU)" in result.stdout
     stream = cli(
         "bench",
         "datakernel",

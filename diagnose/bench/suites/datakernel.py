@@ -213,6 +213,6 @@ def render_summary(data: dict) -> str:
         geo = "not timed (CPU)" if values["geomean"] is None else f"geomean {values['geomean']:.3g}x"
         lines.append(
             f"{kind:5} {values['passed']}/{values['tasks']} verified (pass rate "
-            f"{values['pass_rate']:.0%}; {values['with_kernel']} have a kernel), {geo}"
+            f"{values['pass_rate']:.0%}; {values['passed']} of the {values['with_kernel']} with a kernel), {geo}"
         )
     return "\n".join(lines)
