@@ -61,9 +61,8 @@ def one(call_ms: float) -> tuple[int, int, float]:
     begin = time.perf_counter()
     (measured,) = timing.measure(timer, {"candidate": call}, "g")
     in_loop = calls
-    reps = timing.reps_within(measured.median_ms, timing.SIDE_STREAM_MS, timing.LEAST_REPS, 20)
-    timing.side_stream_ratio(timer, call, reps)
-    timing.escaped_calls(timer, call, [], min(reps, 5))
+    timing.side_stream_ratio(timer, call, call_ms=measured.median_ms)
+    timing.escaped_calls(timer, call, [], call_ms=measured.median_ms)
     return in_loop, calls, time.perf_counter() - begin
 
 

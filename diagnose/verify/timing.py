@@ -207,7 +207,7 @@ class Probe(Protocol):
     """One of a variant's timed calls that does something besides (`timing_jobs.TimedRecheck`)."""
 
     def arm(self, calls: int) -> None:
-        """From now on; `calls`: about how many timed calls the budget leaves."""
+        """Start counting timed calls; `calls` is about how many the timing budget leaves."""
 
     @property
     def pending(self) -> bool: ...
@@ -266,7 +266,7 @@ def measure(
     return timings
 
 
-def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20) -> float:
+def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20, call_ms: float | None = None) -> float:
     """Median time of calls from an empty queue with a device-wide sync inside the timed region, less
     the sync's round trip, over the median of the same calls without the sync.
 
@@ -277,7 +277,9 @@ def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20) 
     running when the call returns that the timed stream never waited for: work on another stream.
     Host time is not subtracted: a side stream's kernels run while the host is still launching, so
     subtracting it would hide them (20 side-stream launches then read no slower than honest work).
+    `call_ms`, where known: fewer than `reps` calls for a slow `fn` (`reps_within`).
     """
+    reps = reps_within(call_ms, SIDE_STREAM_MS, LEAST_REPS, reps)
     cold = statistics.median(timer.batch(fn, reps, cold=True))
     synced = statistics.median(timer.batch(fn, reps, sync_inside=True))
     round_trip = statistics.median(timer.batch(_nothing, reps, sync_inside=True)) - statistics.median(
@@ -286,14 +288,17 @@ def side_stream_ratio(timer: EventTimer, fn: Callable[[], Any], reps: int = 20) 
     return max(synced - max(round_trip, 0.0), cold) / cold if cold > 0 else 1.0
 
 
-def escaped_calls(timer: EventTimer, fn: Callable[[], Any], streams: list, reps: int = 5) -> int:
+def escaped_calls(
+    timer: EventTimer, fn: Callable[[], Any], streams: list, reps: int = 5, call_ms: float | None = None
+) -> int:
     """Of `reps` calls of `fn`, how many left work on a stream its Triton kernels were launched on
     (`streams`, filled by `instrument.streams_noted`) after the timed stream's work was done.
 
     An honest call that runs kernels on another stream makes the timed stream wait for them
     (`wait_stream`, an event), so they are done when the timed stream is; work that escapes the
-    timer is still there.
+    timer is still there. `call_ms`, where known: fewer than `reps` calls for a slow `fn` (`reps_within`).
     """
+    reps = reps_within(call_ms, SIDE_STREAM_MS, LEAST_REPS, reps)
     timed = timer.backend.current_stream()
     escaped = 0
     for _ in range(reps):

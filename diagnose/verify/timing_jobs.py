@@ -178,11 +178,9 @@ def timing_job(payload: dict) -> dict:
         with torch.no_grad(), device_lock.exclusive(lock):
             (measured,) = timing.measure(timer, {"candidate": call}, group, probe)
             timings.append(measured.to_dict())
-            # fewer calls where one takes long (`timing.reps_within`), as in the timing loop
-            reps = timing.reps_within(measured.median_ms, timing.SIDE_STREAM_MS, timing.LEAST_REPS, 20)
-            side_streams[group] = timing.side_stream_ratio(timer, call, reps)
+            side_streams[group] = timing.side_stream_ratio(timer, call, call_ms=measured.median_ms)
             with instrument.streams_noted(kernels, timer.backend.current_stream) as streams:
-                escapes[group] = timing.escaped_calls(timer, call, streams, min(reps, 5))
+                escapes[group] = timing.escaped_calls(timer, call, streams, call_ms=measured.median_ms)
         del inputs, call
         empty_cache(device)
     timing.check_pinned(pinned)

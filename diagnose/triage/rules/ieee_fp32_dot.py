@@ -76,24 +76,27 @@ class IeeeFp32Dot(Rule):
             assigns = None
             for call in kernel.calls("dot"):
                 operands = [
-                    call.args[i] if len(call.args) > i else keyword(call, name)
-                    for i, name in enumerate(("input", "other"))
+                    op
+                    for op in (
+                        call.args[i] if len(call.args) > i else keyword(call, name)
+                        for i, name in enumerate(("input", "other"))
+                    )
+                    if op is not None
                 ]
-                if any(operand_dtype(kernel, op) in NOT_FP32 for op in operands if op is not None):
+                cast = [operand_dtype(kernel, op) for op in operands]  # what the kernel itself makes them
+                if any(dtype in NOT_FP32 for dtype in cast):
                     continue  # 16-bit, 8-bit or fp64 operands: there is no tf32 to turn off
                 if not any(_has_setting(kw) for kw in call.keywords):
                     continue
-                if not ctx.launches and not any(operand_dtype(kernel, op) == "float32" for op in operands if op):
+                if not ctx.launches and "float32" not in cast:
                     continue  # a file of kernels launched elsewhere: their operands' dtype is not known here
                 assigns = assigns if assigns is not None else _plain_assigns(kernel)
-                hosts = [host_dtypes(ctx, kernel, op, assigns) for op in operands if op is not None]
+                hosts = [host_dtypes(ctx, kernel, op, assigns) for op in operands]
                 if any(_not_fp32(found) for found in hosts):
                     continue  # every launch the file makes passes 16-bit tensors for this operand
                 # known fp32 (cast in the kernel, or passed by the file's callers): high; a dtype-generic
                 # kernel whose callers' tensors are not known here may well run on 16-bit ones: low
-                fp32 = any(operand_dtype(kernel, op) == "float32" for op in operands if op is not None) or any(
-                    found and found & FP32 for found in hosts
-                )
+                fp32 = "float32" in cast or any(found and found & FP32 for found in hosts)
                 confidence = "high" if fp32 else "low"
                 for kw in call.keywords:
                     v = kw.value
