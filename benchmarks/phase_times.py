@@ -1,7 +1,7 @@
 """Where `diagnose check` and `diagnose optimize` spend their wall time, per phase, on the examples.
 
     python benchmarks/phase_times.py [--device cpu|cuda] [--examples vector_add softmax ...] \
-        [--candidates 4] [--no-optimize] [--out phases.md]
+        [--candidates 4] [--no-optimize] [--jobs] [--out phases.md]
 
 Runs each example through the command line as a user would (a fresh `python -m diagnose.cli` process,
 its own cache folder, so nothing is reused between examples) and reads the phases back from what the
@@ -14,6 +14,10 @@ command wrote:
   table, each verdict's steps as it lists them.
 - `optimize EXAMPLE --max-candidates N --seeds 2`: the run's wall time split by the escalation's steps
   (from its trace: each step's `at` minus the previous one's), and the candidates' harness phases summed.
+
+With `--jobs`, each command's worker jobs as a timeline below the tables (from `DIAGNOSE_JOB_LOG`,
+`diagnose/knobs.py`): when each job started and ended, in seconds from the command's start, its entry and
+mode; the jobs that ran side by side show as overlapping intervals.
 
 Prints two Markdown tables and, below them, each wall time against issue 25's targets: `check` of a small
 example within 10 s on 2 CPU cores and within 20 s on the H200; `optimize` within 60 s per entry for 4
@@ -35,18 +39,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ("vector_add", "softmax", "layernorm", "matmul")
 HARNESS = ("reference", "candidate", "compare", "ghost")
+JOB_LOG = "jobs.jsonl"
 TARGETS = {("check", "cpu"): 10.0, ("check", "cuda"): 20.0, ("optimize", "cuda"): 60.0}
 
 
 def run(args: list[str], cache: Path) -> tuple[float, int, float | None]:
     """Wall seconds and exit code of one `diagnose` command in a fresh process and cache folder, and the
     seconds until its first progress line (`[check] reference: ...`): what the process spent before the
-    verification began (imports, loading the task)."""
+    verification began (imports, loading the task). Its worker jobs go to `cache/jobs.jsonl`."""
     env = dict(
         os.environ,
         DIAGNOSE_CACHE_DIR=str(cache),
+        DIAGNOSE_JOB_LOG=str(cache / JOB_LOG),
         PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
     )
+    cache.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     first: float | None = None
     tail: list[str] = []
@@ -81,11 +88,11 @@ def harness_phases(phases: list) -> dict[str, float]:
 
 def check_row(example: str, device: str, work: Path) -> dict:
     out = work / f"check_{example}.json"
+    cache, started = work / f"cache_check_{example}", time.time()
     wall, code, first = run(
-        ["check", f"examples/{example}.py", "--device", device, "--seeds", "2", "--out", str(out)],
-        work / f"cache_check_{example}",
+        ["check", f"examples/{example}.py", "--device", device, "--seeds", "2", "--out", str(out)], cache
     )
-    row = {"example": example, "wall": wall, "exit": code, "before": first, "raw": []}
+    row = {"example": example, "wall": wall, "exit": code, "before": first, "raw": [], "jobs": jobs(cache, started)}
     if out.exists():
         verdict = json.loads(out.read_text())["candidates"][0]["verdict"]
         row.update(harness_phases(verdict.get("phases") or []))
@@ -114,7 +121,7 @@ def optimize_row(example: str, device: str, candidates: int, work: Path) -> dict
         ["optimize", f"examples/{example}.py", "--device", device, "--seeds", "2", "--max-candidates", str(candidates)],
         cache,
     )
-    row = {"example": example, "wall": wall, "exit": code}
+    row = {"example": example, "wall": wall, "exit": code, "jobs": jobs(cache, started)}
     reports = sorted(cache.rglob("report.json"))
     if reports:
         report = json.loads(reports[-1].read_text())
@@ -126,6 +133,30 @@ def optimize_row(example: str, device: str, candidates: int, work: Path) -> dict
                 summed[key] += value
         row["harness"] = summed
     return row
+
+
+def jobs(cache: Path, started: float) -> list[dict]:
+    """The command's worker jobs from its job log, each with `start` made seconds from `started`."""
+    path = cache / JOB_LOG
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sorted(({**job, "start": job["start"] - started} for job in lines), key=lambda job: job["start"])
+
+
+def job_timeline(command: str, rows: list[dict]) -> list[str]:
+    """Each row's jobs, one line each: start and end (seconds from the command's start), entry, mode."""
+    lines = []
+    for r in rows:
+        lines += ["", f"Jobs of `{command} {r['example']}` (start-end s, seconds, entry, mode):", ""]
+        lines += [
+            f"- {j['start']:6.1f}-{j['start'] + j['seconds']:6.1f}  {j['seconds']:5.1f}  "
+            f"{j['entry'].rpartition('.')[2]}"
+            + (f" ({j['mode']})" if j.get("mode") else "")
+            + ("" if j["ok"] else " FAILED")
+            for j in r.get("jobs", [])
+        ]
+    return lines
 
 
 def check_table(rows: list[dict], device: str) -> list[str]:
@@ -178,17 +209,19 @@ def main() -> None:
     parser.add_argument("--examples", nargs="+", default=list(EXAMPLES))
     parser.add_argument("--candidates", type=int, default=4)
     parser.add_argument("--no-optimize", action="store_true")
+    parser.add_argument("--jobs", action="store_true", help="each command's worker jobs as a timeline")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="phase_times_") as tmp:
         work = Path(tmp)
         checks = [check_row(e, args.device, work) for e in args.examples]
-        lines = check_table(checks, args.device)
+        lines = check_table(checks, args.device) + (job_timeline("check", checks) if args.jobs else [])
         # The check table is out before optimize starts: a run cut by an outer time limit keeps it.
         show("\n".join(lines) + "\n", args.out)
         if not args.no_optimize:
             optimized = [optimize_row(e, args.device, args.candidates, work) for e in args.examples]
             optimize_lines = optimize_table(optimized, args.device, args.candidates)
+            optimize_lines += job_timeline("optimize", optimized) if args.jobs else []
             show("\n".join(optimize_lines) + "\n", args.out, append=True)
 
 

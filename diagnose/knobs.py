@@ -7,6 +7,7 @@
 | `DIAGNOSE_IR_TIMEOUT_S` | seconds an `inspect` compile worker may run when `DIAGNOSE_TIMEOUT_S` is unset (600) |
 | `DIAGNOSE_WORKER_FORK` | `0`: start every worker from scratch instead of forking it from a warm zygote (`runtime/zygote.py`) |
 | `DIAGNOSE_INTERPRET_MAX_ELEMENTS` | a launch in Triton's interpreter whose tensor arguments hold more elements than this is not run (a capture still records it): a module's own tests at a GPU's sizes would run for hours there; set by the own-tests capture on the CPU (`diagnose/capture/own_tests.py`), unset elsewhere |
+| `DIAGNOSE_JOB_LOG` | a file every worker job appends one JSON line to as it ends (`entry`, the payload's `mode`, `start` in epoch seconds, `seconds`, `ok`): where a command's time went, job by job (`benchmarks/phase_times.py --jobs`) |
 | `DIAGNOSE_DATAKERNEL_DIR` | where DataKernelBench's TPC-H data sets go (`sf<N>/`), instead of `datakernel/` under the user cache (`diagnose/bench/suites/datakernel_data.py`) |
 
 Where caches live when `DIAGNOSE_CACHE_DIR` is unset:
@@ -38,6 +39,7 @@ TIMEOUT = "DIAGNOSE_TIMEOUT_S"
 IR_TIMEOUT = "DIAGNOSE_IR_TIMEOUT_S"
 WORKER_FORK = "DIAGNOSE_WORKER_FORK"
 INTERPRET_MAX_ELEMENTS = "DIAGNOSE_INTERPRET_MAX_ELEMENTS"
+JOB_LOG = "DIAGNOSE_JOB_LOG"
 LEGACY_CACHE = ".diagnose_cache"
 
 
@@ -72,6 +74,7 @@ class Knobs:
     ir_timeout_s: float = 600.0
     fork_workers: bool = True
     interpret_max_elements: int | None = None
+    job_log: Path | None = None
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> Knobs:
@@ -87,6 +90,7 @@ class Knobs:
             interpret_max_elements=elements(INTERPRET_MAX_ELEMENTS, env[INTERPRET_MAX_ELEMENTS])
             if env.get(INTERPRET_MAX_ELEMENTS)
             else None,
+            job_log=Path(env[JOB_LOG]) if env.get(JOB_LOG) else None,
         )
 
 

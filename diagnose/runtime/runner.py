@@ -111,7 +111,7 @@ def call(
     with tempfile.TemporaryDirectory(prefix="diagnose-worker-") as tmp:
         request, result, log_path = Path(tmp, "request.json"), Path(tmp, "result.json"), Path(tmp, "log")
         request.write_text(json.dumps({"entry": entry, "payload": payload}))
-        start = time.monotonic()
+        started, start = time.time(), time.monotonic()
         proc = start_worker(
             request,
             result,
@@ -134,12 +134,25 @@ def call(
         if failure is None and result.exists():
             data = json.loads(result.read_text())
             if data["ok"]:
+                log_job(knobs.job_log, entry, payload, started, wall, True)
                 return WorkerResult(True, value=data["value"], wall_s=wall, log=log_text)
             failure = Failure(data["kind"], data["message"], data.get("traceback", "")[-LOG_TAIL:])
         elif failure is None:
             kind, message = describe_exit(proc.returncode)
             failure = Failure(kind, message, log_text)
+        log_job(knobs.job_log, entry, payload, started, wall, False)
         return WorkerResult(False, failure=failure, wall_s=wall, log=log_text)
+
+
+def log_job(path: Path | None, entry: str, payload: dict, started: float, wall: float, ok: bool) -> None:
+    """One line of the job log (`DIAGNOSE_JOB_LOG`), when one is asked for. A line is one `write` of an
+    append-mode file, so the jobs of concurrent threads and processes do not interleave within a line."""
+    if path is None:
+        return
+    mode = payload.get("mode") if isinstance(payload, dict) else None
+    line = {"entry": entry, "mode": mode, "start": round(started, 3), "seconds": round(wall, 3), "ok": ok}
+    with contextlib.suppress(OSError), open(path, "a") as handle:
+        handle.write(json.dumps(line) + "\n")
 
 
 def start_worker(request: Path, result: Path, log_path: Path, env: dict[str, str], python: str | None, warm: bool):

@@ -42,7 +42,7 @@ from typing import Callable
 from diagnose.records import CheckResult, Failure, Timing, Verdict
 from diagnose.runtime.devices import Placement, timed
 from diagnose.task import Task
-from diagnose.verify import anticheat, recipes
+from diagnose.verify import anticheat, recipes, tensors
 from diagnose.verify.jobs import candidate_files
 from diagnose.verify.judge import Held, compare_held, judge, key
 from diagnose.verify.options import CheckOptions, placement_for
@@ -138,6 +138,7 @@ def not_reproduced(verdict: Verdict) -> bool:
 def verify_once(task: Task, options: CheckOptions, reference: Reference | None, keep: KeptReference | None) -> Verdict:
     """`verify`, with the inputs as `options.recipes` says."""
     hide_memory()
+    tensors.import_beside()
     where = placement_for(options)
     phases = Phases(options.on_phase)
     if reference is None and keep is not None:

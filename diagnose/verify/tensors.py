@@ -9,7 +9,10 @@ otherwise fails later and obscurely (`torch.save ... unexpected pos`, seen under
 from __future__ import annotations
 
 import contextlib
+import importlib
 import shutil
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,14 @@ MARGIN = 64 * 2**20
 
 class NoRoom(OSError):
     """Not enough free space for a file of values."""
+
+
+def import_beside() -> None:
+    """Start importing torch in a thread of its own, unless it is imported already. The parent of a
+    verification first needs torch to read the reference job's files; imported then, torch's 1-2 s
+    followed that job, and now they overlap it (its worker is a process of its own)."""
+    if "torch" not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=("torch",), name="import-torch", daemon=True).start()
 
 
 def flatten(value: Any) -> list:

@@ -1,5 +1,6 @@
 """The runner's isolation: every misbehaving worker becomes a structured failure, the parent survives."""
 
+import json
 import os
 import signal
 import subprocess
@@ -115,3 +116,17 @@ def test_a_worker_ends_when_its_parent_is_killed_outright():
 def test_interpreter_flag_is_set_only_when_asked():
     assert call(f"{ENTRIES}:interpreter_flag", {}, timeout_s=30, interpret=True).value == "1"
     assert call(f"{ENTRIES}:interpreter_flag", {}, timeout_s=30, interpret=False).value is None
+
+
+def test_the_job_log_has_a_line_per_job_with_its_outcome(tmp_path, monkeypatch):
+    log = tmp_path / "jobs.jsonl"
+    monkeypatch.setenv("DIAGNOSE_JOB_LOG", str(log))
+    before = time.time()
+    assert call(f"{ENTRIES}:echo", {"mode": "ghost"}, timeout_s=30).ok
+    assert not call(f"{ENTRIES}:raise_error", {}, timeout_s=30).ok
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(j["entry"], j["mode"], j["ok"]) for j in lines] == [
+        (f"{ENTRIES}:echo", "ghost", True),
+        (f"{ENTRIES}:raise_error", None, False),
+    ]
+    assert before <= lines[0]["start"] <= lines[1]["start"] and all(j["seconds"] > 0 for j in lines)
