@@ -56,7 +56,9 @@ def triage(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def profile(state: State, runtime: Runtime[Context]) -> dict:
-    findings, evidence, roofline, note = runtime.context.tools.profile(state["base"], state["device"], state["target"])
+    findings, evidence, roofline, note = runtime.context.tools.profile(
+        state["base"], state["device"], state["target"], policy.base_timings(state)
+    )
     return {
         "findings": findings,
         "evidence": evidence,

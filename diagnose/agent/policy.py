@@ -107,6 +107,14 @@ def base_repairs(state: State) -> str | None:
     return repairable(baseline_of(state))
 
 
+def base_timings(state: State) -> list[dict]:
+    """The timings taken when the current base was verified: the best candidate's verdict's, else the
+    task as given's (its baseline's); none before either."""
+    best = next((r for r in state.get("results", []) if r["candidate"]["id"] == state.get("best")), None)
+    verdict = best["verdict"] if best is not None else state.get("baseline") or {}
+    return list(verdict.get("timings") or [])
+
+
 def base_lineage(state: State) -> list[str]:
     """The rewrites that made the current base: none for the task as given, else the best candidate's
     whole chain (`lineage`, set by the propose node; `made_by` for a candidate without one)."""

@@ -21,6 +21,7 @@ from diagnose.ir.cli import run_worker
 from diagnose.optimizer.pipeline import proposal
 from diagnose.profiling.profile import ProfileOptions, profile_task
 from diagnose.profiling.roofline import roof_for
+from diagnose.records import Timing
 from diagnose.runtime.devices import timed
 from diagnose.task import load_task
 from diagnose.toolchain.placement import available
@@ -106,11 +107,17 @@ class Tools:
         data = ascend_facts(path, target=target, passes=deep)
         return [e for kernel in data.get("kernels", []) for e in kernel.get("evidence", [])]
 
-    def profile(self, path: str, device: str, target: str) -> tuple[list[dict], list[dict], dict, str]:
-        """Findings, evidence, the roofline bound (when known) and a one-line note."""
+    def profile(
+        self, path: str, device: str, target: str, timings: list[dict] = ()
+    ) -> tuple[list[dict], list[dict], dict, str]:
+        """Findings, evidence, the roofline bound (when known) and a one-line note. `timings`: those of
+        the file's own verification (`Verdict.timings` as dicts), not taken again."""
         if target.startswith("ascend"):
             return [], [], {}, ascend_profile_note(device)
-        result = profile_task(path, ProfileOptions(device=device, target=target, device_lock=self.device_lock))
+        known = tuple(Timing(**t) for t in timings)
+        result = profile_task(
+            path, ProfileOptions(device=device, target=target, device_lock=self.device_lock, timings=known)
+        )
         findings = [f.to_dict() for _, group_findings in result.findings for f in group_findings]
         evidence = [e.to_dict() for e in result.evidence]
         roofline, note = plot_inputs(result, path), "not timed: static estimate only" if not result.timed else ""

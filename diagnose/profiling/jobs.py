@@ -51,7 +51,8 @@ def _groups(reference, device: str, wanted: list[str] | None) -> list[str]:
 def device_job(payload: dict) -> dict:
     """Work, timings and ceilings on a device. Payload: reference, candidate, device, groups,
     baselines, initial, cache_root, refresh_ceilings, device_lock (timing and the ceilings' measurement
-    hold it alone, the other device work shares it: `diagnose.runtime.device_lock`)."""
+    hold it alone, the other device work shares it: `diagnose.runtime.device_lock`), known (the
+    [variant, group] pairs timed already: not timed here, nor built where no group needs them)."""
     import torch  # deferred: torch is heavy
 
     device, lock = payload["device"], payload.get("device_lock")
@@ -67,8 +68,12 @@ def device_job(payload: dict) -> dict:
     init_inputs = list(reference.get_init_inputs())
     eager = build_model(reference.Model, init_inputs, device)
     state = {k: v.detach().cpu() for k, v in eager.state_dict().items()}
-    models = {"candidate": build_model(candidate.ModelNew, init_inputs, device, state)}
-    if payload.get("initial"):
+    known = {tuple(pair) for pair in payload.get("known", ())}
+    wanted = {(v, g) for g in groups for v in ("candidate", "initial", "eager", "compile")} - known
+    models = {}
+    if any(v == "candidate" for v, _ in wanted):
+        models["candidate"] = build_model(candidate.ModelNew, init_inputs, device, state)
+    if payload.get("initial") and any(v == "initial" for v, _ in wanted):
         models["initial"] = build_model(import_task_file(payload["initial"]).ModelNew, init_inputs, device, state)
     timer = timing.EventTimer(device)
     for group in groups:
@@ -76,9 +81,10 @@ def device_job(payload: dict) -> dict:
         with device_lock.shared(lock):
             inputs = tensors.to_device(inputs, torch_device(device))
             out["work"].append(count_work(reference, eager, inputs, group).to_dict())
-        variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items()}
-        variants["eager"] = lambda x=inputs: eager(*x)
-        if "compile" in payload.get("baselines", ()):
+        variants = {name: (lambda m=m, x=inputs: m(*x)) for name, m in models.items() if (name, group) in wanted}
+        if ("eager", group) in wanted:
+            variants["eager"] = lambda x=inputs: eager(*x)
+        if "compile" in payload.get("baselines", ()) and ("compile", group) in wanted:
             try:
                 compiled = torch.compile(eager)
                 with torch.no_grad(), device_lock.shared(lock):
@@ -86,8 +92,9 @@ def device_job(payload: dict) -> dict:
                 variants["compile"] = lambda c=compiled, x=inputs: c(*x)
             except Exception as exc:  # noqa: BLE001 - a baseline that cannot compile is a note
                 out["notes"].append(f"torch.compile failed on {group}: {type(exc).__name__}: {exc}"[:300])
-        with torch.no_grad(), device_lock.exclusive(lock):
-            out["timings"] += [t.to_dict() for t in timing.measure(timer, variants, group)]
+        if variants:
+            with torch.no_grad(), device_lock.exclusive(lock):
+                out["timings"] += [t.to_dict() for t in timing.measure(timer, variants, group)]
         del inputs, variants
         torch.cuda.empty_cache() if device == "cuda" else None
     return out

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -72,6 +73,9 @@ class ProfileOptions:
     refresh_ceilings: bool = False
     # A lock file shared with other workers timing on the same device (`diagnose.runtime.device_lock`).
     device_lock: str | None = None
+    # Timings already taken with the harness's protocol (the verification of the file profiled): the
+    # device job does not time these (variant, group) pairs again.
+    timings: tuple[Timing, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,36 +180,44 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
         "cache_root": root,
     }
     artifacts = Path(options.artifacts_dir) if options.artifacts_dir else None
-    if on_device:
-        dev = _call(
-            "device_job",
-            {
-                **common,
-                "device": options.device,
-                "baselines": list(options.baselines),
-                "device_lock": options.device_lock,
-                "initial": options.initial,
-                "refresh_ceilings": options.refresh_ceilings,
-            },
-            options,
-            device=options.device,
-        )
-        versions = dev["versions"]
-        target = target_for(options.device, versions, options.target)
-        ceilings = Ceilings.from_dict(dev["ceilings"]) if "ceilings" in dev else nominal(target)
-        if dev.get("ceilings_from_cache"):
-            notes.append("ceilings from the cache")
-        work = tuple(Work(**w) for w in dev["work"])
-        timings = tuple(Timing(**t) for t in dev["timings"])
-        groups = tuple(dev["groups"])
-        notes += dev["notes"]
-    else:
-        target = target_for(options.device, {}, options.target)
-        off = _call("offline_job", common, options)
-        versions, ceilings, timings = {}, nominal(target), ()
-        work = tuple(Work(**w) for w in off["work"])
-        groups = tuple(off["groups"])
-    kernels, static_facts, sass = _static(common, target, ceilings, options, notes)
+    # The offline compile needs only the target: where it is known before the device job, the two run
+    # side by side (the compile is CPU work in a worker of its own; the device job times on the device).
+    early = lookup(options.target) if options.target else None
+    known = tuple(t for t in options.timings if t.median_ms)
+    with ThreadPoolExecutor(1) as beside:
+        compiled = beside.submit(_static_job, common, early, options) if early else None
+        if on_device:
+            dev = _call(
+                "device_job",
+                {
+                    **common,
+                    "device": options.device,
+                    "baselines": list(options.baselines),
+                    "device_lock": options.device_lock,
+                    "initial": options.initial,
+                    "refresh_ceilings": options.refresh_ceilings,
+                    "known": sorted({(t.variant, t.group) for t in known}),
+                },
+                options,
+                device=options.device,
+            )
+            versions = dev["versions"]
+            target = target_for(options.device, versions, options.target)
+            ceilings = Ceilings.from_dict(dev["ceilings"]) if "ceilings" in dev else nominal(target)
+            if dev.get("ceilings_from_cache"):
+                notes.append("ceilings from the cache")
+            work = tuple(Work(**w) for w in dev["work"])
+            groups = tuple(dev["groups"])
+            timings = tuple(t for t in known if t.group in groups) + tuple(Timing(**t) for t in dev["timings"])
+            notes += dev["notes"]
+        else:
+            target = target_for(options.device, {}, options.target)
+            off = _call("offline_job", common, options)
+            versions, ceilings, timings = {}, nominal(target), ()
+            work = tuple(Work(**w) for w in off["work"])
+            groups = tuple(off["groups"])
+        stat = compiled.result() if compiled else _static_job(common, target, options)
+    kernels, static_facts, sass = _static(stat, target, ceilings, notes)
     positions = tuple(
         position(
             next(w for w in work if w.group == t.group),
@@ -269,15 +281,20 @@ def profile_task(path: str | Path, options: ProfileOptions = ProfileOptions()) -
     return result
 
 
-def _static(common: dict, target: Target, ceilings: Ceilings, options: ProfileOptions, notes: list[str]):
-    """KernelViews, IR facts per (group, kernel), SASS maps per (group, kernel)."""
+def _static_job(common: dict, target: Target, options: ProfileOptions) -> dict | str:
+    """The offline compile's answer (`static_job`), or why there is none."""
     if not target.can_compile_here:
-        notes.append(f"{target.name}: no offline compile here, so no static estimate")
-        return [], {}, {}
+        return f"{target.name}: no offline compile here, so no static estimate"
     try:
-        stat = _call("static_job", {**common, "target": target.name, "sass": options.ncu}, options)
+        return _call("static_job", {**common, "target": target.name, "sass": options.ncu}, options)
     except DiagnoseError as exc:
-        notes.append(f"static estimate unavailable: {exc}")
+        return f"static estimate unavailable: {exc}"
+
+
+def _static(stat: dict | str, target: Target, ceilings: Ceilings, notes: list[str]):
+    """KernelViews, IR facts per (group, kernel), SASS maps per (group, kernel) from `_static_job`'s answer."""
+    if isinstance(stat, str):
+        notes.append(stat)
         return [], {}, {}
     notes += [f"offline compile failed: {e}" for e in stat["errors"]]
     hw = hardware(ceilings, target.sm_count) if ceilings.copy_bytes_per_s else None
@@ -402,7 +419,7 @@ def reanalyze(folder: str | Path, task_path: str | Path, pages=None) -> ProfileR
         "cache_root": str(cache_root().resolve()),
     }
     options = ProfileOptions(device=saved["device"], ncu=True, target=target.name)
-    kernels, facts, sass = _static(common, target, ceilings, options, notes)
+    kernels, facts, sass = _static(_static_job(common, target, options), target, ceilings, notes)
     positions = tuple(
         position(
             next(w for w in work if w.group == t.group),

@@ -118,3 +118,37 @@ def test_timed_path_with_stand_ins(tmp_path, monkeypatch):
     saved = json.loads((tmp_path / "softmax.profile.json").read_text())
     assert saved["timed"] and saved["counters"][0]["kernel"] == "softmax_kernel"
     assert (tmp_path / "softmax.roofline.png").exists() and (tmp_path / "ncu" / "ncu_raw.csv").exists()
+
+
+@pytest.mark.slow
+def test_timings_of_the_files_own_verification_are_not_taken_again(monkeypatch):
+    """The agent profiles a file it has just verified: the device job is told which (variant, group)
+    pairs are timed already, and the roofline places the candidate at the timing it was given."""
+    from diagnose.records import Timing
+    from diagnose.toolchain import placement
+
+    monkeypatch.setattr(placement, "available", lambda device: (True, ""))
+    real_call, asked = profile._call, []
+
+    def call(entry, payload, options, interpret=False, device=None):
+        if entry != "device_job":
+            return real_call(entry, payload, options, interpret)
+        asked.append(payload["known"])
+        work = {"group": GROUP, "bytes": 2 * 16384 * 4096 * 4, "flops": 0.0, "dtype": "fp32"}
+        eager = {"variant": "eager", "group": GROUP, "median_ms": 0.25, "reps": 30, "stable": True}
+        return {
+            "groups": [GROUP],
+            "notes": [],
+            "ceilings": CEILINGS,
+            "versions": {"capability": "9.0"},
+            "work": [{**work, "bytes_source": "inputs+outputs", "flops_source": "none"}],
+            "timings": [eager],
+        }
+
+    monkeypatch.setattr(profile, "_call", call)
+    known = (Timing("candidate", GROUP, 0.2), Timing("compile", GROUP, note="not timed: no device"))
+    result = profile.profile_task(SOFTMAX, profile.ProfileOptions(target="cuda:sm90", groups=(GROUP,), timings=known))
+    assert asked == [[("candidate", GROUP)]]  # an untimed entry is not known: the device job times it
+    assert {(t.variant, t.median_ms) for t in result.timings} == {("candidate", 0.2), ("eager", 0.25)}
+    (candidate,) = [p for p in result.positions if p.variant == "candidate"]
+    assert candidate.fraction == pytest.approx(2 * 16384 * 4096 * 4 / 4.28e12 / 0.2e-3, rel=1e-3)
