@@ -23,6 +23,6 @@ export PYTHONPATH=/tmp/site:$PWD
   timeout 60 python3 benchmarks/compare_speed.py --log2 24 26 28
   echo "=== phase_times ${EXAMPLES:-softmax}"
   /usr/bin/time -f "wall %e s" timeout "${LIMIT:-300}" python3 benchmarks/phase_times.py --device cuda \
-    --examples ${EXAMPLES:-softmax} --candidates 4 --out "$OUT/phases.md"
+    --examples ${EXAMPLES:-softmax} --candidates 4 --jobs --out "$OUT/phases.md"
 } > "$OUT/log.txt" 2>&1
 tail -c 6000 "$OUT/log.txt"
