@@ -3,7 +3,9 @@
     python benchmarks/compare_speed.py [--log2 26 28] [--repeats 3] [--jobs K] [--device cuda]
 
 Prints a Markdown table: elements, dtype, case (equal: the candidate's output is the reference's,
-bit for bit; near: within tolerance everywhere; one-off: one element outside), median seconds of
+bit for bit; near: within tolerance everywhere; one-off: one element outside; below-atol: every value
+under the absolute tolerance, as an fp16 softmax over wide rows, and the output near it, so that the
+norm test decides), median seconds of
 `diagnose.verify.compare.compare_one`, and the GB/s of reference plus output bytes it reads. The
 comparison runs in the parent process on the CPU whatever the device, once per output of every case
 of every verification, so on GiB outputs it is a visible part of a verification's wall time (the
@@ -33,7 +35,9 @@ def cases(n: int, dtype: torch.dtype) -> dict[str, tuple[torch.Tensor, torch.Ten
     near = (ref.float() * (1 + 1e-5)).to(dtype)
     off = ref.clone()
     off[n // 2] += 1.0
-    return {"equal": (ref, ref.clone()), "near": (ref, near), "one-off": (ref, off)}
+    small = (ref.float() * 1e-5).to(dtype)
+    small_near = (small.float() * (1 + 1e-3 * torch.randn(n, generator=generator))).to(dtype)
+    return {"equal": (ref, ref.clone()), "near": (ref, near), "one-off": (ref, off), "below-atol": (small, small_near)}
 
 
 def timed_compare(ref: torch.Tensor, out: torch.Tensor, device: str) -> float:

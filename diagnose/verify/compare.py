@@ -108,11 +108,14 @@ def compare_one(
     overrides: Overrides = {},  # noqa: B006 - read only
     unwritten: bool = False,
     oracle: Oracle | None = None,
+    early: bool = False,
 ) -> tuple[bool, float, float, str | None]:
     """(passed, max abs error, max rel error, why not). `unwritten`: the reference's NaN marks memory its
     kernel left unwritten, and the candidate's value there is not judged (an output of a timed call,
     where new memory is not filled with NaN: `timing_jobs.TimedRecheck`). `oracle`: where the reference
-    is itself off its float64 result, an element may be within tolerance of either (`oracle.beyond`)."""
+    is itself off its float64 result, an element may be within tolerance of either (`oracle.beyond`).
+    `early`: stop at the first steps that fail it, for a caller that needs only whether it passes (the
+    ghost replay); the errors and counts are then those found up to there ("at least")."""
     import torch  # deferred: torch is heavy
 
     if not isinstance(out, torch.Tensor):
@@ -129,17 +132,8 @@ def compare_one(
     passed = within_at_once(ref, out, atol, rtol)
     if passed is not None:
         return passed
-    ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
-    starts = range(0, ref_flat.numel(), CHUNK)
-
-    def one(start: int) -> Step:
-        return step(ref_flat[start : start + CHUNK], out_flat[start : start + CHUNK], atol, rtol)
-
-    if len(starts) == 1 or WORKERS == 1:
-        steps = [one(start) for start in starts]
-    else:
-        with ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
-            steps = list(pool.map(one, starts))
+    steps = stepped(ref.reshape(-1), out.reshape(-1), atol, rtol, early and oracle is None, unwritten)
+    partial = "at least " if len(steps) < -(-ref.numel() // CHUNK) else ""
     new_nan, bad = sum(s.new_nan for s in steps), sum(s.bad for s in steps)
     max_abs, max_rel = max(s.max_abs for s in steps), max(s.max_rel for s in steps)
     ref_sq, out_sq, finite_count = (
@@ -150,7 +144,7 @@ def compare_one(
     # the same precedence as one pass over the whole tensor: NaN, Inf, a lost NaN, then the tolerance
     if new_nan:
         why = "computed, or never written: checks fill new memory with NaN"
-        return False, float("nan"), float("nan"), f"{new_nan} NaN where the reference has none ({why})"
+        return False, float("nan"), float("nan"), f"{partial}{new_nan} NaN where the reference has none ({why})"
     if any(s.inf_wrong for s in steps):
         return False, float("inf"), float("inf"), "Inf where the reference has none (or of the other sign)"
     if any(s.nan_lost for s in steps) and not unwritten:
@@ -168,7 +162,7 @@ def compare_one(
                 ),
             )
     if bad:
-        return False, max_abs, max_rel, f"{bad} of {ref.numel()} elements outside atol={atol:g}, rtol={rtol:g}"
+        return False, max_abs, max_rel, f"{partial}{bad} of {ref.numel()} elements outside atol={atol:g}, rtol={rtol:g}"
     blind = finite_count >= NORM_MIN_ELEMENTS and 0.0 < ref_sq < atol * atol * finite_count
     if blind and not NORM_RATIO[0] <= (out_sq / ref_sq) ** 0.5 <= NORM_RATIO[1]:
         return (
@@ -183,11 +177,44 @@ def compare_one(
     return True, max_abs, max_rel, None
 
 
+def failing(found: Step, unwritten: bool) -> bool:
+    """Whether a step settles the comparison as failed, whatever the other steps find."""
+    return bool(found.bad or found.new_nan or found.inf_wrong or (found.nan_lost and not unwritten))
+
+
+def stepped(ref_flat, out_flat, atol: float, rtol: float, early: bool, unwritten: bool) -> list[Step]:
+    """The float64 pass in steps of `CHUNK` on a pool of threads; with `early`, in rounds of a few steps
+    per thread, ending after the first round with a failing step (a ghost replay's NaN output failed in
+    its first round, and took seconds to count whole on a 2^26-element output)."""
+    starts = range(0, ref_flat.numel(), CHUNK)
+
+    def one(start: int) -> Step:
+        return step(ref_flat[start : start + CHUNK], out_flat[start : start + CHUNK], atol, rtol)
+
+    if len(starts) == 1 or WORKERS == 1:
+        found: list[Step] = []
+        for start in starts:
+            found.append(one(start))
+            if early and failing(found[-1], unwritten):
+                break
+        return found
+    size = len(starts) if not early else WORKERS * 4
+    found = []
+    with ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
+        for first in range(0, len(starts), size):
+            part = list(pool.map(one, starts[first : first + size]))
+            found += part
+            if early and any(failing(s, unwritten) for s in part):
+                break
+    return found
+
+
 def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, float, None] | None:
     """The usual comparison, where every element is finite and within tolerance, in a few operations per
     step of `AT_ONCE` elements in the tensors' own dtype, one step after another (torch's threads share
     each operation): (True, max abs, max rel, None), or None at the first step where that does not hold, or
-    where the values lie below `atol` (the stepped pass in float64 then finds what and where).
+    where the values lie below `atol` and the output's norm is not the reference's (the stepped pass in
+    float64 then finds what and where).
 
     Measured (`benchmarks/compare_speed.py`, 2^26 fp32 `near`): over the whole tensor at once, 0.061 s on
     the H200's 16-core host but 0.85-0.93 s on two cores, where each operation's new 256 MiB temporary was
@@ -200,7 +227,7 @@ def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, flo
     import torch  # deferred: torch is heavy
 
     ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
-    floor, max_abs, max_rel, ref_sq = max(atol, 1e-12), 0.0, 0.0, 0.0
+    floor, max_abs, max_rel, ref_sq, out_sq = max(atol, 1e-12), 0.0, 0.0, 0.0, 0.0
     size = min(AT_ONCE, ref_flat.numel())
     # one set of buffers for every step: new memory per operation and step is what made this slow
     scratch = (
@@ -214,16 +241,23 @@ def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, flo
         step = step_within(r, o, atol, rtol, floor, tuple(s[: r.numel()] for s in scratch), mask[: r.numel()])
         if step is None:
             return None
-        max_abs, max_rel, ref_sq = max(max_abs, step[0]), max(max_rel, step[1]), ref_sq + step[2]
-    if not ref_sq < float("inf") or ref_sq < atol * atol * ref.numel():
-        return None  # Inf, or values below atol: the norm check of the stepped pass decides
+        max_abs, max_rel = max(max_abs, step[0]), max(max_rel, step[1])
+        ref_sq, out_sq = ref_sq + step[2], out_sq + step[3]
+    if not (ref_sq < float("inf") and out_sq < float("inf")):
+        return None  # sums past the float32 range: the stepped pass in float64 decides
+    # Values below atol (an fp16 softmax over wide rows): the norm test of `compare_one`, here, where it
+    # passes; where it fails the stepped pass says by how much. (Before, every such output took the
+    # stepped float64 pass: 1-3 s per 2^26 elements on an H100's host, most of `check`'s comparing.)
+    blind = 0.0 < ref_sq < atol * atol * ref.numel()
+    if blind and not NORM_RATIO[0] <= (out_sq / ref_sq) ** 0.5 <= NORM_RATIO[1]:
+        return None
     return True, max_abs, max_rel, None
 
 
 def step_within(
     r, o, atol: float, rtol: float, floor: float, scratch: tuple, mask
-) -> tuple[float, float, float] | None:
-    """One step of `within_at_once`: (max abs, max rel, the reference's sum of squares), or None where an
+) -> tuple[float, float, float, float] | None:
+    """One step of `within_at_once`: (max abs, max rel, the reference's and the output's sums of squares), or None where an
     element is outside the tolerance or not finite (NaN and Inf - Inf propagate through the maximum). Every
     operation writes into `scratch` (three buffers of the step's size and dtype) and `mask`."""
     import torch  # deferred: torch is heavy
@@ -238,7 +272,8 @@ def step_within(
     work.masked_fill_(torch.le(mag, floor, out=mask), 0.0)  # relative error only where |r| is above the floor
     wide = torch.float64 if r.dtype == torch.float64 else torch.float32
     ref_sq = float(torch.linalg.vector_norm(r, dtype=wide)) ** 2
-    return float(diff.max()), float(work.max()), ref_sq
+    out_sq = float(torch.linalg.vector_norm(o, dtype=wide)) ** 2
+    return float(diff.max()), float(work.max()), ref_sq, out_sq
 
 
 def compare_case(
@@ -249,8 +284,10 @@ def compare_case(
     overrides: Overrides = {},  # noqa: B006 - read only
     unwritten: bool = False,
     oracles: tuple = (),
+    early: bool = False,
 ) -> CaseResult:
-    """One case's outputs against the reference's; `oracles`, where given, per output (`compare_one`)."""
+    """One case's outputs against the reference's; `oracles`, where given, per output, and `early` as in
+    `compare_one`."""
     if len(outs) != len(refs):
         return CaseResult(group, seed, False, reason=f"{len(outs)} outputs, the reference has {len(refs)}")
     if not refs:  # nothing to compare is not a pass: any candidate would match
@@ -258,7 +295,7 @@ def compare_case(
     worst_abs = worst_rel = 0.0
     for index, (ref, out) in enumerate(zip(refs, outs)):
         oracle = oracles[index] if index < len(oracles) else None
-        ok, max_abs, max_rel, reason = compare_one(ref, out, overrides, unwritten, oracle)
+        ok, max_abs, max_rel, reason = compare_one(ref, out, overrides, unwritten, oracle, early)
         if not ok:
             where = f"output {index}: " if len(refs) > 1 else ""
             return CaseResult(group, seed, False, max_abs, max_rel, where + reason)

@@ -58,11 +58,14 @@ def take_references(cases: list[dict]) -> Held:
     return held
 
 
-def compare_held(case: dict, held: Held, outputs_file: str, tolerances: dict, unwritten: bool = False) -> CaseResult:
-    """A worker's outputs for `case` against the reference's (`compare.compare_case`, `unwritten` there)."""
+def compare_held(
+    case: dict, held: Held, outputs_file: str, tolerances: dict, unwritten: bool = False, early: bool = False
+) -> CaseResult:
+    """A worker's outputs for `case` against the reference's (`compare.compare_case`, `unwritten` and
+    `early` there)."""
     one = held[key(case)]
     return compare_case(
-        case["group"], case["seed"], one.outputs, take(outputs_file), tolerances, unwritten, one.oracles
+        case["group"], case["seed"], one.outputs, take(outputs_file), tolerances, unwritten, one.oracles, early
     )
 
 

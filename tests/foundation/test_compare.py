@@ -116,6 +116,25 @@ def test_the_whole_tensor_pass_gives_what_the_stepped_pass_gives(dtype):
     assert within_at_once(ref * 1e-6, torch.zeros_like(ref), atol, rtol) is None
 
 
+def test_values_below_atol_are_judged_by_their_norm_in_the_whole_tensor_pass():
+    """An fp16 softmax over wide rows lies below atol everywhere: an honest output passes in the whole-tensor
+    pass (the stepped float64 pass took seconds per such output), and one with half its values zeroed
+    still fails there, by its norm, with the stepped pass's message."""
+    from diagnose.verify.compare import within_at_once
+
+    torch.manual_seed(3)
+    ref = torch.softmax(torch.randn(64, 8192), dim=-1).half()
+    honest = (ref.float() * (1 + 1e-3 * torch.randn(ref.shape))).half()
+    atol, rtol = tolerance("torch.float16")
+    fast = within_at_once(ref, honest, atol, rtol)
+    assert fast is not None and fast[0] and compare_one(ref, honest) == fast
+    half = honest.clone()
+    half[:, ::2] = 0
+    assert within_at_once(ref, half, atol, rtol) is None
+    passed, _, _, why = compare_one(ref, half)
+    assert not passed and "output norm" in why
+
+
 def test_the_whole_tensor_pass_in_steps_reuses_its_buffers_and_finds_the_same(monkeypatch):
     """Steps of `AT_ONCE` elements, the last one short, write into one set of buffers: each step's result
     is its own, not the last step's left over."""
@@ -188,3 +207,19 @@ def test_with_an_oracle_an_element_matching_the_reference_still_passes():
     assert compare_one(reference, candidate, oracle=oracle)[0]
     candidate[7] = reference[7] + 0.25  # with neither there
     assert not compare_one(reference, candidate, oracle=oracle)[0]
+
+
+def test_a_comparison_asked_only_whether_it_passes_stops_at_the_first_failing_steps():
+    """The ghost replay's no-op output is NaN from its first element: `early` settles it in the first
+    round of steps and says the count is a floor; the whole count is the default."""
+    from diagnose.verify.compare import CHUNK, WORKERS
+
+    ref = torch.randn(WORKERS * 4 * CHUNK * 3)
+    ghost = torch.full_like(ref, float("nan"))
+    passed, _, _, why = compare_one(ref, ghost, early=True)
+    assert not passed and why.startswith(f"at least {WORKERS * 4 * CHUNK} NaN where the reference has none")
+    passed, _, _, why = compare_one(ref, ghost)
+    assert not passed and why.startswith(f"{ref.numel()} NaN where the reference has none")
+    tail = ref.clone()
+    tail[-1] += 1.0  # a failure in the last step only: early or not, every step is looked at
+    assert compare_one(ref, tail, early=True) == compare_one(ref, tail)
