@@ -168,6 +168,15 @@ def phase_line(command: str) -> Callable[[str], None]:
     return lambda phase: typer.echo(f"[{command}] {phase}: {PHASES.get(phase, phase)}", err=True)
 
 
+def warm_workers(device: str) -> None:
+    """Start the warm zygote of this command's workers before its own imports and the task's loading
+    (`runner.prestart`), for the devices whose workers run in this interpreter."""
+    if device in ("cpu", "cuda"):
+        from diagnose.runtime.runner import prestart  # deferred: command code
+
+        prestart(interpret=device == "cpu")
+
+
 def one_line_errors(command: Callable) -> Callable:
     """Turn every error into one line on stderr and its exit code, unless --debug."""
 
@@ -296,6 +305,7 @@ def check(
     from diagnose.report.reports import check_report  # deferred: command code
     from diagnose.verify.harness import CheckOptions, verify  # deferred: command code
 
+    warm_workers(device)
     if out is not None:
         check_file(out, "--out")
     with worker_timeout(timeout):
@@ -638,6 +648,7 @@ def optimize(
     On a kernel module (any file with @triton.jit kernels), its captured launches (`diagnose capture`) or
     `--call` specs are replayed, the original code is the reference, and the best verified candidate
     comes back as a patch, NAME.diagnose.patch, beside the module (applied only with --apply)."""
+    warm_workers(device)
     from diagnose.agent.policy import broken_task  # deferred: command code
     from diagnose.agent.progress import OptimizeProgress, resume_hint  # deferred: command code
     from diagnose.agent.run import optimize as run_optimize  # deferred: imports langgraph and libcst (the agent)

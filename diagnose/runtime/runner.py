@@ -155,6 +155,15 @@ def log_job(path: Path | None, entry: str, payload: dict, started: float, wall: 
         handle.write(json.dumps(line) + "\n")
 
 
+def prestart(interpret: bool = False, env: dict[str, str] | None = None) -> None:
+    """Start the zygote that `call(..., interpret=interpret, env=env)` will fork its workers from, now
+    and without waiting for it: its imports of torch and triton (2-3 s on a GPU host) then overlap what
+    the caller does before its first job (a check's question whether a GPU is there imports torch too)."""
+    if Knobs.read().fork_workers:
+        with contextlib.suppress(OSError):
+            zygote.pool().zygote_for(worker_env(interpret, env))
+
+
 def start_worker(request: Path, result: Path, log_path: Path, env: dict[str, str], python: str | None, warm: bool):
     """The worker process of one job: forked from a warm zygote of this environment (`zygote.py`) when
     `warm`, else started from scratch; either way a fresh process leading its own group."""

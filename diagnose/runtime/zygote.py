@@ -14,7 +14,8 @@ interpreter switch, `PYTHONPATH`, any `TRITON_*` or `TORCH_*` variable) is fixed
 the pool keeps one per distinct environment, two kinds of variable aside: `diagnose`'s own
 `DIAGNOSE_*` (read when a job runs) and pytest's `PYTEST_CURRENT_TEST` (renamed at every test). Each
 worker gets the job's whole environment right after the fork. Zygotes start on first use and end
-with this process (and, should this process die without ending them, each zygote ends itself and
+with this process, or earlier when a caller knows it will need one (`runner.prestart`: its imports then
+overlap the caller's own work before the first job) (and, should this process die without ending them, each zygote ends itself and
 its workers when its parent is gone). Only workers of this Python fork from a zygote; another
 toolchain's interpreter, and every worker when `DIAGNOSE_WORKER_FORK=0`, starts from scratch.
 
@@ -153,6 +154,11 @@ class Pool:
         atexit.register(self.close)
 
     def spawn(self, env: dict[str, str], request: Path, result: Path, log: Path) -> ForkedWorker:
+        return self.zygote_for(env).spawn(request, result, log, env)
+
+    def zygote_for(self, env: dict[str, str]) -> Zygote:
+        """The live zygote of `env`'s environment, started now if there is none (it imports on its own,
+        and forks its first worker once that is done)."""
         key = tuple(
             sorted(
                 (name, value)
@@ -167,7 +173,7 @@ class Pool:
             self.zygotes[key] = zygote  # most recently used last
             while len(self.zygotes) > POOL_SIZE:
                 self.zygotes.pop(next(iter(self.zygotes))).close()
-        return zygote.spawn(request, result, log, env)
+        return zygote
 
     def close(self) -> None:
         with self.lock:
