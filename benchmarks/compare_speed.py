@@ -5,7 +5,8 @@
 Prints a Markdown table: elements, dtype, case (equal: the candidate's output is the reference's,
 bit for bit; near: within tolerance everywhere; one-off: one element outside; below-atol: every value
 under the absolute tolerance, as an fp16 softmax over wide rows, and the output near it, so that the
-norm test decides), median seconds of
+norm test decides; ghost: all NaN, compared as the ghost replay compares, stopping at the first failing
+steps), median seconds of
 `diagnose.verify.compare.compare_one`, and the GB/s of reference plus output bytes it reads. The
 comparison runs in the parent process on the CPU whatever the device, once per output of every case
 of every verification, so on GiB outputs it is a visible part of a verification's wall time (the
@@ -37,14 +38,21 @@ def cases(n: int, dtype: torch.dtype) -> dict[str, tuple[torch.Tensor, torch.Ten
     off[n // 2] += 1.0
     small = (ref.float() * 1e-5).to(dtype)
     small_near = (small.float() * (1 + 1e-3 * torch.randn(n, generator=generator))).to(dtype)
-    return {"equal": (ref, ref.clone()), "near": (ref, near), "one-off": (ref, off), "below-atol": (small, small_near)}
+    ghost = torch.full_like(ref, float("nan"))
+    return {
+        "equal": (ref, ref.clone()),
+        "near": (ref, near),
+        "one-off": (ref, off),
+        "below-atol": (small, small_near),
+        "ghost": (ref, ghost),
+    }
 
 
-def timed_compare(ref: torch.Tensor, out: torch.Tensor, device: str) -> float:
+def timed_compare(ref: torch.Tensor, out: torch.Tensor, device: str, early: bool = False) -> float:
     start = time.perf_counter()
     if device != "cpu":
         ref, out = ref.to(device), out.to(device)
-    compare_one(ref, out)
+    compare_one(ref, out, early=early)
     return time.perf_counter() - start
 
 
@@ -64,7 +72,9 @@ def main() -> None:
                 for name, (ref, out) in cases(1 << log2, dtype).items():
                     seconds = []
                     for _ in range(args.repeats):
-                        seconds += pool.map(lambda _: timed_compare(ref, out, args.device), range(args.jobs))
+                        seconds += pool.map(
+                            lambda _: timed_compare(ref, out, args.device, name == "ghost"), range(args.jobs)
+                        )
                     median = statistics.median(seconds)
                     gbs = args.jobs * 2 * ref.numel() * ref.element_size() / median / 1e9
                     print(
