@@ -38,7 +38,7 @@ def test_ncu_path_with_a_stand_in(tmp_path, monkeypatch):
     from diagnose.targets import lookup
 
     target = lookup("cuda:sm90")
-    kernels, _, sass = profile._static(common, target, nominal(target), options, notes)
+    kernels, _, sass = profile._static(profile._static_job(common, target, options), target, nominal(target), notes)
     assert sass[("rows16384_cols4096_fp32", "softmax_kernel")], notes
     counters, evidence, lines = profile._ncu(common, "rows16384_cols4096_fp32", kernels, sass, tmp_path, options, notes)
     assert not [n for n in notes if "ncu" in n], notes
