@@ -46,3 +46,20 @@ def test_a_query_that_cannot_stream_says_so(tpch):
 
     with pytest.raises(UsageError, match="q18 is not streamable"):
         stream.validate_streamed(SUITE / "q18.py", tpch)
+
+
+def test_the_command_prints_each_row_as_its_query_ends(tpch_root, monkeypatch, capsys):
+    """A run cut short by an outer time limit keeps the rows of the queries that ended: the second
+    query's run sees the first one's row printed already."""
+    monkeypatch.setenv("DIAGNOSE_DATAKERNEL_DIR", str(tpch_root))
+    real, printed_before = stream.validate_streamed, []
+
+    def validate(path, *args, **kwargs):
+        printed_before.append(capsys.readouterr().out)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(stream, "validate_streamed", validate)
+    assert stream.stream_command(SUITE, 0.01, "q06,q14", "cpu", ROW_GROUP_ROWS) == 0
+    assert printed_before[0].startswith("query") and "q06" not in printed_before[0]
+    assert printed_before[1].splitlines()[-1].split()[0] == "q06" and printed_before[1].rstrip().endswith("match")
+    assert capsys.readouterr().out.split()[0] == "q14"

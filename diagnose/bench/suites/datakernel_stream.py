@@ -211,7 +211,8 @@ def validate_streamed(
 
 def stream_command(root: Path, sf: float | None, pattern: str | None, device: str, partition_rows: int | None) -> int:
     """`diagnose bench datakernel --mode stream`: every streamable query (or those `pattern` names), a
-    progress bar each, a table of results; exit 1 when one does not match DuckDB."""
+    progress bar each, a table of results (each row printed as its query ends); exit 1 when one does not
+    match DuckDB."""
     from rich.console import Console  # deferred: only the command line prints
     from rich.progress import Progress  # deferred: only the command line prints
 
@@ -222,22 +223,22 @@ def stream_command(root: Path, sf: float | None, pattern: str | None, device: st
     if not paths:
         raise UsageError("no streamable query matches" + (f" {pattern!r}" if pattern else ""))
     runs = []
+    # Each row as its query ends: a run cut short by an outer time limit (SF 10 on a device) keeps its rows.
+    print(f"{'query':6} {'partitions':>10} {'rows each':>10} {'seconds':>8}  DuckDB", flush=True)
     for path in paths:
         with Progress(console=console, transient=False) as bar:
             task = bar.add_task(f"{path.stem} out of core", total=None)
-            runs.append(
-                validate_streamed(
-                    path,
-                    folder,
-                    device,
-                    partition_rows,
-                    lambda done, total: bar.update(task, completed=done, total=total),
-                )
+            run = validate_streamed(
+                path,
+                folder,
+                device,
+                partition_rows,
+                lambda done, total: bar.update(task, completed=done, total=total),
             )
-    print(f"{'query':6} {'partitions':>10} {'rows each':>10} {'seconds':>8}  DuckDB")
-    for run in runs:
+        runs.append(run)
         print(
             f"{run.query:6} {run.partitions:>10} {run.partition_rows:>10} {run.seconds:>8.2f}  "
-            f"{'match' if run.ok else 'MISMATCH: ' + run.detail}"
+            f"{'match' if run.ok else 'MISMATCH: ' + run.detail}",
+            flush=True,
         )
     return 0 if all(r.ok for r in runs) else 1
