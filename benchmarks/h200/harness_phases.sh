@@ -19,14 +19,19 @@ python3 -m compileall -q -j 0 /tmp/site diagnose > /dev/null 2>&1
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import torch, triton, langgraph; print('torch', torch.__version__, 'triton', triton.__version__)"
-  if [ -n "${GPU_TESTS:-}" ] || nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    echo "=== gpu tests"
-    timeout 200 python3 -m pytest -q -m gpu tests/gpu/test_harness_on_gpu.py -p no:cacheprovider -rA 2>&1 | tail -40
-  fi
+  # Timings first, on a quiet host: after the gpu tests (session 36) the host's comparisons ran up to 5x slower
+  # than on the same kind of machine before them (2^26 fp32 `near` 0.550 s against 0.102 s); what was busy is
+  # listed before each timed part.
+  echo "=== busiest processes"; ps -eo pid,pcpu,etime,comm --sort=-pcpu | head -6; uptime
   echo "=== compare_speed"
   timeout 60 python3 benchmarks/compare_speed.py --log2 24 26 28
   echo "=== phase_times ${EXAMPLES:-softmax}"
   /usr/bin/time -f "wall %e s" timeout "${LIMIT:-300}" python3 benchmarks/phase_times.py --device cuda \
     --examples ${EXAMPLES:-softmax} --candidates 4 --jobs --out "$OUT/phases.md"
+  if [ -n "${GPU_TESTS:-}" ] || nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    echo "=== gpu tests"
+    timeout 200 python3 -m pytest -q -m gpu tests/gpu/test_harness_on_gpu.py -p no:cacheprovider -rA 2>&1 | tail -40
+    echo "=== busiest processes after the tests"; ps -eo pid,pcpu,etime,comm --sort=-pcpu | head -6; uptime
+  fi
 } > "$OUT/log.txt" 2>&1
 tail -c 6000 "$OUT/log.txt"
