@@ -25,6 +25,10 @@ python3 -m compileall -q -j 0 /tmp/site diagnose > /dev/null 2>&1
   echo "=== busiest processes"; ps -eo pid,pcpu,etime,comm --sort=-pcpu | head -6; uptime
   echo "=== compare_speed"
   timeout 60 python3 benchmarks/compare_speed.py --log2 24 26 28
+  # The parent maps the workers' files and its comparisons fault the pages in on 16 threads: whether reading
+  # them in beats that on this host (check's compare phase was 6-14 s on an H100, session 36).
+  echo "=== tensor_io_speed"
+  timeout 60 python3 benchmarks/tensor_io_speed.py --gib 1
   echo "=== phase_times ${EXAMPLES:-softmax}"
   /usr/bin/time -f "wall %e s" timeout "${LIMIT:-300}" python3 benchmarks/phase_times.py --device cuda \
     --examples ${EXAMPLES:-softmax} --candidates 4 --jobs --out "$OUT/phases.md"
