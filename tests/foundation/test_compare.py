@@ -223,3 +223,22 @@ def test_a_comparison_asked_only_whether_it_passes_stops_at_the_first_failing_st
     tail = ref.clone()
     tail[-1] += 1.0  # a failure in the last step only: early or not, every step is looked at
     assert compare_one(ref, tail, early=True) == compare_one(ref, tail)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_honest_rounding_below_atol_passes_and_another_result_does_not(dtype):
+    """Where every value lies below atol, the difference must be small against the reference's norm:
+    an output rounded differently (one unit in the last place here and there) passes; the row's mean
+    everywhere, and another input's result, do not."""
+    torch.manual_seed(4)
+    logits = 0.1 * torch.randn(32, 4096)
+    exact = torch.softmax(logits.double(), dim=-1)
+    scale = 1e-2 if dtype == torch.float32 else 1.0  # fp32's atol is 1e-4: values below it
+    ref = (exact * scale).to(dtype)
+    honest = (exact * scale * (1 + 2**-9 * torch.randn(exact.shape, dtype=torch.float64))).to(dtype)
+    assert compare_one(ref, honest)[0], compare_one(ref, honest)
+    mean = torch.full_like(ref, scale / 4096)
+    other = (torch.softmax(0.1 * torch.randn(32, 4096).double(), dim=-1) * scale).to(dtype)
+    for wrong in (mean, other):
+        passed, _, _, why = compare_one(ref, wrong)
+        assert not passed and "off the reference by" in why, why
