@@ -18,6 +18,7 @@ agree in norm). Zeros, half an output, another input's result (a cache) or a con
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -212,18 +213,12 @@ def stepped(ref_flat, out_flat, atol: float, rtol: float, early: bool, unwritten
     def one(start: int) -> Step:
         return step(ref_flat[start : start + CHUNK], out_flat[start : start + CHUNK], atol, rtol)
 
-    if len(starts) == 1 or WORKERS == 1:
-        found: list[Step] = []
-        for start in starts:
-            found.append(one(start))
-            if early and failing(found[-1], unwritten):
-                break
-        return found
-    size = len(starts) if not early else WORKERS * 4
-    found = []
-    with ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
+    serial = len(starts) == 1 or WORKERS == 1
+    size = len(starts) if not early else 1 if serial else WORKERS * 4
+    found: list[Step] = []
+    with contextlib.nullcontext() if serial else ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
         for first in range(0, len(starts), size):
-            part = list(pool.map(one, starts[first : first + size]))
+            part = list((map if serial else pool.map)(one, starts[first : first + size]))
             found += part
             if early and any(failing(s, unwritten) for s in part):
                 break
@@ -234,8 +229,8 @@ def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, flo
     """The usual comparison, where every element is finite and within tolerance, in a few operations per
     step of `AT_ONCE` elements in the tensors' own dtype, one step after another (torch's threads share
     each operation): (True, max abs, max rel, None), or None at the first step where that does not hold, or
-    where the values lie below `atol` and the output's norm is not the reference's (the stepped pass in
-    float64 then finds what and where).
+    where the values lie below `atol` and the output is not the reference's result (`not_the_result`; the
+    stepped pass in float64 then finds what and where).
 
     Measured (`benchmarks/compare_speed.py`, 2^26 fp32 `near`): over the whole tensor at once, 0.061 s on
     the H200's 16-core host but 0.85-0.93 s on two cores, where each operation's new 256 MiB temporary was
