@@ -7,7 +7,7 @@
 | `DIAGNOSE_IR_TIMEOUT_S` | seconds an `inspect` compile worker may run when `DIAGNOSE_TIMEOUT_S` is unset (600) |
 | `DIAGNOSE_WORKER_FORK` | `0`: start every worker from scratch instead of forking it from a warm zygote (`runtime/zygote.py`) |
 | `DIAGNOSE_INTERPRET_MAX_ELEMENTS` | a launch in Triton's interpreter whose tensor arguments hold more elements than this is not run (a capture still records it): a module's own tests at a GPU's sizes would run for hours there; set by the own-tests capture on the CPU (`diagnose/capture/own_tests.py`), unset elsewhere |
-| `DIAGNOSE_JOB_LOG` | a file every worker job appends one JSON line to as it ends (`entry`, the payload's `mode`, `start` in epoch seconds, `seconds`, `ok`): where a command's time went, job by job (`benchmarks/phase_times.py --jobs`) |
+| `DIAGNOSE_JOB_LOG` | a file every worker job appends one JSON line to as it ends (`entry`, the payload's `mode`, `start` in epoch seconds, `seconds`, `ok`): where a command's time went, job by job (`benchmarks/phase_times.py --jobs`); a file that cannot be written is skipped, never the job |
 | `DIAGNOSE_DATAKERNEL_DIR` | where DataKernelBench's TPC-H data sets go (`sf<N>/`), instead of `datakernel/` under the user cache (`diagnose/bench/suites/datakernel_data.py`) |
 
 Where caches live when `DIAGNOSE_CACHE_DIR` is unset:
