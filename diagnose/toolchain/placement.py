@@ -8,13 +8,15 @@ toolchain's (`diagnose toolchain setup ascend`) or this one (`diagnose.toolchain
 
 `available(device)` says whether a device can be used here and, if not, why, in one line;
 `require(device)` raises `UsageError` with that line (exit code 2, as for any unusable option value)
-and otherwise returns the placement. Only the question about cuda imports torch.
+and otherwise returns the placement. The question about cuda goes to the NVIDIA driver first
+(`diagnose.toolchain.nvml`: milliseconds); only where the driver cannot be asked does it import torch.
 """
 
 from __future__ import annotations
 
 from diagnose.errors import UsageError
 from diagnose.runtime.devices import DEVICES, KINDS, Placement
+from diagnose.toolchain import nvml
 from diagnose.toolchain.npu import npu_placement
 
 
@@ -26,10 +28,13 @@ def placement(device: str) -> tuple[Placement | None, str]:
         return Placement("cpu", interpret=True), ""
     if device == "npu":
         return npu_placement()
-    import torch  # deferred: torch is heavy; only the question about cuda needs it
+    listed = nvml.gpus()
+    if listed is None or (listed and not nvml.torch_cuda()):  # a ROCm torch's `cuda` is HIP: torch answers
+        import torch  # deferred: torch is heavy, and starting CUDA here costs seconds before the first job
 
-    if not torch.cuda.is_available():
-        return None, "device cuda is not available here (no CUDA GPU visible to torch); use --device cpu"
+        listed = 1 if torch.cuda.is_available() else 0
+    if not listed:
+        return None, "device cuda is not available here (no CUDA GPU visible); use --device cpu"
     return Placement("cuda"), ""
 
 
