@@ -29,7 +29,18 @@ def import_beside() -> None:
     verification first needs torch to read the reference job's files; imported then, torch's 1-2 s
     followed that job, and now they overlap it (its worker is a process of its own)."""
     if "torch" not in sys.modules:
-        threading.Thread(target=importlib.import_module, args=("torch",), name="import-torch", daemon=True).start()
+        threading.Thread(target=import_quietly, args=("torch",), name="import-torch", daemon=True).start()
+
+
+def import_quietly(name: str) -> None:
+    """Import a module, saying nothing if that fails: the thread of `import_beside` is a daemon, and where
+    the process ends before the import has (a command that stops at an early error), the import breaks
+    off inside torch's initialisation and would print its traceback after the command's one-line error.
+    A torch that cannot be imported says so where it is next imported, on the thread that needs it."""
+    try:
+        importlib.import_module(name)
+    except BaseException:  # noqa: BLE001, S110 - see the docstring: the needing thread reports it
+        pass
 
 
 def flatten(value: Any) -> list:
