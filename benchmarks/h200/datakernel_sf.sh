@@ -13,9 +13,7 @@
 # Tried on the CPU at SF 0.01 (DEVICE=cpu SITE=/tmp/none OUT=/tmp/o SF=0.01 KINDS=core FILTER=q06
 # STREAM_ROWS=16384, the venv first on PATH): validate, score and 4-partition stream in 20 s.
 export PYTHONUNBUFFERED=1 COLUMNS=160 DIAGNOSE_CACHE_DIR=/tmp/diagnose-cache DIAGNOSE_DATAKERNEL_DIR=/tmp/dk
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "${SITE:=/tmp/site}" \
-  .whl/*.whl .whl-dk/*.whl .whl-dk/pandas/*.whl > "$OUT/install.txt" 2>&1
-export PYTHONPATH=$SITE:$PWD
+WHEELS=".whl/*.whl .whl-dk/*.whl .whl-dk/pandas/*.whl" . benchmarks/h200/site.sh  # and bytecode (the image has none)
 d="python3 -m diagnose.cli" sf=${SF:-10} mode=${MODE:-score} limit=${LIMIT:-240}
 extra="--sf $sf --device ${DEVICE:-cuda} --jobs ${JOBS:-2} --seeds ${SEEDS:-2} --start-within ${START_WITHIN:-$((limit - 90))} --memory-limit ${MEM:-40}"
 [ -n "${FILTER:-}" ] && extra="$extra --filter $FILTER"

@@ -8,9 +8,7 @@
 # JOBS problems at once (each with cores / JOBS threads), PLIMIT seconds per problem, no problem started after
 # START seconds, so the call ends inside the device's 600 s.
 export PYTHONUNBUFFERED=1 COLUMNS=160 DIAGNOSE_CACHE_DIR=/tmp/diagnose-cache
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  > "$OUT/install.txt" 2>&1
-export PYTHONPATH=/tmp/site:$PWD
+. benchmarks/h200/site.sh  # the wheels, and bytecode for every package (the image has none)
 mkdir -p "$OUT/dec" && cp -r .scratch/dec-l2/. "$OUT/dec/" 2>/dev/null
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

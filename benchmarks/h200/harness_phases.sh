@@ -9,13 +9,7 @@
 # package list). EXAMPLES (default softmax) and LIMIT (seconds for phase_times, default 300) may be set.
 # Session 35 on an H100: 23/23 tests in 84 s, compare_speed ~20 s, phase_times of softmax 107 s.
 export PYTHONUNBUFFERED=1 COLUMNS=160 DIAGNOSE_CACHE_DIR=/tmp/diagnose-cache
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  > "$OUT/install.txt" 2>&1
-export PYTHONPATH=/tmp/site:$PWD
-# Bytecode for what was installed with --no-compile and for diagnose itself: without it every process compiled
-# some 840 modules from source (2.7 s of `compile` in the parent of one `check` on an H100, session 36's profile),
-# which a user's pip install (it compiles by default) does not pay.
-python3 -m compileall -q -j 0 /tmp/site diagnose > /dev/null 2>&1
+. benchmarks/h200/site.sh  # the wheels, and bytecode for every package (the image has none)
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import torch, triton, langgraph; print('torch', torch.__version__, 'triton', triton.__version__)"

@@ -15,9 +15,7 @@ if [ "${RAY_PART:-2}" = 1 ]; then
 fi
 cat /tmp/raypart/ray.part.aa .whl-ray2/ray.part.ab > "/tmp/raypart/$(cat /tmp/raypart/NAME)"
 rm -f /tmp/raypart/ray.part.aa /tmp/raypart/NAME
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-  /tmp/raypart/*.whl .whl/*.whl > "$OUT/install.txt" 2>&1
-export PYTHONPATH=/tmp/site:$PWD
+WHEELS="/tmp/raypart/*.whl .whl/*.whl" . benchmarks/h200/site.sh  # and bytecode (the image has none)
 d="python3 -m diagnose.cli"
 filter=${FILTER:-level1/math_,level1/activation_,level2/norm_}
 {
