@@ -86,11 +86,11 @@ def harness_phases(phases: list) -> dict[str, float]:
     return seconds
 
 
-def check_row(example: str, device: str, work: Path) -> dict:
+def check_row(example: str, device: str, work: Path, extra: tuple[str, ...] = ()) -> dict:
     out = work / f"check_{example}.json"
     cache, started = work / f"cache_check_{example}", time.time()
     wall, code, first = run(
-        ["check", f"examples/{example}.py", "--device", device, "--seeds", "2", "--out", str(out)], cache
+        ["check", f"examples/{example}.py", "--device", device, "--seeds", "2", "--out", str(out), *extra], cache
     )
     row = {"example": example, "wall": wall, "exit": code, "before": first, "raw": [], "jobs": jobs(cache, started)}
     if out.exists():
@@ -211,10 +211,13 @@ def main() -> None:
     parser.add_argument("--no-optimize", action="store_true")
     parser.add_argument("--jobs", action="store_true", help="each command's worker jobs as a timeline")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--check-option", action="append", default=[], help="one more option of check, e.g. --check-option=--no-compile"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="phase_times_") as tmp:
         work = Path(tmp)
-        checks = [check_row(e, args.device, work) for e in args.examples]
+        checks = [check_row(e, args.device, work, tuple(args.check_option)) for e in args.examples]
         lines = check_table(checks, args.device) + (job_timeline("check", checks) if args.jobs else [])
         # The check table is out before optimize starts: a run cut by an outer time limit keeps it.
         show("\n".join(lines) + "\n", args.out)
