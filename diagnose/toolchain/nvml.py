@@ -20,6 +20,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from diagnose.syntax import parse
+
 LIBRARY = "libnvidia-ml.so.1"
 # CUDA_VISIBLE_DEVICES values that hide every GPU from CUDA (and so from torch).
 HIDDEN = ("", "-1", "none", "NoDevFiles")
@@ -59,7 +61,7 @@ def torch_cuda() -> bool | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     try:
-        tree = ast.parse((Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text())
+        tree = parse((Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text())
     except (OSError, SyntaxError, ValueError):
         return None
     for node in tree.body:
