@@ -16,12 +16,18 @@ of every verification, so on GiB outputs it is a visible part of a verification'
 parent (the seconds are each one's own, GB/s the total). `--device cuda` moves both tensors to the
 device inside the timed region and compares there: what comparing on the device in the parent would
 cost, transfer included (the harness does not do this).
+
+`--beside T` times every comparison while another process draws random numbers on a team of T torch
+threads, as the baselines' worker draws and compiles beside a `check`'s comparisons on a device (there the
+parent's comparisons took 4-14 s, session 37).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -62,8 +68,24 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1, help="Comparisons at once, on threads of this process.")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda: compare on the device, transfer included.")
+    parser.add_argument("--beside", type=int, default=0, help="Threads of a busy torch process beside (0: none).")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.jobs} at once, on {args.device}")
+    busy = None
+    if args.beside:
+        loop = f"import torch\ntorch.set_num_threads({args.beside})\nwhile True: torch.randn(1 << 24)"
+        busy = subprocess.Popen([sys.executable, "-c", loop])
+    try:
+        table(args)
+    finally:
+        if busy is not None:
+            busy.kill()
+
+
+def table(args: argparse.Namespace) -> None:
+    beside = f", beside a process busy on {args.beside} threads" if args.beside else ""
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.jobs} at once, on {args.device}{beside}"
+    )
     print("| elements | dtype | case | median s | GB/s read |")
     print("|---|---|---|---|---|")
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from diagnose.records import CaseResult
 from diagnose.verify.oracle import Oracle, beyond
@@ -136,7 +138,7 @@ def compare_one(
         return False, float("inf"), float("inf"), f"dtype {out.dtype} != reference {ref.dtype}"
     if ref.numel() == 0:
         return True, 0.0, 0.0, None
-    if torch.equal(ref, out):  # the same values (so no NaN anywhere): nothing to measure
+    if equal(ref, out):  # the same values (so no NaN anywhere): nothing to measure
         return True, 0.0, 0.0, None
     atol, rtol = tolerance_for(str(ref.dtype), overrides)
     passed = within_at_once(ref, out, atol, rtol)
@@ -227,38 +229,48 @@ def stepped(ref_flat, out_flat, atol: float, rtol: float, early: bool, unwritten
 
 def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, float, None] | None:
     """The usual comparison, where every element is finite and within tolerance, in a few operations per
-    step of `AT_ONCE` elements in the tensors' own dtype, one step after another (torch's threads share
-    each operation): (True, max abs, max rel, None), or None at the first step where that does not hold, or
-    where the values lie below `atol` and the output is not the reference's result (`not_the_result`; the
-    stepped pass in float64 then finds what and where).
+    step of `AT_ONCE` elements in the tensors' own dtype: (True, max abs, max rel, None), or None at the
+    first step where that does not hold, or where the values lie below `atol` and the output is not the
+    reference's result (`not_the_result`; the stepped pass in float64 then finds what and where).
 
-    Measured (`benchmarks/compare_speed.py`, 2^26 fp32 `near`): over the whole tensor at once, 0.061 s on
-    the H200's 16-core host but 0.85-0.93 s on two cores, where each operation's new 256 MiB temporary was
-    most of it; in steps of 2^15 on a pool of Python threads, 0.45 s on two cores but 0.93 s on an H100's
-    16-core host (each step's calls under the GIL); in steps of 2^20 one after another, 0.34 s on two cores.
-    Steps of 2^18 took 0.15 s there idle but 0.72 s beside a busy torch process (torch's team waits on it).
-    Steps of 2^20 took 0.39 s on an H100's host too, until every step wrote into one set of buffers: 0.115 s."""
+    Steps run on a pool of Python threads, each operation on one core (`one_core_per_op`), every thread
+    writing into buffers of its own. Measured (`benchmarks/compare_speed.py`, 2^26 fp32 `near`): over the
+    whole tensor at once, 0.061 s on the H200's 16-core host but 0.85-0.93 s on two cores, where each
+    operation's new 256 MiB temporary was most of it; in steps of 2^15 on a pool of Python threads, 0.45 s
+    on two cores but 0.93 s on an H100's 16-core host (each step's calls under the GIL); in steps of 2^20
+    one after another, each operation on torch's team of threads, 0.115 s on an H100's host idle, but
+    4-14 s for a `check`'s outputs there while the baselines' worker compiled beside it, and 2.5-3x slower
+    than one thread on two busy cores: a team waits at every operation's end for its slowest thread, and
+    a thread that another process holds off its core holds up the team (session 37)."""
     if not (ref.is_floating_point() and out.is_floating_point()) or ref.numel() < NORM_MIN_ELEMENTS:
         return None
     import torch  # deferred: torch is heavy
 
     ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
-    floor, max_abs, max_rel, ref_sq, out_sq, err_sq = max(atol, 1e-12), 0.0, 0.0, 0.0, 0.0, 0.0
+    floor = max(atol, 1e-12)
     size = min(AT_ONCE, ref_flat.numel())
-    # one set of buffers for every step: new memory per operation and step is what made this slow
-    scratch = (
-        torch.empty(size, dtype=ref.dtype),
-        torch.empty(size, dtype=ref.dtype),
-        torch.empty(size, dtype=ref.dtype),
-    )
-    mask = torch.empty(size, dtype=torch.bool)
-    for start in range(0, ref_flat.numel(), AT_ONCE):
-        r, o = ref_flat[start : start + AT_ONCE], out_flat[start : start + AT_ONCE]
-        step = step_within(r, o, atol, rtol, floor, tuple(s[: r.numel()] for s in scratch), mask[: r.numel()])
-        if step is None:
+    mine = threading.local()  # each thread's buffers: new memory per operation and step made this slow
+    failed = threading.Event()
+
+    def one(start: int) -> tuple[float, float, float, float, float] | None:
+        if failed.is_set():
             return None
-        max_abs, max_rel = max(max_abs, step[0]), max(max_rel, step[1])
-        ref_sq, out_sq, err_sq = ref_sq + step[2], out_sq + step[3], err_sq + step[4]
+        if not hasattr(mine, "scratch"):
+            mine.scratch = tuple(torch.empty(size, dtype=ref.dtype) for _ in range(3))
+            mine.mask = torch.empty(size, dtype=torch.bool)
+        r, o = ref_flat[start : start + AT_ONCE], out_flat[start : start + AT_ONCE]
+        found = step_within(
+            r, o, atol, rtol, floor, tuple(b[: r.numel()] for b in mine.scratch), mine.mask[: r.numel()]
+        )
+        if found is None:
+            failed.set()
+        return found
+
+    steps = in_steps(one, range(0, ref_flat.numel(), AT_ONCE))
+    if failed.is_set() or any(step is None for step in steps):
+        return None
+    max_abs, max_rel = max(step[0] for step in steps), max(step[1] for step in steps)
+    ref_sq, out_sq, err_sq = (sum(step[i] for step in steps) for i in (2, 3, 4))
     if not (ref_sq < float("inf") and out_sq < float("inf") and err_sq < float("inf")):
         return None  # sums past the float32 range: the stepped pass in float64 decides
     # Values below atol (an fp16 softmax over wide rows): the norm test of `compare_one`, here, where it
@@ -267,6 +279,63 @@ def within_at_once(ref, out, atol: float, rtol: float) -> tuple[bool, float, flo
     if not_the_result(ref_sq, out_sq, err_sq, ref.numel(), atol):
         return None
     return True, max_abs, max_rel, None
+
+
+def in_steps(one: Callable[[int], Any], starts: range) -> list:
+    """`one(start)` for every start: on this thread where there is one step, else on a pool of `WORKERS`
+    Python threads with every torch operation on one core (`one_core_per_op`)."""
+    if len(starts) == 1 or WORKERS == 1:
+        return [one(start) for start in starts]
+    with one_core_per_op(), ThreadPoolExecutor(min(WORKERS, len(starts))) as pool:
+        return list(pool.map(one, starts))
+
+
+def equal(ref, out) -> bool:
+    """`torch.equal`, in steps of `AT_ONCE` on the pool of `in_steps` where the tensors are larger."""
+    import torch  # deferred: torch is heavy
+
+    if ref.numel() <= AT_ONCE or not (ref.is_contiguous() and out.is_contiguous()):
+        return bool(torch.equal(ref, out))
+    ref_flat, out_flat = ref.reshape(-1), out.reshape(-1)
+    differ = threading.Event()
+
+    def one(start: int) -> bool:
+        same = differ.is_set() is False and torch.equal(
+            ref_flat[start : start + AT_ONCE], out_flat[start : start + AT_ONCE]
+        )
+        if not same:
+            differ.set()
+        return same
+
+    return all(in_steps(one, range(0, ref_flat.numel(), AT_ONCE)))
+
+
+class one_core_per_op:  # noqa: N801 - used as a context manager, named as one
+    """Torch's operations in this process on one core each (`torch.set_num_threads(1)`) while any
+    comparison's steps run on a pool, and torch's own count put back when the last one ends. The count is
+    the process's, so the comparisons that overlap (a sweep's, on threads of one parent) share one count
+    of users (a class attribute: the one state this module keeps, as torch keeps the count)."""
+
+    lock = threading.Lock()
+    users = 0
+    before = 1
+
+    def __enter__(self) -> None:
+        import torch  # deferred: torch is heavy
+
+        with one_core_per_op.lock:
+            if one_core_per_op.users == 0:
+                one_core_per_op.before = torch.get_num_threads()
+                torch.set_num_threads(1)
+            one_core_per_op.users += 1
+
+    def __exit__(self, *exc) -> None:
+        import torch  # deferred: torch is heavy
+
+        with one_core_per_op.lock:
+            one_core_per_op.users -= 1
+            if one_core_per_op.users == 0:
+                torch.set_num_threads(one_core_per_op.before)
 
 
 def step_within(

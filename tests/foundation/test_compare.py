@@ -242,3 +242,32 @@ def test_honest_rounding_below_atol_passes_and_another_result_does_not(dtype):
     for wrong in (mean, other):
         passed, _, _, why = compare_one(ref, wrong)
         assert not passed and "off the reference by" in why, why
+
+
+def test_steps_on_the_pool_leave_torchs_thread_count_as_they_found_it(monkeypatch):
+    """The pooled steps run each torch operation on one core; overlapping comparisons (a sweep's, on
+    threads of one parent) share that setting, and the last one to end puts torch's count back."""
+    import threading
+
+    from diagnose.verify import compare
+
+    monkeypatch.setattr(compare, "AT_ONCE", 1000)
+    monkeypatch.setattr(compare, "WORKERS", 3)
+    before = torch.get_num_threads()
+    torch.manual_seed(4)
+    ref = torch.randn(20_011)
+    out = ref * (1 + 1e-6 * torch.randn_like(ref))
+    seen = []
+    real_step = compare.step_within
+    monkeypatch.setattr(compare, "step_within", lambda *a: seen.append(torch.get_num_threads()) or real_step(*a))
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(compare.compare_one(ref, out))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 4 and all(r[0] for r in results)
+    assert seen and set(seen) == {1}  # every pooled step on one core
+    assert torch.get_num_threads() == before and compare.one_core_per_op.users == 0
+    assert compare.equal(ref, ref.clone()) and not compare.equal(ref, out)
+    assert torch.get_num_threads() == before
