@@ -34,6 +34,7 @@ from diagnose.task import import_task_file
 from diagnose.verify import tensors, timing
 from diagnose.verify.inputs import draw, group_table, select_groups
 from diagnose.verify.jobs import build_model
+from diagnose.verify.timing_jobs import static_compile
 
 SEED = 0
 
@@ -86,7 +87,7 @@ def device_job(payload: dict) -> dict:
             variants["eager"] = lambda x=inputs: eager(*x)
         if "compile" in payload.get("baselines", ()) and ("compile", group) in wanted:
             try:
-                compiled = torch.compile(eager)
+                compiled = static_compile(eager)  # as the harness's baselines: static, per group
                 with torch.no_grad(), device_lock.shared(lock):
                     compiled(*inputs)
                 variants["compile"] = lambda c=compiled, x=inputs: c(*x)
