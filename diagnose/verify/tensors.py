@@ -37,10 +37,8 @@ def import_quietly(name: str) -> None:
     the process ends before the import has (a command that stops at an early error), the import breaks
     off inside torch's initialisation and would print its traceback after the command's one-line error.
     A torch that cannot be imported says so where it is next imported, on the thread that needs it."""
-    try:
+    with contextlib.suppress(BaseException):  # see the docstring: the thread that needs it reports it
         importlib.import_module(name)
-    except BaseException:  # noqa: BLE001, S110 - see the docstring: the needing thread reports it
-        pass
 
 
 def flatten(value: Any) -> list:
