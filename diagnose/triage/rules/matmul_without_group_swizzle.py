@@ -47,7 +47,10 @@ class MatmulWithoutGroupSwizzle(Rule):
     misread: none of the remaining findings; a GEMM whose N and K are passed as `tl.constexpr`
     (fixed weight shapes) is no longer flagged (lost recall, e.g. per-expert MoE weight-gradient
     GEMMs), and a LoRA expand (small contraction, runtime sizes) is still flagged though the
-    swizzle gains little there.
+    swizzle gains little there. Held-out (mamba, 2026-12-08): a varlen scan kernel whose chunk loop
+    `for c in range(cdiv(seqlen, CHUNK))` has a program-dependent bound was read as a tile axis
+    (`c * CHUNK`). A loop variable now counts as program-derived only through its range's start or
+    step (`range(pid, num_tiles, NUM_SMS)`, a persistent kernel's tiles, still flagged).
 
     ## Targets
     cuda, hip, ascend.
@@ -107,14 +110,16 @@ def _tile_blocks(kernel) -> dict[str, set[str]]:
     """Block sizes multiplied by a program-id-derived index (`pid_m * BLOCK_M`), with those indices.
     Batch offsets (`i_bh * T * K`) are not tiles: the factor must size a block somewhere."""
     derived = {
-        name for name, values in kernel.assigns.items() if any(is_program_id(n) for v in values for n in ast.walk(v))
+        name
+        for name, values in kernel.assigns.items()
+        if any(is_program_id(n) for v in values for n in ast.walk(_distributing(kernel, v)))
     }
     changed = True
     while changed:  # names computed from pid-derived names (pid_m = pid // num_pid_n)
         changed = False
         for name, values in kernel.assigns.items():
             if name not in derived and any(
-                isinstance(n, ast.Name) and n.id in derived for v in values for n in ast.walk(v)
+                isinstance(n, ast.Name) and n.id in derived for v in values for n in ast.walk(_distributing(kernel, v))
             ):
                 derived.add(name)
                 changed = True
@@ -132,6 +137,18 @@ def _tile_blocks(kernel) -> dict[str, set[str]]:
                 if index and isinstance(b, ast.Name) and b.id in sizes:  # pid_m * BM, (pid // n) * BM
                     out.setdefault(b.id, set()).update(index)
     return out
+
+
+def _distributing(kernel, value: ast.expr) -> ast.AST:
+    """What makes a binding program-dependent. A loop variable is one only through its range's start
+    and step (`range(pid, num_tiles, NUM_SMS)`: a persistent kernel's tiles); a bound that depends on
+    the program (`range(cdiv(seqlen, CHUNK))` with a per-sequence length) still walks each program's
+    own chunks in order, not tiles of the output."""
+    loop = kernel.parent.get(value)
+    if not (isinstance(loop, ast.For) and loop.iter is value and isinstance(value, ast.Call)):
+        return value
+    args = value.args
+    return ast.Tuple(elts=[args[0], *args[2:3]] if len(args) >= 2 else [], ctx=ast.Load())
 
 
 def _extents(kernel, block: str, index: set[str]) -> set[str]:

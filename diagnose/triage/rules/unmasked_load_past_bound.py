@@ -52,6 +52,13 @@ class UnmaskedLoadPastBound(Rule):
     held-out reading (the reads stay inside the padding). Whole corpus: 10 findings before, 6 after.
     Still misread: padding that the host builds some other way (slicing a larger buffer, a size
     computed in another file) is flagged.
+    Held-out (mamba's chunked scans, 2026-12-08): 4 of 5 findings false. The mask bounded a global
+    position (`offs_seq = chunk_start + offs < seqlen`) while the unmasked access wrote or read a
+    chunk-sized scratch tile by the lane alone (`offs[:, None] * stride_row + offs[None, :]`). A check
+    now speaks only for accesses whose address uses the names it compares, not what they were built
+    from: 4 false gone, the true one (the same chunk's `offs_seq` read unmasked) kept, no labelled
+    finding of the earlier sets lost. An access by the lane next to a check on `start + lane` written
+    inline (no name) is still flagged.
 
     ## Targets
     cuda, hip, ascend.
@@ -177,11 +184,16 @@ class _Flow:
 
     def guarded(self, check, access, used: set[tuple[str, int]]) -> set[str]:
         """Names of the access's index that this bounds check tests on the same values. The check
-        speaks for the access when its block encloses the access and it is not the masked remainder
-        after a loop that advances the index over full blocks (a peeled loop)."""
+        speaks for the access when the names it compares (not what they were built from) reach the
+        access's address, its block encloses the access and it is not the masked remainder after a
+        loop that advances the index over full blocks (a peeled loop). A check on a global position
+        (`offs_seq = chunk_start + offs < seqlen`) says nothing of an access by the local offset alone
+        (`offs`, into a chunk-sized scratch tile)."""
         if not self.inside(access, self.region(check)):
             return set()
-        common = self.facts(check.left, check) & used
+        self.facts(check.left, check)  # records the statements behind the checked names
+        checked = {(name, id(stmt)) for name in _names(check.left) for stmt, _, _ in self.reaching(name, check)}
+        common = checked & used
         for loop in (a for a in self.kernel.ancestors(access) if isinstance(a, (ast.For, ast.While))):
             if (
                 not self.inside(check, loop)
