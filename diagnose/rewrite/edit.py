@@ -196,6 +196,42 @@ def drop_keyword(call: cst.Call, name: str) -> cst.Call:
     return call.with_changes(args=args)
 
 
+def drop_arguments(call: cst.Call, params: list[str], drop: Iterable[str]) -> cst.Call | None:
+    """The launch without the arguments of the parameters in `drop`, whether passed by keyword or by
+    position (`params`: the kernel's, in order). A positional argument after a dropped one is passed by
+    keyword instead, so that it still binds to its own parameter. None when an unpacked argument
+    (`*args`) stands before a dropped one's place and positions cannot be told."""
+    drop = set(drop)
+    args: list[cst.Arg] = []
+    position, shifted = 0, False
+    for arg in call.args:
+        if arg.keyword is not None or arg.star == "**":
+            if not (arg.keyword is not None and arg.keyword.value in drop):
+                args.append(arg)
+            continue
+        if arg.star == "*":
+            if shifted or drop & set(params[position:]):
+                return None  # its values would slide into a dropped place, or take one
+            args.append(arg)
+            continue
+        param = params[position] if position < len(params) else None
+        position += 1
+        if param in drop:
+            shifted = True
+            continue
+        if shifted and param is not None:
+            arg = arg.with_changes(
+                keyword=cst.Name(param),
+                equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+                ),
+            )
+        args.append(arg)
+    if args and args[-1].comma is not cst.MaybeSentinel.DEFAULT:
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return call.with_changes(args=args)
+
+
 def rename_call(call: cst.Call, kernel: str) -> cst.Call:
     """`other[grid](...)` for `kernel[grid](...)`, continuation lines kept aligned under the paren
     (hanging arguments, on the lines after the paren, stay where they are)."""

@@ -139,6 +139,17 @@ def test_triage_findings_carry_their_rewrite_ids():
     assert any(f.rewrites for f in findings)
 
 
+def test_a_two_dimensional_tile_is_retuned_by_its_whole_count():
+    """`BLOCK_R x BLOCK_C` with `BLOCK_C = 32` on the host: 1,024 to 8,192 values per program means
+    BLOCK_R 32 to 256, never the 1,024 x 32 a one-dimensional count would give."""
+    retune = REWRITES["retune-launch"]
+    ctx = context(FIXTURES / "add-autotune", "before_positional.py")
+    plan = retune.precondition(ctx).plan
+    assert (plan.block, plan.rest) == ("BLOCK_R", 32)
+    assert retune.default(plan) == {"BLOCK_R": 32, "num_warps": 4}
+    assert {v["BLOCK_R"] for v in retune.search_space(ctx, plan)} == {32, 64, 128, 256}
+
+
 def test_a_memory_bound_matmul_calls_for_larger_tiles():
     """PRF001 on a tl.dot kernel (small tiles re-read A and B, as npukernel matmul_bias on the H200)
     calls for wgmma-tiles, whose precondition holds there; it does not call for it on a kernel without

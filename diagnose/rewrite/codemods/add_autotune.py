@@ -11,7 +11,7 @@ import libcst as cst
 
 from diagnose import syntax
 from diagnose.rewrite.codemods import attention_tiles, retune_launch, wgmma_tiles
-from diagnose.rewrite.edit import drop_keyword, insert_before, replace, statements, unique_name
+from diagnose.rewrite.edit import drop_arguments, insert_before, replace, statements, unique_name
 from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.launches import LaunchSite, resolve_grid, sites_of
@@ -44,7 +44,8 @@ class AddAutotune(Rewrite):
     key=[sizes])`: the configs are the launch-config search's survivors (IR-pruned, best estimate
     first), the key the integer arguments that bound masks and loops (the problem's sizes, so a new
     shape is tuned again, strides excluded). The launch stops passing the tuned constexprs and
-    options, and its grid becomes `lambda meta: ...` with each tuned host name read from `meta`, and
+    options, by keyword or by position (a positional argument after a dropped one is then passed by
+    keyword; inference libraries pass `BLOCK_M, BLOCK_N` last, by position), and its grid becomes `lambda meta: ...` with each tuned host name read from `meta`, and
     each literal block the grid repeats (`triton.cdiv(n, 256)` beside `BLOCK_SIZE=256`) too.
     A small `do_bench` helper, added right above the kernel, uses Triton's benchmarker on a device
     and just runs each config once in the interpreter, where nothing can be timed.
@@ -131,9 +132,7 @@ class AddAutotune(Rewrite):
         else:
             meta = unique_name(names(plan.site.host), "meta")
             lambda_grid = cst.parse_expression(f"lambda {meta}: {_meta_grid(grid, host_names, literals, meta)}")
-        call = plan.site.call
-        for param in (*plan.tuned, *plan.options):
-            call = drop_keyword(call, param)
+        call = drop_arguments(plan.site.call, list(plan.kernel.params), (*plan.tuned, *plan.options))
         mapping: dict = {node: new_kernel}
         if grid_statement is not None:
             mapping[grid] = lambda_grid
@@ -217,6 +216,8 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> AutotunePlan | str | None:
             # read by the launch and the grid only: nothing else may depend on the tuned value
             if reads.get(slot.host_name, 0) - _reads(code(grid)).get(slot.host_name, 0) > 1:
                 return f"{slot.host_name} is used beyond the grid and the launch"
+    if drop_arguments(site.call, list(kernel.params), (*tuned, *options)) is None:
+        return "an unpacked argument (`*args`) hides which position binds the tuned values"
     key = size_arguments(kernel)
     if not key:
         return "no size argument to key the tuning on"

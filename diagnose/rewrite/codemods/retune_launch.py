@@ -36,6 +36,7 @@ class RetunePlan:
     block: str
     current: dict
     hosts: dict  # "block" / "num_warps" -> the host variable that sets it, where one does
+    rest: int = 1  # the product of the tile's other sizes (`BLOCK_N` of a BLOCK_M x BLOCK_N tile), where known
 
 
 class RetuneLaunch(Rewrite):
@@ -46,7 +47,11 @@ class RetuneLaunch(Rewrite):
     (`BLOCK_SIZE = 128` becomes `BLOCK_SIZE = 1024`), so a grid computed from that name follows.
     `num_warps` is set or added. The values come from the launch-config search (compiled offline,
     pruned on IR facts, ranked by the static estimate or timed on a device); without a search, 1024
-    with 4 warps.
+    with 4 warps. The counts are of the whole tile: where other constexprs size the kernel's other
+    `tl.arange`s with values known at the launch (a `BLOCK_M x BLOCK_N` tile, `BLOCK_N = 128` on the
+    host), the tuned size is the tile's count over theirs (`BLOCK_M` 8-64 beside `BLOCK_N = 128`,
+    not 1024: lightllm's silu_and_mul was given a 1024 x 128 tile, 1,024 values per thread, and ptxas
+    ran past ten minutes on it).
 
     ## When it is valid
     The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business) and is not autotuned (a `triton.heuristics` that sets
@@ -116,20 +121,22 @@ class RetuneLaunch(Rewrite):
 
     def search_space(self, ctx: RewriteContext, plan: RetunePlan) -> list[dict[str, Any]]:
         out = [self.default(plan)]
-        for block in BLOCKS:
+        for tile in BLOCKS:
+            block = max(1, tile // plan.rest)
             for warps in WARPS:
-                per_thread = block // (32 * warps)
+                per_thread = block * plan.rest // (32 * warps)
                 values = {plan.block: block, "num_warps": warps}
                 if PER_THREAD[0] <= per_thread <= PER_THREAD[1] and values not in out:
                     out.append(values)
         return out
 
     def default(self, plan: RetunePlan) -> dict[str, int]:
-        """1024 with 4 warps for a small block; a block already that large keeps its values (first in
-        the search space, so that an estimate tie changes nothing)."""
+        """A tile of 1024 elements with 4 warps for a small one (the tuned size times the tile's other
+        sizes); a tile already that large keeps its values (first in the search space, so that an
+        estimate tie changes nothing)."""
         block = plan.current.get(plan.block) or 0
-        if block < BLOCKS[0]:
-            return {plan.block: BLOCKS[0], "num_warps": 4}
+        if block * plan.rest < BLOCKS[0]:
+            return {plan.block: max(1, BLOCKS[0] // plan.rest), "num_warps": 4}
         return {plan.block: block, "num_warps": plan.current.get("num_warps") or 4}
 
     def transform(self, ctx: RewriteContext, plan: RetunePlan) -> str:
@@ -139,14 +146,20 @@ class RetuneLaunch(Rewrite):
 
 def tile_constexpr(kernel: Kernel) -> str | None:
     """The constexpr that sizes the kernel's `tl.arange` (a grid-coupled one first)."""
+    sizes = arange_constexprs(kernel)
+    coupled = [s for s in sizes if s in grid_coupled(kernel)]
+    return (coupled or sizes or [None])[0]
+
+
+def arange_constexprs(kernel: Kernel) -> list[str]:
+    """The constexprs that size the kernel's `tl.arange`s, in source order."""
     sizes = []
     for call in calls(kernel.node.body, "arange"):
         if len(call.args) == 2:
             name = dotted(call.args[1].value)
             if name in kernel.constexprs and name not in sizes:
                 sizes.append(name)
-    coupled = [s for s in sizes if s in grid_coupled(kernel)]
-    return (coupled or sizes or [None])[0]
+    return sizes
 
 
 def steps_a_loop(kernel: Kernel, block: str) -> bool:
@@ -217,7 +230,26 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     if block not in grid_coupled(kernel) and not steps_a_loop(kernel, block):
         return f"{block} neither multiplies a program id nor steps a loop: what a program covers may not follow it"
     hosts = {("block" if p == block else p): s.host_name for p, s in found.items() if s.kind == "host"}
-    return RetunePlan(kernel.name, block, {p: s.current for p, s in found.items()}, hosts)
+    return RetunePlan(
+        kernel.name, block, {p: s.current for p, s in found.items()}, hosts, _rest(kernel, sites[0], block)
+    )
+
+
+def _rest(kernel: Kernel, site, block: str) -> int:
+    """The product of the tile's other sizes, as launched (`BLOCK_N = 128` beside the tuned `BLOCK_M`):
+    a 2-D tile holds `block * rest` elements, and that is what the values per thread count. A size
+    the host computes from the problem (`next_power_of_2(N)`) counts as 1, as before."""
+    others = [s for s in arange_constexprs(kernel) if s != block]
+    if not others:
+        return 1
+    found = slots(kernel, site, tuple(others))
+    if isinstance(found, str):
+        return 1
+    rest = 1
+    for slot in found.values():
+        if isinstance(slot.current, int) and not isinstance(slot.current, bool) and slot.current > 0:
+            rest *= slot.current
+    return rest
 
 
 def _grid_axes(ctx: RewriteContext, kernel: Kernel, block: str, host: str | None) -> frozenset[int]:
