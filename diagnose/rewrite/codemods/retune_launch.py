@@ -36,7 +36,7 @@ class RetunePlan:
     block: str
     current: dict
     hosts: dict  # "block" / "num_warps" -> the host variable that sets it, where one does
-    rest: int = 1  # the product of the tile's other sizes (`BLOCK_N` of a BLOCK_M x BLOCK_N tile), where known
+    rest: int = 1  # the product of the tile's other sizes (`BLOCK_N` of a BLOCK_M x BLOCK_N tile)
 
 
 class RetuneLaunch(Rewrite):
@@ -51,7 +51,9 @@ class RetuneLaunch(Rewrite):
     `tl.arange`s with values known at the launch (a `BLOCK_M x BLOCK_N` tile, `BLOCK_N = 128` on the
     host), the tuned size is the tile's count over theirs (`BLOCK_M` 8-64 beside `BLOCK_N = 128`,
     not 1024: lightllm's silu_and_mul was given a 1024 x 128 tile, 1,024 values per thread, and ptxas
-    ran past ten minutes on it).
+    ran for minutes on each such config). A tile whose other size is not a literal at the launch
+    (`BLOCK_D = triton.next_power_of_2(D)`) is not retuned: its count is unknown (lightllm's embedding
+    would have gone from a 1 x D tile to 1024 x D).
 
     ## When it is valid
     The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business) and is not autotuned (a `triton.heuristics` that sets
@@ -230,25 +232,30 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     if block not in grid_coupled(kernel) and not steps_a_loop(kernel, block):
         return f"{block} neither multiplies a program id nor steps a loop: what a program covers may not follow it"
     hosts = {("block" if p == block else p): s.host_name for p, s in found.items() if s.kind == "host"}
-    return RetunePlan(
-        kernel.name, block, {p: s.current for p, s in found.items()}, hosts, _rest(kernel, sites[0], block)
-    )
+    rest = _rest(kernel, sites[0], block)
+    if isinstance(rest, str):
+        return rest
+    return RetunePlan(kernel.name, block, {p: s.current for p, s in found.items()}, hosts, rest)
 
 
-def _rest(kernel: Kernel, site, block: str) -> int:
+def _rest(kernel: Kernel, site, block: str) -> int | str:
     """The product of the tile's other sizes, as launched (`BLOCK_N = 128` beside the tuned `BLOCK_M`):
-    a 2-D tile holds `block * rest` elements, and that is what the values per thread count. A size
-    the host computes from the problem (`next_power_of_2(N)`) counts as 1, as before."""
+    a 2-D tile holds `block * rest` elements, and that is what the values per thread count. A size not
+    known at the launch (`BLOCK_D = triton.next_power_of_2(D)`) leaves the count unknown: the reason."""
     others = [s for s in arange_constexprs(kernel) if s != block]
     if not others:
         return 1
     found = slots(kernel, site, tuple(others))
     if isinstance(found, str):
-        return 1
+        return f"the tile's other sizes ({', '.join(others)}) cannot be read at the launch: {found}"
     rest = 1
-    for slot in found.values():
-        if isinstance(slot.current, int) and not isinstance(slot.current, bool) and slot.current > 0:
-            rest *= slot.current
+    for param, slot in found.items():
+        if not (isinstance(slot.current, int) and not isinstance(slot.current, bool) and slot.current > 0):
+            return (
+                f"{param}, the tile's other size, is not a literal at the launch: how many values a program "
+                f"holds at a new {block} cannot be counted"
+            )
+        rest *= slot.current
     return rest
 
 
