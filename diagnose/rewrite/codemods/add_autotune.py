@@ -15,7 +15,18 @@ from diagnose.rewrite.edit import drop_arguments, insert_before, replace, statem
 from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.launches import LaunchSite, resolve_grid, sites_of
-from diagnose.rewrite.source import Kernel, calls, code, kernels, module_names, names, pointer_params, walk
+from diagnose.rewrite.source import (
+    Kernel,
+    calls,
+    code,
+    keyword,
+    kernels,
+    module_names,
+    names,
+    pointer_bases,
+    pointer_params,
+    walk,
+)
 
 MAX_CONFIGS = 6
 BENCH = '''
@@ -70,7 +81,11 @@ class AddAutotune(Rewrite):
     the real device for every new key instead of trusting one static choice.
 
     ## Safety
-    Safe: every config computes the same values (block sizes change only the reduction order).
+    Safe: every config computes the same values (block sizes change only the reduction order). A
+    buffer the kernel both reads and writes (an in-place update, lightllm's `add_in_place`; an
+    accumulating output) is named in `restore_value`, so that the autotuner's trial runs leave it as
+    they found it (without it the update ran once per config: the verifier caught it as input
+    mutation).
 
     ## Answers
     TRI001, TRI005, TRI006 (like the retunes), TRI024 (autotune-empty-key) by construction; the
@@ -109,11 +124,13 @@ class AddAutotune(Rewrite):
             options = "".join(f", {k}={int(v)}" for k, v in values.items() if k in ("num_warps", "num_stages"))
             lines.append(f"triton.Config({{{constexprs}}}{options})")
         key = ", ".join(f'"{k}"' for k in plan.key)
+        restore = "".join(f'"{p}", ' for p in updated_in_place(plan.kernel)).removesuffix(", ")
+        restored = f"    restore_value=[{restore}],\n" if restore else ""
         decorator = cst.Decorator(
             cst.parse_expression(
                 "triton.autotune(\n    configs=[\n"
                 + "".join(f"        {line},\n" for line in lines)
-                + f"    ],\n    key=[{key}],\n    do_bench={bench},\n)"
+                + f"    ],\n    key=[{key}],\n{restored}    do_bench={bench},\n)"
             )
         )
         node = plan.kernel.node
@@ -164,6 +181,19 @@ def _meta_grid(grid: cst.BaseExpression, host_names: dict[str, str], literals: d
             return cst.parse_expression(f'{meta}["{param}"]') if param else updated_node
 
     return code(grid.visit(Sub()))
+
+
+def updated_in_place(kernel: Kernel) -> list[str]:
+    """Pointer parameters the kernel both loads from and stores to (`x += alpha * y` in place, an
+    accumulating output): the autotuner runs every config on the same buffers, so it must put their
+    values back between runs (`restore_value`), or the kernel updates them once per config."""
+    loaded: set[str] = set()
+    stored: set[str] = set()
+    for call in calls(kernel.node.body, "load", "store"):
+        pointer = keyword(call, "pointer") or (call.args[0] if call.args else None)
+        if pointer is not None:
+            (stored if code(call.func).endswith("store") else loaded).update(pointer_bases(kernel, pointer.value))
+    return [p for p in kernel.params if p in loaded & stored]
 
 
 def size_arguments(kernel: Kernel) -> list[str]:
