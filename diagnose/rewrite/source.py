@@ -557,11 +557,12 @@ def module_names(module: cst.Module) -> set[str]:
     )
 
 
-def pointer_params(kernel: Kernel) -> list[str]:
+def pointer_params(kernel: Kernel, *accesses: str) -> list[str]:
     """Parameters used as the base pointer of a load, store or atomic (in parameter order), by
-    `pointer_bases`."""
+    `pointer_bases`; of those `accesses` alone where given (`"store"`)."""
     found: set[str] = set()
-    for call in calls(kernel.node.body, "load", "store", *[e for e in EFFECTS if e.startswith("atomic")]):
+    accesses = accesses or ("load", "store", *[e for e in EFFECTS if e.startswith("atomic")])
+    for call in calls(kernel.node.body, *accesses):
         pointer = keyword(call, "pointer") or (call.args[0] if call.args else None)
         if pointer is not None:
             found |= pointer_bases(kernel, pointer.value)

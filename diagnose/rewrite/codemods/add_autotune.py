@@ -15,18 +15,7 @@ from diagnose.rewrite.edit import drop_arguments, insert_before, replace, statem
 from diagnose.rewrite.launch_values import host_binding, slots
 from diagnose.rewrite.rewrite import Precondition, Rewrite, RewriteContext
 from diagnose.rewrite.launches import LaunchSite, resolve_grid, sites_of
-from diagnose.rewrite.source import (
-    Kernel,
-    calls,
-    code,
-    keyword,
-    kernels,
-    module_names,
-    names,
-    pointer_bases,
-    pointer_params,
-    walk,
-)
+from diagnose.rewrite.source import Kernel, calls, code, kernels, module_names, names, pointer_params, walk
 
 MAX_CONFIGS = 6
 BENCH = '''
@@ -124,7 +113,7 @@ class AddAutotune(Rewrite):
             options = "".join(f", {k}={int(v)}" for k, v in values.items() if k in ("num_warps", "num_stages"))
             lines.append(f"triton.Config({{{constexprs}}}{options})")
         key = ", ".join(f'"{k}"' for k in plan.key)
-        restore = "".join(f'"{p}", ' for p in updated_in_place(plan.kernel)).removesuffix(", ")
+        restore = ", ".join(f'"{p}"' for p in updated_in_place(plan.kernel))
         restored = f"    restore_value=[{restore}],\n" if restore else ""
         decorator = cst.Decorator(
             cst.parse_expression(
@@ -187,13 +176,8 @@ def updated_in_place(kernel: Kernel) -> list[str]:
     """Pointer parameters the kernel both loads from and stores to (`x += alpha * y` in place, an
     accumulating output): the autotuner runs every config on the same buffers, so it must put their
     values back between runs (`restore_value`), or the kernel updates them once per config."""
-    loaded: set[str] = set()
-    stored: set[str] = set()
-    for call in calls(kernel.node.body, "load", "store"):
-        pointer = keyword(call, "pointer") or (call.args[0] if call.args else None)
-        if pointer is not None:
-            (stored if code(call.func).endswith("store") else loaded).update(pointer_bases(kernel, pointer.value))
-    return [p for p in kernel.params if p in loaded & stored]
+    stored = set(pointer_params(kernel, "store"))
+    return [p for p in pointer_params(kernel, "load") if p in stored]
 
 
 def size_arguments(kernel: Kernel) -> list[str]:

@@ -250,7 +250,7 @@ def _rest(kernel: Kernel, site, block: str) -> int | str:
         return f"the tile's other sizes ({', '.join(others)}) cannot be read at the launch: {found}"
     rest = 1
     for param, slot in found.items():
-        if not (isinstance(slot.current, int) and not isinstance(slot.current, bool) and slot.current > 0):
+        if not slot.current or slot.current < 0:
             return (
                 f"{param}, the tile's other size, is not a literal at the launch: how many values a program "
                 f"holds at a new {block} cannot be counted"

@@ -191,9 +191,8 @@ class _Flow:
         (`offs`, into a chunk-sized scratch tile)."""
         if not self.inside(access, self.region(check)):
             return set()
-        self.facts(check.left, check)  # records the statements behind the checked names
         checked = {(name, id(stmt)) for name in _names(check.left) for stmt, _, _ in self.reaching(name, check)}
-        common = checked & used
+        common = checked & used  # `facts` recorded the statements of `used` (and so of these)
         for loop in (a for a in self.kernel.ancestors(access) if isinstance(a, (ast.For, ast.While))):
             if (
                 not self.inside(check, loop)
