@@ -42,9 +42,18 @@ from diagnose.records import Candidate, Evidence, Finding, Verdict, evidence_fro
 from diagnose.optimizer import ranking
 from diagnose.optimizer.diff import unified_diff
 from diagnose.rewrite.codemods.add_autotune import MAX_CONFIGS
+from diagnose.rewrite.codemods.extend_autotune import MAX_ADDED
 from diagnose.rewrite.reach import reached_kernels
 from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext
-from diagnose.optimizer.search import SearchOptions, SearchResult, compile_batch, search
+from diagnose.optimizer.search import (
+    ESTIMATE_TIE,
+    MEASURED_TIE,
+    SearchOptions,
+    SearchResult,
+    Trial,
+    compile_batch,
+    search,
+)
 from diagnose.rewrite.table import REWRITES
 from diagnose.runtime.devices import timed
 from diagnose.targets import DEFAULT_TARGET, lookup
@@ -153,7 +162,21 @@ def chosen_params(rewrite: Rewrite, result: SearchResult) -> dict[str, Any]:
             key=lambda t: t.seconds if t.seconds is not None else math.inf,
         )
         return {"configs": [dict(t.values) for t in kept[:MAX_CONFIGS]]} if kept else {}
+    if rewrite.id == "extend-autotune":
+        return {"configs": [dict(t.values) for t in beat_the_authors(result)[:MAX_ADDED]]}
     return dict(result.chosen)
+
+
+def beat_the_authors(result: SearchResult) -> list[Trial]:
+    """extend-autotune's trials each compile the authors' configs and one more (an autotuned launch runs
+    its fastest), its first trial the authors' alone: the configs clearly faster than that (by the
+    search's tie margin), fastest first."""
+    if not result.trials or result.trials[0].values or result.trials[0].seconds is None:
+        return []
+    base = result.trials[0]
+    tie = MEASURED_TIE if base.measured else ESTIMATE_TIE
+    faster = [t for t in result.trials[1:] if t.pruned is None and t.seconds is not None]
+    return sorted((t for t in faster if t.seconds < base.seconds * (1 - tie)), key=lambda t: t.seconds)
 
 
 def candidate_prefix(ctx: RewriteContext, steps: Iterable[str]) -> str:

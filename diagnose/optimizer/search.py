@@ -1,6 +1,7 @@
 """Launch-config search: enumerate, prune on IR facts before running anything, then time or estimate.
 
-For a tunable rewrite (`retune-launch`, `wgmma-tiles`, `add-autotune`) and a source it applies to:
+For a tunable rewrite (`retune-launch`, `wgmma-tiles`, `add-autotune`, `extend-autotune`) and a source it
+applies to:
 
 1. **enumerate** the rewrite's `search_space` (block sizes, tile shapes, num_warps, num_stages) and
    drop, before compiling, what cannot be good on the target: tiles whose A and B stages overflow
@@ -15,6 +16,10 @@ For a tunable rewrite (`retune-launch`, `wgmma-tiles`, `add-autotune`) and a sou
 4. **rank** the survivors: timed with the harness where a device is here (`verify` on the device,
    the candidate's median per group, the fastest `top_k` by estimate only); otherwise by the static
    estimate (`ranking.py`), and the result says so.
+
+A search space whose first configuration is empty (`extend-autotune`'s) starts from a baseline: the
+source as it is, compiled and ranked (and timed, where a device is here) beside the others, kept
+through IR pruning, and what the others must beat by the tie margin.
 
 A rewrite whose values no estimate can rank (`estimated = False`: `launch-options`' warps and stages)
 is searched only where a device times it: its first `timed_configs` survivors in the order of its
@@ -69,7 +74,7 @@ class Trial:
     measured: bool = False
 
     def label(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.values)
+        return ", ".join(f"{k}={v}" for k, v in self.values) or "the source as it is"
 
 
 # `SearchResult.summary()` read back: the rewrite, the number of configurations, the ranking, the chosen values.
@@ -102,7 +107,7 @@ class SearchResult:
         kept = sum(1 for t in self.trials if t.pruned is None)
         return (
             f"{self.rewrite}: {len(self.trials)} configs, {kept} after IR pruning, ranked by {self.ranked_by}; "
-            f"chose {', '.join(f'{k}={v}' for k, v in self.chosen)}"
+            f"chose {', '.join(f'{k}={v}' for k, v in self.chosen) or 'the source as it is'}"
         )
 
 
@@ -165,21 +170,26 @@ def compile_batch(
     return out
 
 
-def ir_prune(views: dict[int, ranking.StaticView], target: Target, measured: bool = False) -> dict[int, str | None]:
+def ir_prune(
+    views: dict[int, ranking.StaticView], target: Target, measured: bool = False, baseline: bool = False
+) -> dict[int, str | None]:
     """Why each compiled configuration is dropped (None: kept), comparing them with each other. For a
     rewrite chosen by timing only (`measured`), only what cannot run well is dropped (a compile error,
     spills, shared memory over the limit), never the current values (index 0) that compile: the
-    timing decides the rest."""
+    timing decides the rest. With a `baseline` (index 0 is the source as it is) that is kept too, and
+    spills count beyond its own, narrow accesses against the other trials only (an autotuned launch
+    compiles every config: the authors' spills and narrow accesses are in every trial)."""
     reasons: dict[int, str | None] = {}
     best = ranking.best_engine(target)
     reaches_best = any(best in v.engines for v in views.values() if v.compiled)
-    fewest_narrow = min((v.narrow for v in views.values() if v.compiled), default=0)
+    # with a baseline every trial holds its narrow accesses too: the trials compare among themselves
+    fewest_narrow = min((v.narrow for i, v in views.items() if v.compiled and not (baseline and i == 0)), default=0)
     for i, v in views.items():
         if not v.compiled:
             reasons[i] = "does not compile: " + (v.errors[0] if v.errors else "no launch captured")
-        elif measured and i == 0:
+        elif (measured or baseline) and i == 0:
             reasons[i] = None  # the current values: what the timing compares against
-        elif v.spills:
+        elif v.spills > (views[0].spills if baseline and 0 in views else 0):
             reasons[i] = f"spills ({v.spills} B of spill stores)"
         elif v.shared_over:
             reasons[i] = "shared memory over the target's limit"
@@ -258,11 +268,16 @@ def _search(
             (Trial(default),),
             f"the default ({ctx.target.name} does not compile here, so nothing was pruned or ranked)",
         )
+    # an empty first configuration is the source as it is: what the others must beat (extend-autotune's
+    # trials each add one config to the authors', so its baseline is their configs alone)
+    baseline = not space[0]
     trials: list[Trial] = []
     sources: dict[int, str] = {}
     for i, values in enumerate(space):
         why = static_prune(values, ctx.target)
-        if why is None:
+        if why is None and not values:
+            sources[i] = ctx.source
+        elif why is None:
             try:
                 sources[i] = rewrite.apply(ctx.with_params(values))
             except NotApplicable as exc:
@@ -282,7 +297,7 @@ def _search(
             options.task_path, list(paths.values()), ctx.target, options.workers, options.cache_root
         )
         views = {i: ranking.view(results[p], ctx.target) for i, p in paths.items() if p in results}
-        reasons = ir_prune(views, ctx.target, measured=not rewrite.estimated)
+        reasons = ir_prune(views, ctx.target, measured=not rewrite.estimated, baseline=baseline)
         for i, why in reasons.items():
             trials[i] = Trial(trials[i].values, pruned=why, seconds=views[i].time())
         survivors = [i for i, why in reasons.items() if why is None]
@@ -294,6 +309,8 @@ def _search(
                 if not rewrite.estimated
                 else sorted(survivors, key=lambda i: trials[i].seconds or math.inf)[:top_k]
             )
+            if baseline and reasons.get(0, "") is None and 0 not in survivors:
+                survivors = [0, *survivors[: top_k - 1]]  # the baseline is timed too: the others must beat it
 
             # One reference job for every configuration timed.
             with prepared(load_task(options.task_path, paths[survivors[0]]), _check_options(options)) as reference:

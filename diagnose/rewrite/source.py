@@ -310,7 +310,7 @@ class Kernel:
             if name.endswith("autotune"):
                 return True
             if name.endswith("heuristics"):
-                keys = _heuristic_keys(decorator)
+                keys = heuristic_keys(decorator)
                 if keys is None or keys & params:
                     return True
         return False
@@ -332,7 +332,7 @@ def param_default(kernel: Kernel, name: str) -> cst.BaseExpression | None:
     return None
 
 
-def _heuristic_keys(decorator: str) -> set[str] | None:
+def heuristic_keys(decorator: str) -> set[str] | None:
     """The names a `triton.heuristics({...})` decorator sets, or None where its dict is not written out."""
     try:
         call = cst.parse_expression(decorator)

@@ -19,6 +19,7 @@ from diagnose.rewrite.codemods.column_tiles import ColumnTiles
 from diagnose.rewrite.codemods.constexpr_block_size import ConstexprBlockSize
 from diagnose.rewrite.codemods.dot_input_precision import DotInputPrecision
 from diagnose.rewrite.codemods.elementwise_max import ElementwiseMax
+from diagnose.rewrite.codemods.extend_autotune import ExtendAutotune
 from diagnose.rewrite.codemods.fuse_elementwise import FuseElementwise
 from diagnose.rewrite.codemods.fuse_host_epilogue import FuseHostEpilogue
 from diagnose.rewrite.codemods.group_m_swizzle import GroupMSwizzle
@@ -73,6 +74,7 @@ REWRITES: dict[str, Rewrite] = {
         AttentionTiles(),
         RetuneLaunch(),
         AddAutotune(),
+        ExtendAutotune(),
         LaunchOptions(),
     )
 }

@@ -126,3 +126,59 @@ def test_a_search_done_before_is_read_from_the_cache(tmp_path, monkeypatch):
     task.write_text("# shapes B\n")
     module.search(rewrite, ctx, rewrite.check(ctx).plan, options)
     assert len(runs) == 2
+
+
+def test_a_baseline_trial_is_kept_and_spills_count_beyond_its_own():
+    """extend-autotune's first trial is the source as it is (the authors' configs alone); every other
+    trial compiles those configs too, so their spills are in each: only spills beyond them prune."""
+    views = {0: view("authors", spills=64), 1: view("same", spills=64), 2: view("more", spills=128)}
+    reasons = ir_prune(views, SM90, baseline=True)
+    assert reasons[0] is None and reasons[1] is None
+    assert "spills" in reasons[2]
+    assert "spills" in ir_prune(views, SM90)[1], "without a baseline any spill prunes"
+
+
+def test_only_configs_that_beat_the_authors_are_added():
+    from diagnose.optimizer.pipeline import beat_the_authors, chosen_params
+    from diagnose.optimizer.search import SearchResult
+    from diagnose.rewrite.table import REWRITES
+
+    trials = (
+        Trial((), seconds=1.0),
+        Trial((("BLOCK", 1024), ("num_warps", 4)), seconds=1.0),  # the authors' best still runs
+        Trial((("BLOCK", 2048), ("num_warps", 8)), seconds=0.99),  # within the estimate's tie
+        Trial((("BLOCK", 4096), ("num_warps", 8)), seconds=0.7),
+        Trial((("BLOCK", 8192), ("num_warps", 8)), seconds=0.8),
+        Trial((("BLOCK", 8192), ("num_warps", 16)), pruned="spills (64 B of spill stores)", seconds=0.5),
+    )
+    result = SearchResult("extend-autotune", (("BLOCK", 4096), ("num_warps", 8)), trials, ranking.ESTIMATE)
+    assert [dict(t.values)["BLOCK"] for t in beat_the_authors(result)] == [4096, 8192]
+    assert chosen_params(REWRITES["extend-autotune"], result) == {
+        "configs": [{"BLOCK": 4096, "num_warps": 8}, {"BLOCK": 8192, "num_warps": 8}]
+    }
+    nothing = SearchResult("extend-autotune", (), trials[:3], ranking.ESTIMATE)
+    assert chosen_params(REWRITES["extend-autotune"], nothing) == {"configs": []}
+
+
+def test_an_add_autotune_trial_compiles_its_one_config():
+    """Each trial of add-autotune's search is the one configuration it ranks (they used to compile the
+    same six-config file, so every trial read the same time); the chosen list is the ranked survivors."""
+    from diagnose.rewrite.table import REWRITES
+    from tests.rewrite.goldens import FIXTURES, context
+
+    rewrite, ctx = REWRITES["add-autotune"], context(FIXTURES / "add-autotune", "before_module.py")
+    space = rewrite.search_space(ctx, rewrite.check(ctx).plan)
+    one = rewrite.apply(ctx.with_params(space[2]))
+    assert one.count("triton.Config(") == 1 and '"BLOCK_SIZE": 2048}, num_warps=4)' in one
+    chosen = rewrite.apply(ctx.with_params({"configs": space[1:4]}))
+    assert chosen.count("triton.Config(") == 3
+
+
+def test_with_a_baseline_narrow_accesses_compare_among_the_added_configs():
+    """Every trial holds the authors' configs: their three narrow accesses are in the baseline and in
+    each trial, so a trial whose one new config adds a narrow access is pruned only where another
+    trial's new config adds none."""
+    views = {0: view("authors", narrow=3), 1: view("wide", narrow=3), 2: view("narrow", narrow=4)}
+    reasons = ir_prune(views, SM90, baseline=True)
+    assert reasons[1] is None and "narrow" in reasons[2]
+    assert ir_prune({0: views[0], 2: views[2]}, SM90, baseline=True) == {0: None, 2: None}

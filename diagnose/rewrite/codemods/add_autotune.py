@@ -104,7 +104,11 @@ class AddAutotune(Rewrite):
         return list(plan.space)
 
     def transform(self, ctx: RewriteContext, plan: AutotunePlan) -> str:
-        configs = ctx.param("configs") or list(plan.space[:MAX_CONFIGS])
+        configs = ctx.param("configs")
+        if configs is None:
+            # one configuration of the search (its trial compiles and is ranked alone), or the space's first
+            single = {k: v for k, v in ctx.params if k in (*plan.tuned, *plan.options)}
+            configs = [single] if single else list(plan.space[:MAX_CONFIGS])
         taken = module_names(ctx.module)
         bench = unique_name(taken, "_autotune_bench")
         lines = []

@@ -122,15 +122,8 @@ class RetuneLaunch(Rewrite):
         return missed(evidence, "GlobalAccessWidth", "elements_per_thread")
 
     def search_space(self, ctx: RewriteContext, plan: RetunePlan) -> list[dict[str, Any]]:
-        out = [self.default(plan)]
-        for tile in BLOCKS:
-            block = max(1, tile // plan.rest)
-            for warps in WARPS:
-                per_thread = block * plan.rest // (32 * warps)
-                values = {plan.block: block, "num_warps": warps}
-                if PER_THREAD[0] <= per_thread <= PER_THREAD[1] and values not in out:
-                    out.append(values)
-        return out
+        first = self.default(plan)
+        return [first, *(v for v in tile_space(plan.block, plan.rest) if v != first)]
 
     def default(self, plan: RetunePlan) -> dict[str, int]:
         """A tile of 1024 elements with 4 warps for a small one (the tuned size times the tile's other
@@ -144,6 +137,18 @@ class RetuneLaunch(Rewrite):
     def transform(self, ctx: RewriteContext, plan: RetunePlan) -> str:
         values = {k: int(v) for k, v in ctx.params if k in (plan.block, "num_warps")} or self.default(plan)
         return set_values(ctx.module, plan.kernel, values).code
+
+
+def tile_space(block: str, rest: int) -> list[dict[str, int]]:
+    """Values of `block` making a tile of 1,024-8,192 elements (`block` times `rest`, the product of the
+    tile's other sizes) with the `num_warps` that give each thread 4-32 of them."""
+    out = []
+    for tile in BLOCKS:
+        size = max(1, tile // rest)
+        for warps in WARPS:
+            if PER_THREAD[0] <= size * rest // (32 * warps) <= PER_THREAD[1]:
+                out.append({block: size, "num_warps": warps})
+    return out
 
 
 def tile_constexpr(kernel: Kernel) -> str | None:
@@ -232,13 +237,13 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     if block not in grid_coupled(kernel) and not steps_a_loop(kernel, block):
         return f"{block} neither multiplies a program id nor steps a loop: what a program covers may not follow it"
     hosts = {("block" if p == block else p): s.host_name for p, s in found.items() if s.kind == "host"}
-    rest = _rest(kernel, sites[0], block)
+    rest = tile_rest(kernel, sites[0], block)
     if isinstance(rest, str):
         return rest
     return RetunePlan(kernel.name, block, {p: s.current for p, s in found.items()}, hosts, rest)
 
 
-def _rest(kernel: Kernel, site, block: str) -> int | str:
+def tile_rest(kernel: Kernel, site, block: str) -> int | str:
     """The product of the tile's other sizes, as launched (`BLOCK_N = 128` beside the tuned `BLOCK_M`):
     a 2-D tile holds `block * rest` elements, and that is what the values per thread count. A size not
     known at the launch (`BLOCK_D = triton.next_power_of_2(D)`) leaves the count unknown: the reason."""

@@ -1,0 +1,279 @@
+"""extend-autotune: more configs for an autotuned kernel's block size, its authors' configs all kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import libcst as cst
+
+from diagnose.rewrite.codemods.retune_launch import arange_constexprs, steps_a_loop, tile_rest, tile_space
+from diagnose.rewrite.edit import replace
+from diagnose.rewrite.launch_values import OPTIONS, grid_reads_meta, shown, tile_accesses_masked
+from diagnose.rewrite.launches import LaunchSite, launched, sites_of
+from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext, missed
+from diagnose.rewrite.source import (
+    Kernel,
+    calls,
+    code,
+    dotted,
+    grid_coupled,
+    heuristic_keys,
+    int_value,
+    kernels,
+    keyword,
+    module_names,
+    param_default,
+)
+
+# The decorators that take `configs=[triton.Config(...)]`: Triton's own and FlagGems' `libtuner`, an
+# `Autotuner` subclass with the same arguments.
+TUNERS = ("autotune", "libtuner")
+# New configs a chosen search adds at most: each one is another trial run for every new key.
+MAX_ADDED = 4
+
+
+@dataclass(frozen=True)
+class ExtendPlan:
+    kernel: str
+    block: str
+    rest: int  # the product of the tile's other sizes, as launched (1 for a 1-D tile)
+    configs: cst.BaseExpression  # the decorator's `configs=` value, edited in place
+    written: tuple[dict, ...]  # the configs' values where the list is written out (to skip equal ones)
+
+
+class ExtendAutotune(Rewrite):
+    """## What it changes
+    The `configs=` of a kernel already under `@triton.autotune` (or FlagGems' `libtuner`) gains up to
+    four configs of the launch-config search's best block sizes and `num_warps`, the authors' configs
+    all kept: a written-out list gets the new `triton.Config(...)` entries appended; a list built
+    elsewhere (a helper, `warps_kernel_configs()`; FlagGems' `runtime.get_tuned_config("op")`, read
+    from a YAML file; a comprehension) becomes `[*<their expression>, triton.Config(...), ...]`.
+    Nothing else changes: key, pruning, `restore_value`, the launch and its grid stay as written.
+    Without a search to choose (`diagnose rewrite`), the first of the space (1,024 elements, 4 warps)
+    is added, and only where the written-out configs try none of the space yet. The block size is the one constexpr the configs set: the kernel's parameter without a default that
+    the launch does not pass and no `triton.heuristics` sets, and it sizes a `tl.arange`. In the
+    search each configuration is compiled as the one added config, so its estimate is the best of the
+    authors' configs and it (an autotuned launch runs its fastest); only configurations estimated (or,
+    on a device, timed) faster than all of the authors' are added, best first.
+
+    ## When it is valid
+    The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business, which also puts a new first
+    config into a written-out list); its configs set exactly one block size (several tile sizes, as
+    FlagGems' `BLOCK_M x BLOCK_N` reductions, or `num_warps` / `num_stages` alone, as attorch's and
+    mamba's option-only lists, are declined with the reason). As for `retune-launch`: every access
+    whose pointer may depend on the block is masked, and the data a program covers follows the
+    block: it multiplies a program id and the grid is a callable reading it from its
+    meta-parameters (`lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)`), or it steps a loop (a
+    row reduction's chunk on a grid of rows). The tile's other `tl.arange` sizes are literals at the
+    launch (a size computed on the host, or by a heuristic, leaves the values per thread uncounted).
+    One launch of the kernel in the module, in any function; the module imports `triton`.
+
+    ## Why it is faster
+    The autotuner times every config on the device for each new key and runs the fastest: with the
+    authors' configs all kept it can only gain, and it gains where their list stops short of the
+    block sizes and warps the device wants (FlagGems' `count_nonzero` tries 1,024-4,096 elements with
+    4 warps only; a larger block with 8 warps gives each thread 128-bit accesses and more bytes in
+    flight).
+
+    ## Safety
+    Safe: every config computes the same values (the block size changes only the reduction order of
+    an in-block reduction), as the authors' own configs already do; each new config costs one more
+    trial run per new key.
+
+    ## Answers
+    TRI001 (too-few-elements-per-thread), TRI018 (more-warps-than-elements); the profiling codes
+    PRF001 (memory-bound short of the roof), PRF003 (latency-bound) and PRF005 (launch-bound), like
+    `retune-launch`, whose preconditions decline an autotuned kernel; IR evidence GlobalAccessWidth
+    (missed, `elements_per_thread`).
+
+    ## References
+    Triton `triton.autotune` (it benchmarks every config per key and caches the winner); FlagGems'
+    `libtuner` and `runtime.get_tuned_config`.
+    """
+
+    id = "extend-autotune"
+    title = "Add the launch-config search's best block sizes to an autotuned kernel's configs"
+    codes = ("TRI001", "TRI018", "PRF001", "PRF003", "PRF005")
+    evidence = ("GlobalAccessWidth",)
+    tunable = True
+
+    def precondition(self, ctx: RewriteContext) -> Precondition:
+        return Precondition.first_kernel(
+            kernels(ctx.module).values(),
+            lambda k: _plan(ctx, k),
+            ExtendPlan,
+            lambda p: f"autotuned over {p.block}: more block sizes and warps to try",
+            "no launched, autotuned kernel with a block size to extend",
+        )
+
+    def answers(self, evidence) -> bool:
+        return missed(evidence, "GlobalAccessWidth", "elements_per_thread")
+
+    def search_space(self, ctx: RewriteContext, plan: ExtendPlan) -> list[dict[str, Any]]:
+        # first the authors' configs alone: the baseline every addition must beat
+        return [{}, *(v for v in tile_space(plan.block, plan.rest) if not _written(plan, v))]
+
+    def default(self, plan: ExtendPlan) -> list[dict[str, int]]:
+        """With no search to choose: the space's first config (1,024 elements, 4 warps), where the
+        written-out configs try none of the space yet (so the rewrite is not applied twice)."""
+        space = tile_space(plan.block, plan.rest)
+        tried = [v for v in space if _written(plan, v)]
+        if tried:
+            raise NotApplicable(
+                f"{self.id}: its configs already try {shown(tried[0])}; only a search can tell what to add"
+            )
+        return space[:1]
+
+    def transform(self, ctx: RewriteContext, plan: ExtendPlan) -> str:
+        configs = ctx.param("configs")
+        if configs is None:
+            # one configuration of the search (its trial compiles it beside the authors'), or the space's first
+            single = {k: v for k, v in ctx.params if k in (plan.block, *OPTIONS)}
+            configs = [single] if single else self.default(plan)
+        added = [_config(values, plan.block) for values in configs if values]
+        if not added:
+            raise NotApplicable(f"{self.id}: no configuration of the search beat the authors' own")
+        value = plan.configs
+        if isinstance(value, cst.List):
+            edited = _appended(value, [cst.parse_expression(c) for c in added])
+        else:
+            edited = cst.parse_expression(_spread(code(value), added, _indent(ctx.source, plan.configs)))
+        return replace(ctx.module, {value: edited}).code
+
+
+def _appended(configs: cst.List, new: list[cst.BaseExpression]) -> cst.List:
+    """The written-out list with `new` after its last element, laid out like it: each gets the comma
+    that separates the authors' elements (a line break and their indent in a list written one per
+    line), and the last one the list's own ending (its trailing comma, or none)."""
+    elements = list(configs.elements)
+    between = next(
+        (e.comma for e in elements[:-1] if e.comma is not cst.MaybeSentinel.DEFAULT),
+        cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+    )
+    ending = elements[-1].comma
+    values = [*(e.value for e in elements), *new]
+    laid = [cst.Element(v, comma=between) for v in values[:-1]] + [cst.Element(values[-1], comma=ending)]
+    # the authors' elements keep their own commas (and the comments after them)
+    laid[: len(elements) - 1] = elements[:-1]
+    return configs.with_changes(elements=laid)
+
+
+def _spread(expression: str, added: list[str], indent: str) -> str:
+    """`[*their_configs(), new, ...]`: on one line after a one-line expression, else one config a line."""
+    if "\n" not in expression:
+        return f"[*{expression}, {', '.join(added)}]"
+    spread = "*" + expression.replace("\n", "\n    ")  # its own lines move in with it
+    return "[\n" + "".join(f"{indent}    {item},\n" for item in (spread, *added)) + f"{indent}]"
+
+
+def _indent(source: str, node: cst.BaseExpression) -> str:
+    """The indentation of the line that holds `node`'s first line (`    configs=...`)."""
+    first = code(node).splitlines()[0]
+    for line in source.splitlines():
+        if first in line:
+            return line[: len(line) - len(line.lstrip())]
+    return ""
+
+
+def _config(values: dict, block: str) -> str:
+    options = "".join(f", {k}={int(values[k])}" for k in OPTIONS if k in values)
+    return f'triton.Config({{"{block}": {int(values[block])}}}{options})'
+
+
+def _written(plan: ExtendPlan, values: dict) -> bool:
+    """A written-out config already sets these values (a missing `num_warps` is Triton's 4)."""
+    want = {plan.block: values.get(plan.block), "num_warps": values.get("num_warps", 4)}
+    return any({plan.block: w.get(plan.block), "num_warps": w.get("num_warps") or 4} == want for w in plan.written)
+
+
+def tuner_configs(kernel: Kernel) -> cst.BaseExpression | None:
+    """The `configs=` value (or first positional argument) of the kernel's autotune decorator."""
+    for decorator in kernel.node.decorators:
+        call = decorator.decorator
+        if isinstance(call, cst.Call) and (dotted(call.func) or "").rsplit(".", 1)[-1] in TUNERS:
+            arg = keyword(call, "configs") or (call.args[0] if call.args and call.args[0].keyword is None else None)
+            return arg.value if arg is not None else None
+    return None
+
+
+def tuned_by_configs(kernel: Kernel, site: LaunchSite) -> list[str] | str:
+    """The constexprs the autotune configs must set: no default, not passed at the launch, set by no
+    `triton.heuristics`; or why they cannot be told."""
+    set_by_heuristics: set[str] = set()
+    for decorator in kernel.decorators:
+        if decorator.split("(")[0].endswith("heuristics"):
+            keys = heuristic_keys(decorator)
+            if keys is None:
+                return "a triton.heuristics whose keys cannot be read may set the block size"
+            set_by_heuristics |= keys
+    out = []
+    for param in kernel.constexprs:
+        if site.passes_unpacked(param):
+            return f"the launch's **kwargs may set {param}"
+        if site.arg(kernel, param) is None and param not in set_by_heuristics and param_default(kernel, param) is None:
+            out.append(param)
+    return out
+
+
+def _written_values(configs: cst.BaseExpression) -> tuple[dict, ...]:
+    if not isinstance(configs, cst.List):
+        return ()
+    out = []
+    for element in configs.elements:
+        config = element.value
+        if not (
+            isinstance(element, cst.Element)
+            and isinstance(config, cst.Call)
+            and config.args
+            and isinstance(config.args[0].value, cst.Dict)
+        ):
+            continue
+        found: dict[str, int | None] = {
+            item.key.evaluated_value: int_value(item.value)
+            for item in config.args[0].value.elements
+            if isinstance(item, cst.DictElement) and isinstance(item.key, cst.SimpleString)
+        }
+        for option in OPTIONS:
+            given = keyword(config, option)
+            found[option] = int_value(given.value) if given is not None else None
+        out.append(found)
+    return tuple(out)
+
+
+def _plan(ctx: RewriteContext, kernel: Kernel) -> ExtendPlan | str | None:
+    configs = tuner_configs(kernel)
+    sites = sites_of(ctx.module, kernel.name)
+    if configs is None or not sites:
+        return None
+    if calls(kernel.node.body, "dot", "dot_scaled"):
+        return "has tl.dot (see wgmma-tiles)"
+    if len(sites) != 1:
+        return launched(sites)
+    if "triton" not in module_names(ctx.module):
+        return "the module does not import triton (a new triton.Config needs it)"
+    site = sites[0]
+    tuned = tuned_by_configs(kernel, site)
+    if isinstance(tuned, str):
+        return tuned
+    if not tuned:
+        return "its configs set only num_warps / num_stages (no estimate ranks those: launch-options, timed)"
+    if len(tuned) > 1:
+        return f"its configs set several constexprs ({', '.join(tuned)}): a new config's shape is not searched"
+    block = tuned[0]
+    if block not in arange_constexprs(kernel):
+        return f"{block}, which its configs set, does not size a tl.arange"
+    coupled = block in grid_coupled(kernel)
+    if coupled and not grid_reads_meta(site, (block,)):
+        return f"{block} multiplies a program id, and the grid is not a callable reading it from its meta-parameters"
+    if not coupled and not steps_a_loop(kernel, block):
+        return f"{block} neither multiplies a program id nor steps a loop: what a program covers may not follow it"
+    # the grid's program ids follow the block only where the grid reads it (FlagGems' count_nonzero:
+    # `lambda meta: (triton.cdiv(numel, shape[dim]),)`, one program per row, a per-row store unmasked)
+    axes = frozenset(range(3)) if grid_reads_meta(site, (block,)) else frozenset()
+    if not tile_accesses_masked(kernel, block, axes):
+        return "a load or store has no mask: a larger block would run past the data"
+    rest = tile_rest(kernel, site, block)
+    if isinstance(rest, str):
+        return rest
+    return ExtendPlan(kernel.name, block, rest, configs, _written_values(configs))
