@@ -7,7 +7,7 @@ from typing import Any
 
 import libcst as cst
 
-from diagnose.rewrite.codemods.retune_launch import arange_constexprs, steps_a_loop, tile_rest, tile_space
+from diagnose.rewrite.codemods.retune_launch import BLOCKS, arange_constexprs, steps_a_loop, tile_rest, tile_space
 from diagnose.rewrite.edit import replace
 from diagnose.rewrite.launch_values import OPTIONS, grid_reads_meta, shown, tile_accesses_masked
 from diagnose.rewrite.launches import LaunchSite, launched, sites_of
@@ -31,13 +31,15 @@ from diagnose.rewrite.source import (
 TUNERS = ("autotune", "libtuner")
 # New configs a chosen search adds at most: each one is another trial run for every new key.
 MAX_ADDED = 4
+# The short side of a two-size tile: a row (1), a few rows (4), a warp's width (32).
+SIDES = (1, 4, 32)
 
 
 @dataclass(frozen=True)
 class ExtendPlan:
     kernel: str
-    block: str
-    rest: int  # the product of the tile's other sizes, as launched (1 for a 1-D tile)
+    blocks: tuple[str, ...]  # the tile sizes the configs set: one, or two of a 2-D tile
+    rest: int  # the product of the tile's other sizes, as launched (1 where the configs set them all)
     configs: cst.BaseExpression  # the decorator's `configs=` value, edited in place
     written: tuple[dict, ...]  # the configs' values where the list is written out (to skip equal ones)
 
@@ -51,22 +53,28 @@ class ExtendAutotune(Rewrite):
     from a YAML file; a comprehension) becomes `[*<their expression>, triton.Config(...), ...]`.
     Nothing else changes: key, pruning, `restore_value`, the launch and its grid stay as written.
     Without a search to choose (`diagnose rewrite`), the first of the space (1,024 elements, 4 warps)
-    is added, and only where the written-out configs try none of the space yet. The block size is the one constexpr the configs set: the kernel's parameter without a default that
-    the launch does not pass and no `triton.heuristics` sets, and it sizes a `tl.arange`. In the
-    search each configuration is compiled as the one added config, so its estimate is the best of the
-    authors' configs and it (an autotuned launch runs its fastest); only configurations estimated (or,
-    on a device, timed) faster than all of the authors' are added, best first.
+    is added, and only where the written-out configs try none of the space yet.
+
+    The tile sizes the configs set are read from the launch: the kernel's constexprs without a default
+    that the launch does not pass and no `triton.heuristics` sets, each sizing a `tl.arange`. One
+    size is searched as `retune-launch` searches it (tiles of 1,024-8,192 elements, 4-32 values a
+    thread); two (a `BLOCK_M x BLOCK_N` reduction) over shapes of those counts with one side 1, 4 or
+    32 (either side: which one is contiguous is for the IR to show; a narrow side there compiles to
+    narrow accesses and is pruned). In the search each configuration is compiled as the one added
+    config, so its estimate is the best of the authors' configs and it (an autotuned launch runs its
+    fastest); only configurations estimated (or, on a device, timed) faster than the authors' alone
+    are added, best first.
 
     ## When it is valid
     The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business, which also puts a new first
-    config into a written-out list); its configs set exactly one block size (several tile sizes, as
-    FlagGems' `BLOCK_M x BLOCK_N` reductions, or `num_warps` / `num_stages` alone, as attorch's and
-    mamba's option-only lists, are declined with the reason). As for `retune-launch`: every access
-    whose pointer may depend on the block is masked, and the data a program covers follows the
-    block: it multiplies a program id and the grid is a callable reading it from its
-    meta-parameters (`lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)`), or it steps a loop (a
-    row reduction's chunk on a grid of rows). The tile's other `tl.arange` sizes are literals at the
-    launch (a size computed on the host, or by a heuristic, leaves the values per thread uncounted).
+    config into a written-out list); its configs set one or two tile sizes (three, or `num_warps` /
+    `num_stages` alone, as attorch's and mamba's option-only lists, are declined with the reason). For
+    each size, as for `retune-launch`: every access whose pointer may depend on it is masked, and the
+    data a program covers follows it: it multiplies a program id and the grid is a callable reading
+    it from its meta-parameters (`lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)`), or it steps a
+    loop (a row reduction's chunk on a grid of rows; not a single-pass row, whose block must cover
+    the row). The tile's other `tl.arange` sizes are literals at the launch (a size computed on the
+    host, or by a heuristic, leaves the values per thread uncounted).
     One launch of the kernel in the module, in any function; the module imports `triton`.
 
     ## Why it is faster
@@ -103,7 +111,7 @@ class ExtendAutotune(Rewrite):
             kernels(ctx.module).values(),
             lambda k: _plan(ctx, k),
             ExtendPlan,
-            lambda p: f"autotuned over {p.block}: more block sizes and warps to try",
+            lambda p: f"autotuned over {' x '.join(p.blocks)}: more tile sizes and warps to try",
             "no launched, autotuned kernel with a block size to extend",
         )
 
@@ -112,12 +120,12 @@ class ExtendAutotune(Rewrite):
 
     def search_space(self, ctx: RewriteContext, plan: ExtendPlan) -> list[dict[str, Any]]:
         # first the authors' configs alone: the baseline every addition must beat
-        return [{}, *(v for v in tile_space(plan.block, plan.rest) if not _written(plan, v))]
+        return [{}, *(v for v in _space(plan) if not _written(plan, v))]
 
     def default(self, plan: ExtendPlan) -> list[dict[str, int]]:
         """With no search to choose: the space's first config (1,024 elements, 4 warps), where the
         written-out configs try none of the space yet (so the rewrite is not applied twice)."""
-        space = tile_space(plan.block, plan.rest)
+        space = _space(plan)
         tried = [v for v in space if _written(plan, v)]
         if tried:
             raise NotApplicable(
@@ -129,9 +137,9 @@ class ExtendAutotune(Rewrite):
         configs = ctx.param("configs")
         if configs is None:
             # one configuration of the search (its trial compiles it beside the authors'), or the space's first
-            single = {k: v for k, v in ctx.params if k in (plan.block, *OPTIONS)}
+            single = {k: v for k, v in ctx.params if k in (*plan.blocks, *OPTIONS)}
             configs = [single] if single else self.default(plan)
-        added = [_config(values, plan.block) for values in configs if values]
+        added = [_config(values, plan.blocks) for values in configs if values]
         if not added:
             raise NotApplicable(f"{self.id}: no configuration of the search beat the authors' own")
         value = plan.configs
@@ -176,15 +184,36 @@ def _indent(source: str, node: cst.BaseExpression) -> str:
     return ""
 
 
-def _config(values: dict, block: str) -> str:
+def _config(values: dict, blocks: tuple[str, ...]) -> str:
+    sizes = ", ".join(f'"{b}": {int(values[b])}' for b in blocks)
     options = "".join(f", {k}={int(values[k])}" for k in OPTIONS if k in values)
-    return f'triton.Config({{"{block}": {int(values[block])}}}{options})'
+    return f"triton.Config({{{sizes}}}{options})"
 
 
 def _written(plan: ExtendPlan, values: dict) -> bool:
     """A written-out config already sets these values (a missing `num_warps` is Triton's 4)."""
-    want = {plan.block: values.get(plan.block), "num_warps": values.get("num_warps", 4)}
-    return any({plan.block: w.get(plan.block), "num_warps": w.get("num_warps") or 4} == want for w in plan.written)
+
+    def key(config: dict) -> tuple:
+        return (*(config.get(b) for b in plan.blocks), config.get("num_warps") or 4)
+
+    return any(key(w) == key(values) for w in plan.written)
+
+
+def _space(plan: ExtendPlan) -> list[dict[str, int]]:
+    if len(plan.blocks) == 1:
+        return tile_space(plan.blocks[0], plan.rest)
+    first, second = plan.blocks
+    out: list[dict[str, int]] = []
+    for total in BLOCKS:
+        count = max(1, total // plan.rest)
+        warps = min(16, max(4, count // 256))  # 4-16 values a thread
+        for side in SIDES:
+            if side < count:
+                for shape in ((side, count // side), (count // side, side)):
+                    values = {first: shape[0], second: shape[1], "num_warps": warps}
+                    if values not in out:
+                        out.append(values)
+    return out
 
 
 def tuner_configs(kernel: Kernel) -> cst.BaseExpression | None:
@@ -258,9 +287,21 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ExtendPlan | str | None:
         return tuned
     if not tuned:
         return "its configs set only num_warps / num_stages (no estimate ranks those: launch-options, timed)"
-    if len(tuned) > 1:
-        return f"its configs set several constexprs ({', '.join(tuned)}): a new config's shape is not searched"
-    block = tuned[0]
+    if len(tuned) > 2:
+        return f"its configs set {len(tuned)} constexprs ({', '.join(tuned)}): a new config's shape is not searched"
+    for block in tuned:
+        why = _follows(kernel, site, block)
+        if why:
+            return why
+    rest = tile_rest(kernel, site, *tuned)
+    if isinstance(rest, str):
+        return rest
+    return ExtendPlan(kernel.name, tuple(tuned), rest, configs, _written_values(configs))
+
+
+def _follows(kernel: Kernel, site: LaunchSite, block: str) -> str | None:
+    """Why a new value of `block` might compute something else, or None: it sizes a `tl.arange`, every
+    access that depends on it is masked, and what a program covers follows it."""
     if block not in arange_constexprs(kernel):
         return f"{block}, which its configs set, does not size a tl.arange"
     coupled = block in grid_coupled(kernel)
@@ -273,7 +314,4 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ExtendPlan | str | None:
     axes = frozenset(range(3)) if grid_reads_meta(site, (block,)) else frozenset()
     if not tile_accesses_masked(kernel, block, axes):
         return "a load or store has no mask: a larger block would run past the data"
-    rest = tile_rest(kernel, site, block)
-    if isinstance(rest, str):
-        return rest
-    return ExtendPlan(kernel.name, block, rest, configs, _written_values(configs))
+    return None

@@ -243,11 +243,12 @@ def _own_plan(ctx: RewriteContext, kernel: Kernel) -> RetunePlan | str | None:
     return RetunePlan(kernel.name, block, {p: s.current for p, s in found.items()}, hosts, rest)
 
 
-def tile_rest(kernel: Kernel, site, block: str) -> int | str:
+def tile_rest(kernel: Kernel, site, *blocks: str) -> int | str:
     """The product of the tile's other sizes, as launched (`BLOCK_N = 128` beside the tuned `BLOCK_M`):
     a 2-D tile holds `block * rest` elements, and that is what the values per thread count. A size not
     known at the launch (`BLOCK_D = triton.next_power_of_2(D)`) leaves the count unknown: the reason."""
-    others = [s for s in arange_constexprs(kernel) if s != block]
+    block = blocks[0]
+    others = [s for s in arange_constexprs(kernel) if s not in blocks]
     if not others:
         return 1
     found = slots(kernel, site, tuple(others))
