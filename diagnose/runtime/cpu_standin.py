@@ -213,6 +213,33 @@ def patch_torch_cuda(target) -> None:
         torch._C._cuda_getCurrentRawStream = lambda device=None: 0
 
 
+# What a stand-in event reports between two records, in ms: long enough that `triton.testing.do_bench`
+# runs a config the fewest times it can (one run, its five-run estimate, one warmup, one repeat).
+ELAPSED_MS = 1e6
+
+
+class DeviceInterface:
+    """What `triton.testing.do_bench` asks of the device module (`torch.cuda` on NVIDIA): FlagGems'
+    `libtuner` passes `warmup`/`rep`, so Triton's autotuner benches its configs through `do_bench`
+    instead of the driver's benchmarker. A synchronize that waits for nothing, and events that all
+    report the same long time: every config ties and the first listed wins, as with the stand-in's
+    benchmarker."""
+
+    class Event:
+        def __init__(self, enable_timing: bool = False):
+            pass
+
+        def record(self, stream=None) -> None:
+            pass
+
+        def elapsed_time(self, end) -> float:
+            return ELAPSED_MS
+
+    @staticmethod
+    def synchronize(device=None) -> None:
+        pass
+
+
 def standin_driver(target):
     """A Triton driver for `target` that runs nothing: for code that asks the driver questions."""
     from triton.backends.driver import DriverBase  # deferred: triton is heavy
@@ -269,6 +296,9 @@ def standin_driver(target):
 
         def get_benchmarker(self):
             return benchmarker
+
+        def get_device_interface(self):
+            return DeviceInterface
 
         def get_empty_cache_for_benchmark(self):
             import torch  # deferred: torch is heavy

@@ -97,6 +97,31 @@ def test_autotune_takes_the_first_config_without_timing_any():
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
+def test_an_autotuner_given_warmup_and_rep_benches_through_do_bench_and_takes_the_first_config():
+    """FlagGems' `libtuner` passes `warmup=25, rep=100`: Triton's autotuner then times each config with
+    `triton.testing.do_bench`, which asks the driver for its device interface (the reference of every
+    FlagGems reduction failed on the CPU: `'StandInDriver' object has no attribute
+    'get_device_interface'`). Each config runs a few times and they tie, so the first listed wins."""
+    done = _run("""
+        import torch, triton, triton.language as tl
+        runs = []
+        def count(nargs):
+            runs.append(1)
+        @triton.autotune(configs=[triton.Config({"B": 64}, pre_hook=count), triton.Config({"B": 128})],
+                         key=["n"], warmup=25, rep=100)
+        @triton.jit
+        def copy(x, y, n, B: tl.constexpr):
+            o = tl.program_id(0) * B + tl.arange(0, B)
+            tl.store(y + o, tl.load(x + o, mask=o < n), mask=o < n)
+        x = torch.randn(1000, device="cuda"); y = torch.empty_like(x)
+        copy[lambda m: (triton.cdiv(1000, m["B"]),)](x, y, 1000)
+        assert torch.equal(x, y) and copy.best_config.kwargs == {"B": 64}, copy.best_config
+        assert 1 <= len(runs) <= 10, len(runs)
+        print("ok")
+    """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_float_arguments_and_libdevice_math_in_the_interpreter():
     done = _run("""
