@@ -48,9 +48,11 @@ class ExtendAutotune(Rewrite):
     """## What it changes
     The `configs=` of a kernel already under `@triton.autotune` (or FlagGems' `libtuner`) gains up to
     four configs of the launch-config search's best block sizes and `num_warps`, the authors' configs
-    all kept: a written-out list gets the new `triton.Config(...)` entries appended; a list built
+    all kept: a written-out list gets the new `triton.Config(...)` entries first; a list built
     elsewhere (a helper, `warps_kernel_configs()`; FlagGems' `runtime.get_tuned_config("op")`, read
-    from a YAML file; a comprehension) becomes `[*<their expression>, triton.Config(...), ...]`.
+    from a YAML file; a comprehension) becomes `[triton.Config(...), ..., *<their expression>]`. First,
+    best first: the autotuner times them all on a device, whatever the order, and where nothing can
+    be timed (the CPU check) it runs the first, so the verdict is on the best new config.
     Nothing else changes: key, pruning, `restore_value`, the launch and its grid stay as written.
     Without a search to choose (`diagnose rewrite`), the first of the space (1,024 elements, 4 warps)
     is added, and only where the written-out configs try none of the space yet.
@@ -144,35 +146,30 @@ class ExtendAutotune(Rewrite):
             raise NotApplicable(f"{self.id}: no configuration of the search beat the authors' own")
         value = plan.configs
         if isinstance(value, cst.List):
-            edited = _appended(value, [cst.parse_expression(c) for c in added])
+            edited = _prepended(value, [cst.parse_expression(c) for c in added])
         else:
             edited = cst.parse_expression(_spread(code(value), added, _indent(ctx.source, plan.configs)))
         return replace(ctx.module, {value: edited}).code
 
 
-def _appended(configs: cst.List, new: list[cst.BaseExpression]) -> cst.List:
-    """The written-out list with `new` after its last element, laid out like it: each gets the comma
+def _prepended(configs: cst.List, new: list[cst.BaseExpression]) -> cst.List:
+    """The written-out list with `new` before its first element, laid out like it: each gets the comma
     that separates the authors' elements (a line break and their indent in a list written one per
-    line), and the last one the list's own ending (its trailing comma, or none)."""
+    line); the authors' elements keep their own (and the comments after them)."""
     elements = list(configs.elements)
     between = next(
         (e.comma for e in elements[:-1] if e.comma is not cst.MaybeSentinel.DEFAULT),
         cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
     )
-    ending = elements[-1].comma
-    values = [*(e.value for e in elements), *new]
-    laid = [cst.Element(v, comma=between) for v in values[:-1]] + [cst.Element(values[-1], comma=ending)]
-    # the authors' elements keep their own commas (and the comments after them)
-    laid[: len(elements) - 1] = elements[:-1]
-    return configs.with_changes(elements=laid)
+    return configs.with_changes(elements=[*(cst.Element(v, comma=between) for v in new), *elements])
 
 
 def _spread(expression: str, added: list[str], indent: str) -> str:
-    """`[*their_configs(), new, ...]`: on one line after a one-line expression, else one config a line."""
+    """`[new, ..., *their_configs()]`: on one line beside a one-line expression, else one config a line."""
     if "\n" not in expression:
-        return f"[*{expression}, {', '.join(added)}]"
+        return f"[{', '.join(added)}, *{expression}]"
     spread = "*" + expression.replace("\n", "\n    ")  # its own lines move in with it
-    return "[\n" + "".join(f"{indent}    {item},\n" for item in (spread, *added)) + f"{indent}]"
+    return "[\n" + "".join(f"{indent}    {item},\n" for item in (*added, spread)) + f"{indent}]"
 
 
 def _indent(source: str, node: cst.BaseExpression) -> str:
