@@ -19,7 +19,9 @@ ceilings or a target's datasheet):
   accesses 1.0, narrower ones less; an uncoalesced access is multiplied by `UNCOALESCED`).
 - `latency_eff = min(1, bytes in flight / (BW * LATENCY_S))` (Little's law): the programs resident
   at once (`min(programs, SMs * resident per SM)`) times each one's in-flight bytes must cover the
-  bandwidth-latency product, or the memory system idles.
+  bandwidth-latency product, or the memory system idles. Bytes in flight are capped at `U`: a tile
+  wider than the data (masked-off lanes) moves nothing more, so on a small problem a larger block
+  does not estimate faster by holding lanes that read nothing.
 - `rate` is the matmul ceiling of the dot's dtype for wgmma/tcgen05/MFMA, `MMA_V2` of it for
   mma.sync, and the fp32 rate for FMA dots; `sm_fill` is the fraction of SMs the grid can occupy.
 - `PROGRAM_S` is a per-program scheduling cost (a grid of millions of tiny programs pays for it).
@@ -103,7 +105,12 @@ class Estimate(Record):
 def latency_efficiency(f: KernelFeatures, hw: Hardware) -> float:
     resident = min(f.programs, hw.sm_count * f.resident_programs_per_sm)
     needed = hw.bytes_per_s * LATENCY_S
-    return min(1.0, resident * f.inflight_bytes_per_program / needed) if f.inflight_bytes_per_program else 1.0
+    in_flight = resident * f.inflight_bytes_per_program
+    if f.unique_bytes:
+        # the tile bytes count masked-off lanes too (a block wider than the row): all the programs at
+        # once cannot have more in flight than the data the kernel touches
+        in_flight = min(in_flight, f.unique_bytes)
+    return min(1.0, in_flight / needed) if f.inflight_bytes_per_program else 1.0
 
 
 def estimate(f: KernelFeatures, hw: Hardware) -> Estimate:
