@@ -9,7 +9,9 @@ import libcst as cst
 
 from diagnose.rewrite.codemods.retune_launch import BLOCKS, arange_constexprs, steps_a_loop, tile_rest, tile_space
 from diagnose.rewrite.edit import replace
-from diagnose.rewrite.launch_values import OPTIONS, grid_reads_meta, shown, tile_accesses_masked
+from diagnose.rewrite.codemods.wgmma_tiles import WgmmaTiles, tiles_for
+from diagnose.rewrite.launch_values import OPTIONS, every_access_masked, grid_reads_meta, shown, tile_accesses_masked
+from diagnose.rewrite.matmul import dot_tiles
 from diagnose.rewrite.launches import LaunchSite, launched, sites_of
 from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext, missed
 from diagnose.rewrite.source import (
@@ -31,6 +33,8 @@ from diagnose.rewrite.source import (
 TUNERS = ("autotune", "libtuner")
 # New configs a chosen search adds at most: each one is another trial run for every new key.
 MAX_ADDED = 4
+# The group of a matmul's program-order swizzle (`GROUP_SIZE_M`) in a new config, as the tutorials set it.
+GROUP = 8
 # The short side of a two-size tile: a row (1), a few rows (4), a warp's width (32).
 SIDES = (1, 4, 32)
 
@@ -42,6 +46,7 @@ class ExtendPlan:
     rest: int  # the product of the tile's other sizes, as launched (1 where the configs set them all)
     configs: cst.BaseExpression  # the decorator's `configs=` value, edited in place
     written: tuple[dict, ...]  # the configs' values where the list is written out (to skip equal ones)
+    dot_rows: tuple[tuple[int, ...], ...] = ()  # a matmul's (M, N, K, warps, stages) rows for the target
 
 
 class ExtendAutotune(Rewrite):
@@ -68,9 +73,13 @@ class ExtendAutotune(Rewrite):
     are added, best first.
 
     ## When it is valid
-    The kernel has no `tl.dot` (tile shapes are `wgmma-tiles`' business, which also puts a new first
-    config into a written-out list); its configs set one or two tile sizes (three, or `num_warps` /
-    `num_stages` alone, as attorch's and mamba's option-only lists, are declined with the reason). For
+    A kernel with `tl.dot`: a matmul of loaded (M, K) and (K, N) tiles whose configs set its M and N
+    tiles (K too, or the launch does; a program-order swizzle's `GROUP_SIZE_M` too, set to 8 in a new
+    config), every access masked, the grid a callable reading M and N from its meta-parameters; the
+    new configs are `wgmma-tiles`' shapes for the target, and a list `wgmma-tiles` can edit itself (a
+    written-out one with a readable first config) is left to it. Any other kernel: its configs set one
+    or two tile sizes (three, or `num_warps` / `num_stages` alone, as attorch's and mamba's option-only
+    lists, are declined with the reason). For
     each size, as for `retune-launch`: every access whose pointer may depend on it is masked, and the
     data a program covers follows it: it multiplies a program id and the grid is a callable reading
     it from its meta-parameters (`lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)`), or it steps a
@@ -191,12 +200,15 @@ def _written(plan: ExtendPlan, values: dict) -> bool:
     """A written-out config already sets these values (a missing `num_warps` is Triton's 4)."""
 
     def key(config: dict) -> tuple:
-        return (*(config.get(b) for b in plan.blocks), config.get("num_warps") or 4)
+        stages = (config.get("num_stages") or 3,) if plan.dot_rows else ()
+        return (*(config.get(b) for b in plan.blocks), config.get("num_warps") or 4, *stages)
 
     return any(key(w) == key(values) for w in plan.written)
 
 
 def _space(plan: ExtendPlan) -> list[dict[str, int]]:
+    if plan.dot_rows:
+        return [dict(zip((*plan.blocks, "num_warps", "num_stages"), row)) for row in plan.dot_rows]
     if len(plan.blocks) == 1:
         return tile_space(plan.blocks[0], plan.rest)
     first, second = plan.blocks
@@ -272,8 +284,6 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ExtendPlan | str | None:
     sites = sites_of(ctx.module, kernel.name)
     if configs is None or not sites:
         return None
-    if calls(kernel.node.body, "dot", "dot_scaled"):
-        return "has tl.dot (see wgmma-tiles)"
     if len(sites) != 1:
         return launched(sites)
     if "triton" not in module_names(ctx.module):
@@ -284,6 +294,8 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ExtendPlan | str | None:
         return tuned
     if not tuned:
         return "its configs set only num_warps / num_stages (no estimate ranks those: launch-options, timed)"
+    if calls(kernel.node.body, "dot", "dot_scaled"):
+        return _matmul_plan(ctx, kernel, site, tuned, configs)
     if len(tuned) > 2:
         return f"its configs set {len(tuned)} constexprs ({', '.join(tuned)}): a new config's shape is not searched"
     for block in tuned:
@@ -312,3 +324,35 @@ def _follows(kernel: Kernel, site: LaunchSite, block: str) -> str | None:
     if not tile_accesses_masked(kernel, block, axes):
         return "a load or store has no mask: a larger block would run past the data"
     return None
+
+
+def _matmul_plan(
+    ctx: RewriteContext, kernel: Kernel, site: LaunchSite, tuned: list[str], configs: cst.BaseExpression
+) -> ExtendPlan | str:
+    """A matmul's configs set its M, N and K tiles (and nothing else the new configs could not set):
+    the new configs are `wgmma-tiles`' shapes for the target, which puts them first itself where the
+    list is written out and its first config readable."""
+    if WgmmaTiles().precondition(ctx).kernels == (kernel.name,):
+        return "wgmma-tiles puts its shapes first in the written-out configs"
+    tiles = dot_tiles(kernel)
+    if tiles is None:
+        return "its tl.dot is not a matmul of loaded (M, K) and (K, N) tiles"
+    blocks = (tiles.m, tiles.n, tiles.k)
+    groups = tuple(t for t in tuned if "GROUP" in t.upper())  # a program-order swizzle: any size is correct
+    others = [t for t in tuned if t not in blocks and t not in groups]
+    if others or tiles.m not in tuned or tiles.n not in tuned:
+        return f"its configs set {', '.join(tuned)}: not the dot's tiles ({', '.join(blocks)}) alone"
+    coupled = grid_coupled(kernel)
+    if tiles.m not in coupled or tiles.n not in coupled or not grid_reads_meta(site, (tiles.m, tiles.n)):
+        return (
+            f"{tiles.m}/{tiles.n} do not both multiply program ids of a grid that reads them from its meta-parameters"
+        )
+    if not every_access_masked(kernel):
+        return "a load or store has no mask: other tile shapes would run past M, N or K"
+    # K where the configs set it (else the launch does), then a swizzle's group of 8
+    rows = tuple(
+        (*row[:2], *((row[2],) if tiles.k in tuned else ()), *((GROUP,) * len(groups)), *row[3:])
+        for row in tiles_for(ctx.target)
+    )
+    names = (tiles.m, tiles.n, *((tiles.k,) if tiles.k in tuned else ()), *groups)
+    return ExtendPlan(kernel.name, names, 1, configs, _written_values(configs), rows)
