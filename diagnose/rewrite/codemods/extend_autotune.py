@@ -33,6 +33,8 @@ from diagnose.rewrite.source import (
 TUNERS = ("autotune", "libtuner")
 # New configs a chosen search adds at most: each one is another trial run for every new key.
 MAX_ADDED = 4
+# Columns a spread config list may take on one line before it goes one config a line.
+LINE = 100
 # The group of a matmul's program-order swizzle (`GROUP_SIZE_M`) in a new config, as the tutorials set it.
 GROUP = 8
 # The short side of a two-size tile: a row (1), a few rows (4), a warp's width (32).
@@ -174,9 +176,11 @@ def _prepended(configs: cst.List, new: list[cst.BaseExpression]) -> cst.List:
 
 
 def _spread(expression: str, added: list[str], indent: str) -> str:
-    """`[new, ..., *their_configs()]`: on one line beside a one-line expression, else one config a line."""
-    if "\n" not in expression:
-        return f"[{', '.join(added)}, *{expression}]"
+    """`[new, ..., *their_configs()]`: on one line where it fits beside a one-line expression, else one
+    config a line."""
+    one_line = f"[{', '.join(added)}, *{expression}]"
+    if "\n" not in expression and len(indent) + len(one_line) <= LINE:
+        return one_line
     spread = "*" + expression.replace("\n", "\n    ")  # its own lines move in with it
     return "[\n" + "".join(f"{indent}    {item},\n" for item in (*added, spread)) + f"{indent}]"
 
