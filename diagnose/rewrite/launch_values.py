@@ -358,20 +358,9 @@ def tuned_configs(module: cst.Module, kernel_name: str, params: tuple[str, ...])
     values = []
     for element in configs.value.elements:
         config = element.value
-        if (
-            not isinstance(config, cst.Call)
-            or not (dotted(config.func) or "").endswith("Config")
-            or not config.args
-            or not isinstance(config.args[0].value, cst.Dict)
-        ):
+        found = config_values(config)
+        if found is None:
             return f"autotune config {code(config)} is not triton.Config({{...}}, ...)"
-        found: dict[str, int | None] = {}
-        for item in config.args[0].value.elements:
-            if isinstance(item, cst.DictElement) and isinstance(item.key, cst.SimpleString):
-                found[item.key.evaluated_value] = int_value(item.value)
-        for option in OPTIONS:
-            given = keyword(config, option)
-            found[option] = int_value(given.value) if given is not None else None
         missing = [p for p in params if p not in OPTIONS and p not in found]
         if missing:
             return f"autotune config {code(config)} does not set {', '.join(missing)}"
@@ -380,6 +369,26 @@ def tuned_configs(module: cst.Module, kernel_name: str, params: tuple[str, ...])
     if opaque:  # a new config copies the first one's other constexprs
         return f"the first autotune config sets {', '.join(opaque)} to something other than an integer literal"
     return TunedConfigs(configs.value, tuple(values))
+
+
+def config_values(config: cst.BaseExpression) -> dict[str, int | None] | None:
+    """A written `triton.Config({"BLOCK": 128}, num_warps=4)` read as its constexprs and options (None
+    where a value is not an integer literal, or an option is not given); None if it is not one."""
+    if (
+        not isinstance(config, cst.Call)
+        or not (dotted(config.func) or "").endswith("Config")
+        or not config.args
+        or not isinstance(config.args[0].value, cst.Dict)
+    ):
+        return None
+    found: dict[str, int | None] = {}
+    for item in config.args[0].value.elements:
+        if isinstance(item, cst.DictElement) and isinstance(item.key, cst.SimpleString):
+            found[item.key.evaluated_value] = int_value(item.value)
+    for option in OPTIONS:
+        given = keyword(config, option)
+        found[option] = int_value(given.value) if given is not None else None
+    return found
 
 
 def config_first(module: cst.Module, kernel_name: str, values: dict[str, int]) -> cst.Module:

@@ -10,7 +10,14 @@ import libcst as cst
 from diagnose.rewrite.codemods.retune_launch import BLOCKS, arange_constexprs, steps_a_loop, tile_rest, tile_space
 from diagnose.rewrite.edit import replace
 from diagnose.rewrite.codemods.wgmma_tiles import WgmmaTiles, tiles_for
-from diagnose.rewrite.launch_values import OPTIONS, every_access_masked, grid_reads_meta, shown, tile_accesses_masked
+from diagnose.rewrite.launch_values import (
+    OPTIONS,
+    config_values,
+    every_access_masked,
+    grid_reads_meta,
+    shown,
+    tile_accesses_masked,
+)
 from diagnose.rewrite.matmul import dot_tiles
 from diagnose.rewrite.launches import LaunchSite, launched, sites_of
 from diagnose.rewrite.rewrite import NotApplicable, Precondition, Rewrite, RewriteContext, missed
@@ -21,7 +28,6 @@ from diagnose.rewrite.source import (
     dotted,
     grid_coupled,
     heuristic_keys,
-    int_value,
     kernels,
     keyword,
     module_names,
@@ -259,28 +265,11 @@ def tuned_by_configs(kernel: Kernel, site: LaunchSite) -> list[str] | str:
 
 
 def _written_values(configs: cst.BaseExpression) -> tuple[dict, ...]:
+    """The written configs' values, where the list is written out (its `*spread` elements skipped)."""
     if not isinstance(configs, cst.List):
         return ()
-    out = []
-    for element in configs.elements:
-        config = element.value
-        if not (
-            isinstance(element, cst.Element)
-            and isinstance(config, cst.Call)
-            and config.args
-            and isinstance(config.args[0].value, cst.Dict)
-        ):
-            continue
-        found: dict[str, int | None] = {
-            item.key.evaluated_value: int_value(item.value)
-            for item in config.args[0].value.elements
-            if isinstance(item, cst.DictElement) and isinstance(item.key, cst.SimpleString)
-        }
-        for option in OPTIONS:
-            given = keyword(config, option)
-            found[option] = int_value(given.value) if given is not None else None
-        out.append(found)
-    return tuple(out)
+    found = (config_values(e.value) for e in configs.elements if isinstance(e, cst.Element))
+    return tuple(f for f in found if f is not None)
 
 
 def _plan(ctx: RewriteContext, kernel: Kernel) -> ExtendPlan | str | None:
