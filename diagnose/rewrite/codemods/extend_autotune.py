@@ -94,7 +94,9 @@ class ExtendAutotune(Rewrite):
     loop (a row reduction's chunk on a grid of rows; not a single-pass row, whose block must cover
     the row). The tile's other `tl.arange` sizes are literals at the launch (a size computed on the
     host, or by a heuristic, leaves the values per thread uncounted).
-    One launch of the kernel in the module, in any function; the module imports `triton`.
+    Every launch of the kernel in the module (in any function: the configs serve them all, FlagGems'
+    `sum_dim` and `sum_dim_out`) passes these checks and leaves the same sizes to the autotuner; the
+    module imports `triton`.
 
     ## Why it is faster
     The autotuner times every config on the device for each new key and runs the fastest: with the
@@ -277,11 +279,19 @@ def _plan(ctx: RewriteContext, kernel: Kernel) -> ExtendPlan | str | None:
     sites = sites_of(ctx.module, kernel.name)
     if configs is None or not sites:
         return None
-    if len(sites) != 1:
-        return launched(sites)
     if "triton" not in module_names(ctx.module):
         return "the module does not import triton (a new triton.Config needs it)"
-    site = sites[0]
+    # the configs serve every launch (FlagGems' `sum_dim` and `sum_dim_out`): each must take a new one
+    plans = [_site_plan(ctx, kernel, site, configs) for site in sites]
+    for site, plan in zip(sites, plans):
+        if isinstance(plan, str):
+            return plan if len(sites) == 1 else f"its launch in {site.host_name}: {plan}"
+    if len({(p.blocks, p.rest) for p in plans}) > 1:
+        return f"{launched(sites)}, leaving different tile sizes to the autotuner"
+    return plans[0]
+
+
+def _site_plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite, configs: cst.BaseExpression) -> ExtendPlan | str:
     tuned = tuned_by_configs(kernel, site)
     if isinstance(tuned, str):
         return tuned
