@@ -9,12 +9,13 @@ from diagnose.triage.rules.common import constexpr_params, is_program_id, keywor
 class MatmulWithoutGroupSwizzle(Rule):
     """## What it finds
     A tiled matmul (a `tl.dot` in a loop, output tiles indexed by two program-id-derived indices,
-    each scaled by a block size) that maps program ids to tiles in plain row-major order: no
-    `GROUP_SIZE_M` swizzle and no `tl.swizzle2d`.
+    each scaled by a block size) that maps program ids to tiles in plain row- or column-major order:
+    no `GROUP_SIZE_M` swizzle, no `tl.swizzle2d`, and no order computed by a helper of its own.
 
     ## Why it is slow
     Programs run roughly in id order. Row-major order walks a whole row of output tiles before the
-    next, so the B panel is re-read from HBM for every row of tiles; grouping GROUP_M rows of tiles
+    next, so the B panel is re-read from HBM for every row of tiles (column-major order, `pid_m = pid
+    % num_pid_m`, re-reads the A panel for every column of tiles); grouping GROUP_M rows of tiles
     together keeps the A and B panels in L2 and cuts DRAM traffic substantially on large matrices
     (Triton's tutorial measures ~10% on A100; Ascend reports the same for swizzled block order).
 
@@ -50,7 +51,12 @@ class MatmulWithoutGroupSwizzle(Rule):
     swizzle gains little there. Held-out (mamba, 2026-12-08): a varlen scan kernel whose chunk loop
     `for c in range(cdiv(seqlen, CHUNK))` has a program-dependent bound was read as a tile axis
     (`c * CHUNK`). A loop variable now counts as program-derived only through its range's start or
-    step (`range(pid, num_tiles, NUM_SMS)`, a persistent kernel's tiles, still flagged).
+    step (`range(pid, num_tiles, NUM_SMS)`, a persistent kernel's tiles, still flagged). Held-out
+    (applied-ai, 2026-12-08): an MoE GEMM whose order a `@triton.jit` helper computes (`pid_m, pid_n =
+    col_major(pid, ...)`, chosen on purpose) was flagged as row-major: a helper's order is now taken as
+    the authors' choice; and the message said "row-major, B re-read" of column-major GEMMs (`pid_m =
+    pid % num_pid_m`, where A is re-read): it now names neither. Still debatable: persistent grouped
+    MoE GEMMs whose per-expert M is a handful of tiles.
 
     ## Targets
     cuda, hip, ascend.
@@ -62,7 +68,10 @@ class MatmulWithoutGroupSwizzle(Rule):
 
     code = "TRI019"
     name = "matmul-without-group-swizzle"
-    message = "output tiles follow program ids in row-major order (no GROUP_M swizzle); B is re-read from HBM for each tile row"
+    message = (
+        "output tiles follow program ids in plain row- or column-major order (no GROUP_M swizzle); "
+        "one operand's panel is re-read from HBM for each row (or column) of tiles"
+    )
     fix_title = "Group GROUP_SIZE_M tile rows (tutorial swizzle) or use tl.swizzle2d"
 
     def check(self, ctx):
@@ -78,7 +87,20 @@ class MatmulWithoutGroupSwizzle(Rule):
             compile_time = constexpr_params(kernel)
             if any(_extents(kernel, block, index) & compile_time for block, index in tiles.items()):
                 continue  # a tile axis spans a compiled-in model dimension: a handful of tiles
+            if _order_from_helper(kernel, set().union(*tiles.values()), set(ctx.kernels)):
+                continue  # `pid_m, pid_n = col_major(pid, ...)`: the order is the helper's, chosen
             yield self.hit(pids[0])
+
+
+def _order_from_helper(kernel, indices: set[str], helpers: set[str]) -> bool:
+    """A tile index is bound to the result of another `@triton.jit` function of the module
+    (applied-ai's MoE GEMM: `pid_m, pid_n = col_major(pid, EM, N, block_m, block_n)`): the authors
+    wrote the order down on purpose, whatever it is."""
+    for name in indices:
+        for value in kernel.assigns.get(name, ()):
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in helpers:
+                return True
+    return False
 
 
 def _contains_dot(kernel, loop) -> bool:
