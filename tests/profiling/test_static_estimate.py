@@ -132,16 +132,3 @@ def test_real_ir_wider_access_never_slower(tmp_path):
     (narrow,) = features_of(str(tmp_path / "odd.py"), "n_2e26")
     assert wide.width_efficiency > narrow.width_efficiency
     assert estimate(wide, H200).time_s <= estimate(narrow, H200).time_s
-
-
-def test_a_tile_wider_than_the_data_does_not_estimate_faster():
-    """32 rows of 4,096 fp32 (512 KiB): a block of 8,192 holds twice the row, half its lanes masked off.
-    Its tile bytes double, but nothing more is in flight than the data, so it estimates no faster than
-    the block that covers the row exactly; on a problem too large to hold in flight the cap is moot."""
-    row = KernelFeatures("mean", 32, 16, 1, 2**19, 2**19, 1.0, 2**14, 1)
-    wider = dataclasses.replace(row, inflight_bytes_per_program=2**15)
-    assert estimate(wider, H200).time_s == estimate(row, H200).time_s
-    big = dataclasses.replace(row, programs=2**16, moved_bytes=2**30, unique_bytes=2**30)
-    assert (
-        estimate(dataclasses.replace(big, inflight_bytes_per_program=2**15), H200).time_s <= estimate(big, H200).time_s
-    )

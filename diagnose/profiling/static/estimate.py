@@ -19,9 +19,14 @@ ceilings or a target's datasheet):
   accesses 1.0, narrower ones less; an uncoalesced access is multiplied by `UNCOALESCED`).
 - `latency_eff = min(1, bytes in flight / (BW * LATENCY_S))` (Little's law): the programs resident
   at once (`min(programs, SMs * resident per SM)`) times each one's in-flight bytes must cover the
-  bandwidth-latency product, or the memory system idles. Bytes in flight are capped at `U`: a tile
-  wider than the data (masked-off lanes) moves nothing more, so on a small problem a larger block
-  does not estimate faster by holding lanes that read nothing.
+  bandwidth-latency product, or the memory system idles.
+
+Known limitation: tile bytes count masked-off lanes (a block wider than the row), in `M` and in the
+bytes in flight alike, so on a problem smaller than its tiles a larger block estimates a little faster
+than it runs (TritonBench's swiglu at 32 x 4096: BLOCK_N 4096 over 1024 read 1.03x). Capping the bytes
+in flight at `U` alone was tried and undone: it left the masked lanes in `M - U`, read as re-reads at
+near-zero latency efficiency (FlagGems' count_nonzero over 2-column rows estimated 0.23x). Counting
+masked lanes needs each access's extent, which the features do not carry yet.
 - `rate` is the matmul ceiling of the dot's dtype for wgmma/tcgen05/MFMA, `MMA_V2` of it for
   mma.sync, and the fp32 rate for FMA dots; `sm_fill` is the fraction of SMs the grid can occupy.
 - `PROGRAM_S` is a per-program scheduling cost (a grid of millions of tiny programs pays for it).
@@ -105,12 +110,7 @@ class Estimate(Record):
 def latency_efficiency(f: KernelFeatures, hw: Hardware) -> float:
     resident = min(f.programs, hw.sm_count * f.resident_programs_per_sm)
     needed = hw.bytes_per_s * LATENCY_S
-    in_flight = resident * f.inflight_bytes_per_program
-    if f.unique_bytes:
-        # the tile bytes count masked-off lanes too (a block wider than the row): all the programs at
-        # once cannot have more in flight than the data the kernel touches
-        in_flight = min(in_flight, f.unique_bytes)
-    return min(1.0, in_flight / needed) if f.inflight_bytes_per_program else 1.0
+    return min(1.0, resident * f.inflight_bytes_per_program / needed) if f.inflight_bytes_per_program else 1.0
 
 
 def estimate(f: KernelFeatures, hw: Hardware) -> Estimate:
