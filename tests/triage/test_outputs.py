@@ -101,7 +101,11 @@ def test_json_is_a_list_of_finding_dicts():
     first = data[0]
     assert first["code"] == "TRI001" and first["severity"] == "warning"
     assert first["location"]["line"] > 0 and first["evidence"][0]["stage"] == "triage"
-    assert first["evidence"][0]["source"] == "ast" and first["rewrites"] == ["retune-launch", "add-autotune", "extend-autotune"]
+    assert first["evidence"][0]["source"] == "ast" and first["rewrites"] == [
+        "retune-launch",
+        "add-autotune",
+        "extend-autotune",
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
