@@ -55,6 +55,7 @@ class ExtendPlan:
     configs: cst.BaseExpression  # the decorator's `configs=` value, edited in place
     written: tuple[dict, ...]  # the configs' values where the list is written out (to skip equal ones)
     dot_rows: tuple[tuple[int, ...], ...] = ()  # a matmul's (M, N, K, warps, stages) rows for the target
+    fixed: tuple[tuple[str, int], ...] = ()  # constexprs every written config sets alike (`SPLIT_K: 1`)
 
 
 class ExtendAutotune(Rewrite):
@@ -71,7 +72,9 @@ class ExtendAutotune(Rewrite):
     is added, and only where the written-out configs try none of the space yet.
 
     The tile sizes the configs set are read from the launch: the kernel's constexprs without a default
-    that the launch does not pass and no `triton.heuristics` sets, each sizing a `tl.arange`. One
+    that the launch does not pass and no `triton.heuristics` sets, each sizing a `tl.arange`; another
+    such constexpr that every written config sets to the same integer (kernl's `SPLIT_K: 1`, in a
+    `[...] + get_configs_io_bound()` list) is set so in the new configs too. One
     size is searched as `retune-launch` searches it (tiles of 1,024-8,192 elements, 4-32 values a
     thread); two (a `BLOCK_M x BLOCK_N` reduction) over shapes of those counts with one side 1, 4 or
     32 (either side: which one is contiguous is for the IR to show; a narrow side there compiles to
@@ -160,7 +163,9 @@ class ExtendAutotune(Rewrite):
             # one configuration of the search (its trial compiles it beside the authors'), or the space's first
             single = {k: v for k, v in ctx.params if k in (*plan.blocks, *OPTIONS)}
             configs = [single] if single else self.default(plan)
-        added = [_config(values, plan.blocks) for values in configs if values]
+        added = [
+            _config({**values, **dict(plan.fixed)}, (*plan.blocks, *dict(plan.fixed))) for values in configs if values
+        ]
         if not added:
             raise NotApplicable(f"{self.id}: no configuration of the search beat the authors' own")
         value = plan.configs
@@ -196,9 +201,10 @@ def _spread(expression: str, added: list[str], indent: str) -> str:
 def _indent(source: str, node: cst.BaseExpression) -> str:
     """The indentation of the line that holds `node`'s first line (`    configs=...`)."""
     first = code(node).splitlines()[0]
-    for line in source.splitlines():
-        if first in line:
-            return line[: len(line) - len(line.lstrip())]
+    lines = source.splitlines()
+    # `configs=[` first: a bare `[` or a helper's name may open other lines of the module too
+    for line in [*(x for x in lines if f"configs={first}" in x), *(x for x in lines if first in x)]:
+        return line[: len(line) - len(line.lstrip())]
     return ""
 
 
@@ -267,11 +273,25 @@ def tuned_by_configs(kernel: Kernel, site: LaunchSite) -> list[str] | str:
 
 
 def _written_values(configs: cst.BaseExpression) -> tuple[dict, ...]:
-    """The written configs' values, where the list is written out (its `*spread` elements skipped)."""
+    """The written configs' values, where the list is written out (its `*spread` elements skipped; both
+    sides of `[...] + helper()`)."""
+    if isinstance(configs, cst.BinaryOperation) and isinstance(configs.operator, cst.Add):
+        return _written_values(configs.left) + _written_values(configs.right)
     if not isinstance(configs, cst.List):
         return ()
     found = (config_values(e.value) for e in configs.elements if isinstance(e, cst.Element))
     return tuple(f for f in found if f is not None)
+
+
+def _fixed(kernel: Kernel, tuned: list[str], written: tuple[dict, ...]) -> dict[str, int]:
+    """The constexprs other than tile sizes that every written config sets to one and the same integer
+    (kernl's `SPLIT_K: 1` beside its tiles): a new config sets them so too."""
+    out = {}
+    for name in (t for t in tuned if t not in arange_constexprs(kernel)):
+        values = {w.get(name) for w in written}
+        if written and len(values) == 1 and isinstance(value := values.pop(), int):
+            out[name] = value
+    return out
 
 
 def _plan(ctx: RewriteContext, kernel: Kernel) -> ExtendPlan | str | None:
@@ -297,8 +317,13 @@ def _site_plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite, configs: c
         return tuned
     if not tuned:
         return "its configs set only num_warps / num_stages (no estimate ranks those: launch-options, timed)"
+    written = _written_values(configs)
+    fixed = _fixed(kernel, tuned, written)
     if calls(kernel.node.body, "dot", "dot_scaled"):
-        return _matmul_plan(ctx, kernel, site, tuned, configs)
+        return _matmul_plan(ctx, kernel, site, tuned, configs, fixed)
+    tuned = [t for t in tuned if t not in fixed]
+    if not tuned:
+        return f"its configs set only num_warps / num_stages beside {', '.join(fixed)}, the same in every config"
     if len(tuned) > 2:
         return f"its configs set {len(tuned)} constexprs ({', '.join(tuned)}): a new config's shape is not searched"
     for block in tuned:
@@ -308,7 +333,7 @@ def _site_plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite, configs: c
     rest = tile_rest(kernel, site, *tuned)
     if isinstance(rest, str):
         return rest
-    return ExtendPlan(kernel.name, tuple(tuned), rest, configs, _written_values(configs))
+    return ExtendPlan(kernel.name, tuple(tuned), rest, configs, written, fixed=tuple(fixed.items()))
 
 
 def _follows(kernel: Kernel, site: LaunchSite, block: str) -> str | None:
@@ -330,7 +355,12 @@ def _follows(kernel: Kernel, site: LaunchSite, block: str) -> str | None:
 
 
 def _matmul_plan(
-    ctx: RewriteContext, kernel: Kernel, site: LaunchSite, tuned: list[str], configs: cst.BaseExpression
+    ctx: RewriteContext,
+    kernel: Kernel,
+    site: LaunchSite,
+    tuned: list[str],
+    configs: cst.BaseExpression,
+    fixed: dict[str, int],
 ) -> ExtendPlan | str:
     """A matmul's configs set its M, N and K tiles (and nothing else the new configs could not set):
     the new configs are `wgmma-tiles`' shapes for the target, which puts them first itself where the
@@ -342,7 +372,7 @@ def _matmul_plan(
         return "its tl.dot is not a matmul of loaded (M, K) and (K, N) tiles"
     blocks = (tiles.m, tiles.n, tiles.k)
     groups = tuple(t for t in tuned if "GROUP" in t.upper())  # a program-order swizzle: any size is correct
-    others = [t for t in tuned if t not in blocks and t not in groups]
+    others = [t for t in tuned if t not in blocks and t not in groups and t not in fixed]
     if others or tiles.m not in tuned or tiles.n not in tuned:
         return f"its configs set {', '.join(tuned)}: not the dot's tiles ({', '.join(blocks)}) alone"
     coupled = grid_coupled(kernel)
@@ -358,4 +388,5 @@ def _matmul_plan(
         for row in tiles_for(ctx.target)
     )
     names = (tiles.m, tiles.n, *((tiles.k,) if tiles.k in tuned else ()), *groups)
-    return ExtendPlan(kernel.name, names, 1, configs, _written_values(configs), rows)
+    fixed = {k: v for k, v in fixed.items() if k not in names}
+    return ExtendPlan(kernel.name, names, 1, configs, _written_values(configs), rows, tuple(fixed.items()))
