@@ -7,12 +7,19 @@ from typing import Any
 
 import libcst as cst
 
+from diagnose.rewrite.autotune_configs import (
+    indent_of,
+    prepended,
+    spread,
+    tuned_by_configs,
+    tuner_configs,
+    written_values,
+)
 from diagnose.rewrite.codemods.retune_launch import BLOCKS, arange_constexprs, steps_a_loop, tile_rest, tile_space
 from diagnose.rewrite.edit import replace
 from diagnose.rewrite.codemods.wgmma_tiles import WgmmaTiles, tiles_for
 from diagnose.rewrite.launch_values import (
     OPTIONS,
-    config_values,
     every_access_masked,
     grid_reads_meta,
     shown,
@@ -25,22 +32,13 @@ from diagnose.rewrite.source import (
     Kernel,
     calls,
     code,
-    dotted,
     grid_coupled,
-    heuristic_keys,
     kernels,
-    keyword,
     module_names,
-    param_default,
 )
 
-# The decorators that take `configs=[triton.Config(...)]`: Triton's own and FlagGems' `libtuner`, an
-# `Autotuner` subclass with the same arguments.
-TUNERS = ("autotune", "libtuner")
 # New configs a chosen search adds at most: each one is another trial run for every new key.
 MAX_ADDED = 4
-# Columns a spread config list may take on one line before it goes one config a line.
-LINE = 100
 # The group of a matmul's program-order swizzle (`GROUP_SIZE_M`) in a new config, as the tutorials set it.
 GROUP = 8
 # The short side of a two-size tile: a row (1), a few rows (4), a warp's width (32).
@@ -170,42 +168,10 @@ class ExtendAutotune(Rewrite):
             raise NotApplicable(f"{self.id}: no configuration of the search beat the authors' own")
         value = plan.configs
         if isinstance(value, cst.List):
-            edited = _prepended(value, [cst.parse_expression(c) for c in added])
+            edited = prepended(value, [cst.parse_expression(c) for c in added])
         else:
-            edited = cst.parse_expression(_spread(code(value), added, _indent(ctx.source, plan.configs)))
+            edited = cst.parse_expression(spread(code(value), added, indent_of(ctx.source, plan.configs)))
         return replace(ctx.module, {value: edited}).code
-
-
-def _prepended(configs: cst.List, new: list[cst.BaseExpression]) -> cst.List:
-    """The written-out list with `new` before its first element, laid out like it: each gets the comma
-    that separates the authors' elements (a line break and their indent in a list written one per
-    line); the authors' elements keep their own (and the comments after them)."""
-    elements = list(configs.elements)
-    between = next(
-        (e.comma for e in elements[:-1] if e.comma is not cst.MaybeSentinel.DEFAULT),
-        cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
-    )
-    return configs.with_changes(elements=[*(cst.Element(v, comma=between) for v in new), *elements])
-
-
-def _spread(expression: str, added: list[str], indent: str) -> str:
-    """`[new, ..., *their_configs()]`: on one line where it fits beside a one-line expression, else one
-    config a line."""
-    one_line = f"[{', '.join(added)}, *{expression}]"
-    if "\n" not in expression and len(indent) + len(one_line) <= LINE:
-        return one_line
-    spread = "*" + expression.replace("\n", "\n    ")  # its own lines move in with it
-    return "[\n" + "".join(f"{indent}    {item},\n" for item in (*added, spread)) + f"{indent}]"
-
-
-def _indent(source: str, node: cst.BaseExpression) -> str:
-    """The indentation of the line that holds `node`'s first line (`    configs=...`)."""
-    first = code(node).splitlines()[0]
-    lines = source.splitlines()
-    # `configs=[` first: a bare `[` or a helper's name may open other lines of the module too
-    for line in [*(x for x in lines if f"configs={first}" in x), *(x for x in lines if first in x)]:
-        return line[: len(line) - len(line.lstrip())]
-    return ""
 
 
 def _config(values: dict, blocks: tuple[str, ...]) -> str:
@@ -243,46 +209,6 @@ def _space(plan: ExtendPlan) -> list[dict[str, int]]:
     return out
 
 
-def tuner_configs(kernel: Kernel) -> cst.BaseExpression | None:
-    """The `configs=` value (or first positional argument) of the kernel's autotune decorator."""
-    for decorator in kernel.node.decorators:
-        call = decorator.decorator
-        if isinstance(call, cst.Call) and (dotted(call.func) or "").rsplit(".", 1)[-1] in TUNERS:
-            arg = keyword(call, "configs") or (call.args[0] if call.args and call.args[0].keyword is None else None)
-            return arg.value if arg is not None else None
-    return None
-
-
-def tuned_by_configs(kernel: Kernel, site: LaunchSite) -> list[str] | str:
-    """The constexprs the autotune configs must set: no default, not passed at the launch, set by no
-    `triton.heuristics`; or why they cannot be told."""
-    set_by_heuristics: set[str] = set()
-    for decorator in kernel.decorators:
-        if decorator.split("(")[0].endswith("heuristics"):
-            keys = heuristic_keys(decorator)
-            if keys is None:
-                return "a triton.heuristics whose keys cannot be read may set the block size"
-            set_by_heuristics |= keys
-    out = []
-    for param in kernel.constexprs:
-        if site.passes_unpacked(param):
-            return f"the launch's **kwargs may set {param}"
-        if site.arg(kernel, param) is None and param not in set_by_heuristics and param_default(kernel, param) is None:
-            out.append(param)
-    return out
-
-
-def _written_values(configs: cst.BaseExpression) -> tuple[dict, ...]:
-    """The written configs' values, where the list is written out (its `*spread` elements skipped; both
-    sides of `[...] + helper()`)."""
-    if isinstance(configs, cst.BinaryOperation) and isinstance(configs.operator, cst.Add):
-        return _written_values(configs.left) + _written_values(configs.right)
-    if not isinstance(configs, cst.List):
-        return ()
-    found = (config_values(e.value) for e in configs.elements if isinstance(e, cst.Element))
-    return tuple(f for f in found if f is not None)
-
-
 def _fixed(kernel: Kernel, tuned: list[str], written: tuple[dict, ...]) -> dict[str, int]:
     """The constexprs other than tile sizes that every written config sets to one and the same integer
     (kernl's `SPLIT_K: 1` beside its tiles): a new config sets them so too."""
@@ -317,7 +243,7 @@ def _site_plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite, configs: c
         return tuned
     if not tuned:
         return "its configs set only num_warps / num_stages (no estimate ranks those: launch-options, timed)"
-    written = _written_values(configs)
+    written = written_values(configs)
     fixed = _fixed(kernel, tuned, written)
     if calls(kernel.node.body, "dot", "dot_scaled"):
         return _matmul_plan(ctx, kernel, site, tuned, configs, fixed)
@@ -389,4 +315,4 @@ def _matmul_plan(
     )
     names = (tiles.m, tiles.n, *((tiles.k,) if tiles.k in tuned else ()), *groups)
     fixed = {k: v for k, v in fixed.items() if k not in names}
-    return ExtendPlan(kernel.name, names, 1, configs, _written_values(configs), rows, tuple(fixed.items()))
+    return ExtendPlan(kernel.name, names, 1, configs, written_values(configs), rows, tuple(fixed.items()))
