@@ -181,3 +181,16 @@ def test_with_a_baseline_narrow_accesses_are_left_to_the_estimate():
     views = {0: view("authors", narrow=3), 1: view("wide", narrow=3), 2: view("narrow", narrow=4)}
     assert ir_prune(views, SM90, baseline=True) == {0: None, 1: None, 2: None}
     assert "narrow" in ir_prune(views, SM90)[2]
+
+
+def test_register_spills_call_for_the_launch_value_rewrites():
+    """ptxas spilled (lightllm's silu_and_mul: a 128 x 128 tile with 4 warps, 255 registers): a smaller
+    tile or more warps answers it, and each candidate names the spill among what it answers."""
+    from diagnose.optimizer.pipeline import called_by
+    from diagnose.records import Evidence, Location
+    from diagnose.rewrite.table import REWRITES
+
+    spill = Evidence("ir", "ptxas", "RegisterSpill", "missed", Location("silu_and_mul.py", 12), (("spill_stores", 72),))
+    answering = {rid for rid, rewrite in REWRITES.items() if called_by(rewrite, [], [spill])}
+    assert answering == {"retune-launch", "extend-autotune", "launch-options"}
+    assert called_by(REWRITES["retune-launch"], [], [spill]) == ("RegisterSpill@silu_and_mul.py:12",)

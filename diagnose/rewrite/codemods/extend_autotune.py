@@ -115,7 +115,7 @@ class ExtendAutotune(Rewrite):
     TRI001 (too-few-elements-per-thread), TRI018 (more-warps-than-elements); the profiling codes
     PRF001 (memory-bound short of the roof), PRF003 (latency-bound) and PRF005 (launch-bound), like
     `retune-launch`, whose preconditions decline an autotuned kernel; IR evidence GlobalAccessWidth
-    (missed, `elements_per_thread`).
+    (missed, `elements_per_thread`) and RegisterSpill (a config that does not spill is added).
 
     ## References
     Triton `triton.autotune` (it benchmarks every config per key and caches the winner); FlagGems'
@@ -125,7 +125,7 @@ class ExtendAutotune(Rewrite):
     id = "extend-autotune"
     title = "Add the launch-config search's best block sizes to an autotuned kernel's configs"
     codes = ("TRI001", "TRI018", "PRF001", "PRF003", "PRF005")
-    evidence = ("GlobalAccessWidth",)
+    evidence = ("GlobalAccessWidth", "RegisterSpill")
     tunable = True
 
     def precondition(self, ctx: RewriteContext) -> Precondition:
@@ -138,7 +138,7 @@ class ExtendAutotune(Rewrite):
         )
 
     def answers(self, evidence) -> bool:
-        return missed(evidence, "GlobalAccessWidth", "elements_per_thread")
+        return missed(evidence, "GlobalAccessWidth", "elements_per_thread") or missed(evidence, "RegisterSpill")
 
     def search_space(self, ctx: RewriteContext, plan: ExtendPlan) -> list[dict[str, Any]]:
         # first the authors' configs alone: the baseline every addition must beat

@@ -103,7 +103,9 @@ class LaunchOptions(Rewrite):
     ## Answers
     The profiling codes PRF001 (memory-bound short of the roof), PRF002 (compute-bound short of
     it), PRF003 (latency-bound), PRF004 (too few programs) and PRF005 (launch-bound): a kernel below
-    its roofline bound whose source no other rewrite can read is still worth a measured retune.
+    its roofline bound whose source no other rewrite can read is still worth a measured retune; IR
+    evidence RegisterSpill (more warps give each thread fewer values to hold; configurations that
+    spill are dropped before timing, the current ones excepted, which the timing compares against).
 
     ## References
     Triton `triton.Config` (num_warps, num_stages);
@@ -113,6 +115,7 @@ class LaunchOptions(Rewrite):
     id = "launch-options"
     title = "Retime num_warps and num_stages at the launch, keep the fastest"
     codes = ("PRF001", "PRF002", "PRF003", "PRF004", "PRF005")
+    evidence = ("RegisterSpill",)
     backends = ("cuda", "hip")
     conflicts = ("retune-launch", "add-autotune", "wgmma-tiles", "attention-tiles")
     tunable = True

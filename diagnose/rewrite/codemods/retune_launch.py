@@ -94,8 +94,10 @@ class RetuneLaunch(Rewrite):
     and the device does not: activation_gelu's 1024-element blocks with 4 warps moved 16-bit data at
     66% of the H200's copy roof),
     PRF003 (latency-bound: more independent work in flight) and PRF005 (launch-bound: more work per
-    program); IR evidence GlobalAccessWidth (missed, `elements_per_thread`). The agent proposes
-    nothing once the kernel is within its roofline fraction on every input group.
+    program); IR evidence GlobalAccessWidth (missed, `elements_per_thread`) and RegisterSpill (ptxas
+    spilled: a tile of too many values a thread, lightllm's silu_and_mul at 128 x 128 with 4 warps,
+    255 registers; the search drops configurations that spill, the current ones too). The agent
+    proposes nothing once the kernel is within its roofline fraction on every input group.
 
     ## References
     Triton tutorial 01-vector-add. A global access's width follows the elements per thread,
@@ -105,7 +107,7 @@ class RetuneLaunch(Rewrite):
     id = "retune-launch"
     title = "Retune the block size and num_warps at the launch"
     codes = ("TRI001", "TRI018", "PRF001", "PRF003", "PRF005")
-    evidence = ("GlobalAccessWidth",)
+    evidence = ("GlobalAccessWidth", "RegisterSpill")
     conflicts = ("add-autotune",)
     tunable = True
 
@@ -119,7 +121,7 @@ class RetuneLaunch(Rewrite):
         )
 
     def answers(self, evidence) -> bool:
-        return missed(evidence, "GlobalAccessWidth", "elements_per_thread")
+        return missed(evidence, "GlobalAccessWidth", "elements_per_thread") or missed(evidence, "RegisterSpill")
 
     def search_space(self, ctx: RewriteContext, plan: RetunePlan) -> list[dict[str, Any]]:
         first = self.default(plan)
