@@ -246,7 +246,7 @@ def _site_plan(ctx: RewriteContext, kernel: Kernel, site: LaunchSite, configs: c
     written = written_values(configs)
     fixed = _fixed(kernel, tuned, written)
     if calls(kernel.node.body, "dot", "dot_scaled"):
-        return _matmul_plan(ctx, kernel, site, tuned, configs, fixed)
+        return _matmul_plan(ctx, kernel, site, tuned, configs, written, fixed)
     tuned = [t for t in tuned if t not in fixed]
     if not tuned:
         return f"its configs set only num_warps / num_stages beside {', '.join(fixed)}, the same in every config"
@@ -286,6 +286,7 @@ def _matmul_plan(
     site: LaunchSite,
     tuned: list[str],
     configs: cst.BaseExpression,
+    written: tuple[dict, ...],
     fixed: dict[str, int],
 ) -> ExtendPlan | str:
     """A matmul's configs set its M, N and K tiles (and nothing else the new configs could not set):
@@ -315,4 +316,4 @@ def _matmul_plan(
     )
     names = (tiles.m, tiles.n, *((tiles.k,) if tiles.k in tuned else ()), *groups)
     fixed = {k: v for k, v in fixed.items() if k not in names}
-    return ExtendPlan(kernel.name, names, 1, configs, written_values(configs), rows, tuple(fixed.items()))
+    return ExtendPlan(kernel.name, names, 1, configs, written, rows, tuple(fixed.items()))
